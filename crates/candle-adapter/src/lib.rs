@@ -1,0 +1,1 @@
+//! candle-adapter (placeholder: being written).

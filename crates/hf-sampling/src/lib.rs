@@ -1,0 +1,1 @@
+//! hf-sampling (placeholder: being written).

@@ -1,0 +1,1 @@
+//! parity-core (placeholder: being written).

@@ -1,0 +1,1 @@
+//! spec-sampler (placeholder: being written).
