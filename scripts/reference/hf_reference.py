@@ -1,0 +1,801 @@
+#!/usr/bin/env python3
+"""Record what transformers' own `generate()` does to next-token logits.
+
+This is the Python half of the sampling-parity fixtures (see docs/fixtures.md).
+For every context it calls, once per sampling setting, exactly
+
+    model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=1,
+                   output_scores=True, output_logits=True,
+                   return_dict_in_generate=True, **kwargs)
+
+and stores the raw logits (`g.logits[0][0]`) and the processed scores
+(`g.scores[0][0]`, -inf where a token was filtered) in a safetensors file. We
+never re-implement a processor here: the point is to capture transformers'
+defaults and processor chain as they are, so the Rust side can be checked
+against them.
+
+Two kinds of fixtures:
+  * model: SmolLM2-135M-Instruct (GGUF, Q4_1, dequantised to float32) on two
+    chat-templated prompts followed by k tokens of the model's own greedy answer.
+  * edge:  hand-built logits fed through a tiny PreTrainedModel whose forward
+    returns those logits at every position, so the same generate call decides.
+
+Run with the reference venv (scripts/reference/setup.sh), after
+scripts/fetch-model.sh:
+
+    scripts/reference/.venv/bin/python scripts/reference/hf_reference.py
+    scripts/reference/.venv/bin/python scripts/reference/hf_reference.py --check
+
+Progress and diagnostics go to stderr; data goes only to the fixture files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import logging
+import math
+import os
+import shutil
+import sys
+import tempfile
+import warnings
+from pathlib import Path
+
+# Everything must come from local files: no hub, ever. Set before transformers
+# is imported, because it reads these at import time.
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ["TRANSFORMERS_OFFLINE"] = "1"
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+import transformers  # noqa: E402
+from safetensors import safe_open  # noqa: E402
+from safetensors.torch import save_file  # noqa: E402
+from transformers import (  # noqa: E402
+    AutoModelForCausalLM,
+    AutoTokenizer,
+    GenerationMixin,
+    PreTrainedConfig,
+    PreTrainedModel,
+)
+from transformers.modeling_outputs import CausalLMOutputWithPast  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[2]
+FORMAT = "sampling-parity-fixture/1"
+MODEL_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
+# Must match scripts/fetch-model.sh; checked again here so a fixture can never
+# be recorded from different bytes than the ones its metadata names.
+MODEL_SHA256 = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
+VOCAB_FILE = "vocab.json"
+SEED = 1234  # generate() samples a token we throw away; seeded so runs repeat.
+
+# The 13 settings of the issue, in run order. Names follow the seed article.
+STANDARD_SETTINGS: list[tuple[str, dict]] = [
+    ("t07_default", dict(do_sample=True, temperature=0.7)),
+    ("t07", dict(do_sample=True, temperature=0.7, top_k=0)),
+    ("k40", dict(do_sample=True, temperature=0.7, top_k=40)),
+    ("p09", dict(do_sample=True, temperature=0.7, top_k=0, top_p=0.9)),
+    ("k40p09", dict(do_sample=True, temperature=0.7, top_k=40, top_p=0.9)),
+    ("rep13", dict(do_sample=False, repetition_penalty=1.3)),
+    ("default", dict(do_sample=True)),
+    ("t15", dict(do_sample=True, temperature=1.5, top_k=0)),
+    ("minp05", dict(do_sample=True, temperature=0.7, top_k=0, min_p=0.05)),
+    ("typ09", dict(do_sample=True, top_k=0, typical_p=0.9)),
+    ("eps", dict(do_sample=True, top_k=0, epsilon_cutoff=3e-4)),
+    ("eta", dict(do_sample=True, top_k=0, eta_cutoff=2e-3)),
+    ("k40p09rep", dict(do_sample=True, temperature=0.7, top_k=40, top_p=0.9, repetition_penalty=1.3)),
+]
+
+PROMPTS: list[tuple[str, str]] = [
+    ("hello", "How do you say hello in Chinese?"),
+    ("write", "Write a short story about a lighthouse keeper."),
+]
+K_VALUES = (0, 7, 60)
+ANSWER_TOKENS = 80
+
+
+def log(msg: str) -> None:
+    print(f"hf_reference: {msg}", file=sys.stderr, flush=True)
+
+
+# --------------------------------------------------------------------------
+# Capturing what transformers says while it runs
+# --------------------------------------------------------------------------
+
+class NoticeCollector(logging.Handler):
+    """Collects transformers' log warnings and Python warnings, deduplicated.
+
+    transformers reports effective defaults and ignored arguments through both
+    channels (and some only once per process); we print a summary at the end so
+    surprises are visible without drowning the progress output.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(level=logging.WARNING)
+        self.seen: dict[str, str] = {}  # message -> first context that produced it
+        self.context = "startup"
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.seen.setdefault(record.getMessage().strip(), self.context)
+
+    def add_warning(self, w: warnings.WarningMessage) -> None:
+        self.seen.setdefault(f"{w.category.__name__}: {w.message}".strip(), self.context)
+
+
+NOTICES = NoticeCollector()
+
+
+def install_notice_collector() -> None:
+    tf_logger = logging.getLogger("transformers")
+    tf_logger.addHandler(NOTICES)
+    # Keep transformers' own stderr output too, but without progress bars.
+    transformers.utils.logging.disable_progress_bar()
+
+
+# --------------------------------------------------------------------------
+# The one generate call
+# --------------------------------------------------------------------------
+
+def generate_once(model, ids: torch.Tensor, kwargs: dict) -> tuple[torch.Tensor, torch.Tensor]:
+    """Run the contract's generate call; return (raw logits, processed scores)."""
+    torch.manual_seed(SEED)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with torch.inference_mode():
+            g = model.generate(
+                ids,
+                attention_mask=torch.ones_like(ids),
+                max_new_tokens=1,
+                output_scores=True,
+                output_logits=True,
+                return_dict_in_generate=True,
+                **kwargs,
+            )
+    for w in caught:
+        NOTICES.add_warning(w)
+    logits = g.logits[0][0].detach().to(torch.float32).contiguous().clone()
+    scores = g.scores[0][0].detach().to(torch.float32).contiguous().clone()
+    return logits, scores
+
+
+def same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Bitwise equality (NaN-safe, distinguishes -0.0 from 0.0)."""
+    return a.shape == b.shape and a.dtype == b.dtype and torch.equal(a.view(torch.int32), b.view(torch.int32))
+
+
+def record_context(model, ids: torch.Tensor, settings: list[tuple[str, dict]], label: str, allow_reject: bool):
+    """Run every setting on one context.
+
+    Returns (tensors, settings_meta, rejected). A setting whose generate call
+    raises is only tolerated for edge fixtures (allow_reject): it is then
+    listed in `rejected` with the exception text instead of being stored.
+    """
+    tensors: dict[str, torch.Tensor] = {"input_ids": ids[0].to(torch.int64).contiguous().clone()}
+    settings_meta: list[dict] = []
+    rejected: list[dict] = []
+    raw: torch.Tensor | None = None
+    for name, kwargs in settings:
+        assert name.replace("_", "").isalnum() and name == name.lower(), f"bad setting name {name!r}"
+        NOTICES.context = f"{label}/{name}"
+        try:
+            logits, scores = generate_once(model, ids, kwargs)
+        except (ValueError, RuntimeError) as e:
+            # ValueError: transformers' own validation. RuntimeError: torch
+            # failing to sample from an invalid distribution (inf/NaN). Any
+            # other exception is a bug in this script and must surface.
+            if not allow_reject:
+                raise
+            err = f"{type(e).__name__}: {e}"
+            log(f"  {label}: {name} {json.dumps(kwargs)} rejected -> {err.splitlines()[0][:160]}")
+            rejected.append({"name": name, "kwargs": kwargs, "error": err})
+            continue
+        if raw is None:
+            raw = logits
+        elif not same_bits(raw, logits):
+            # The contract promises one `logits` per file; if the forward pass
+            # were not deterministic, the fixture would be meaningless.
+            raise SystemExit(f"{label}: raw logits differ between settings (at {name}); refusing to write")
+        tensors[f"scores.{name}"] = scores
+        settings_meta.append({"name": name, "kwargs": kwargs})
+    if raw is None:
+        raise SystemExit(f"{label}: every setting was rejected; nothing to store")
+    tensors["logits"] = raw
+    return tensors, settings_meta, rejected
+
+
+def common_metadata(kind: str, settings_meta: list[dict], description: str) -> dict[str, str]:
+    return {
+        "format": FORMAT,
+        "kind": kind,
+        "torch_version": torch.__version__,
+        "transformers_version": transformers.__version__,
+        "settings": json.dumps(settings_meta),
+        "description": description,
+    }
+
+
+def write_fixture(path: Path, tensors: dict[str, torch.Tensor], metadata: dict[str, str]) -> None:
+    assert all(isinstance(v, str) for v in metadata.values())
+    path.parent.mkdir(parents=True, exist_ok=True)
+    save_file(tensors, str(path), metadata=metadata)
+    path.chmod(0o644)  # safetensors creates 0600 files; fixtures are plain data
+    n_scores = sum(1 for k in tensors if k.startswith("scores."))
+    log(f"  wrote {path} (V={tensors['logits'].numel()}, n={tensors['input_ids'].numel()}, settings={n_scores})")
+
+
+# --------------------------------------------------------------------------
+# Model fixtures
+# --------------------------------------------------------------------------
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def load_model(model_dir: Path):
+    gguf_path = model_dir / MODEL_NAME
+    if not gguf_path.is_file():
+        raise SystemExit(f"{gguf_path} not found: run scripts/fetch-model.sh first")
+    digest = sha256_file(gguf_path)
+    if digest != MODEL_SHA256:
+        raise SystemExit(f"{gguf_path}: sha256 {digest} != expected {MODEL_SHA256}; rerun scripts/fetch-model.sh")
+    log(f"loading {gguf_path} (dequantising to float32)")
+    NOTICES.context = "load"
+    tokenizer = AutoTokenizer.from_pretrained(str(model_dir), gguf_file=MODEL_NAME)
+    model = AutoModelForCausalLM.from_pretrained(str(model_dir), gguf_file=MODEL_NAME, dtype=torch.float32)
+    model.eval()
+    log(f"model generation_config: {model.generation_config.to_json_string(use_diff=True).strip()}")
+    return model, tokenizer, gguf_path
+
+
+def write_vocab(gguf_path: Path, out_dir: Path, vocab_size: int) -> None:
+    """Write the token strings (index = id) read straight from the GGUF."""
+    from gguf import GGUFReader  # imported here: only needed for this step
+
+    reader = GGUFReader(str(gguf_path))
+    field = reader.fields["tokenizer.ggml.tokens"]
+    # A string array field keeps each element's bytes in `parts`; `data` lists
+    # the indices of the parts that hold the element values.
+    tokens = [bytes(field.parts[i]).decode("utf-8") for i in field.data]
+    if len(tokens) != vocab_size:
+        raise SystemExit(f"GGUF has {len(tokens)} tokens but the model's vocab_size is {vocab_size}")
+    path = out_dir / "smollm2" / VOCAB_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # One compact line; ensure_ascii=False keeps tokens such as "ĠAI" readable.
+    path.write_text(json.dumps(tokens, ensure_ascii=False, separators=(",", ":")) + "\n", encoding="utf-8")
+    log(f"  wrote {path} ({len(tokens)} tokens)")
+
+
+def templated_prompt_ids(tokenizer, prompt: str) -> list[int]:
+    enc = tokenizer.apply_chat_template(
+        [{"role": "user", "content": prompt}], add_generation_prompt=True, return_dict=True
+    )
+    return list(enc["input_ids"])
+
+
+def greedy_answer(model, tokenizer, prompt_ids: list[int]) -> list[int]:
+    """The model's own greedy continuation, without the end-of-turn token."""
+    ids = torch.tensor([prompt_ids], dtype=torch.int64)
+    NOTICES.context = "greedy answer"
+    with torch.inference_mode():
+        out = model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=ANSWER_TOKENS, do_sample=False)
+    answer = out[0, len(prompt_ids):].tolist()
+    eos = model.generation_config.eos_token_id
+    eos_ids = set(eos if isinstance(eos, list) else [eos]) if eos is not None else set()
+    # Stop before the first end-of-sequence token: a context that continues
+    # past it would not be one the model ever sees.
+    for i, t in enumerate(answer):
+        if t in eos_ids:
+            return answer[:i]
+    return answer
+
+
+def make_model_fixtures(model, tokenizer, out_dir: Path) -> None:
+    for prompt_id, prompt in PROMPTS:
+        prompt_ids = templated_prompt_ids(tokenizer, prompt)
+        answer = greedy_answer(model, tokenizer, prompt_ids)
+        full_answer = tokenizer.decode(answer)
+        log(f"prompt {prompt_id!r}: {len(prompt_ids)} templated tokens; greedy answer {len(answer)} tokens: {full_answer!r}")
+        seen_k: set[int] = set()
+        for k in K_VALUES:
+            k = min(k, len(answer))  # a short answer: use its full length
+            if k in seen_k:
+                continue
+            seen_k.add(k)
+            ids = torch.tensor([prompt_ids + answer[:k]], dtype=torch.int64)
+            label = f"{prompt_id}_k{k}"
+            tensors, settings_meta, _ = record_context(model, ids, STANDARD_SETTINGS, label, allow_reject=False)
+            meta = common_metadata(
+                "model",
+                settings_meta,
+                f"SmolLM2-135M-Instruct next-token logits and transformers scores after the chat-templated "
+                f"prompt {prompt_id!r} plus the first {k} tokens of its greedy answer",
+            )
+            meta.update(
+                model=MODEL_NAME,
+                gguf_sha256=MODEL_SHA256,
+                prompt_id=prompt_id,
+                prompt=prompt,
+                prompt_len=str(len(prompt_ids)),
+                k=str(k),
+                answer=tokenizer.decode(answer[:k]),
+                full_answer=full_answer,
+                vocab=VOCAB_FILE,
+            )
+            write_fixture(out_dir / "smollm2" / f"{label}.safetensors", tensors, meta)
+
+
+# --------------------------------------------------------------------------
+# Edge fixtures: a model that returns fixed logits
+# --------------------------------------------------------------------------
+
+class FixedLogitsConfig(PreTrainedConfig):
+    model_type = "sampling_parity_fixed_logits"
+
+    def __init__(self, vocab_size: int = 4, **kwargs) -> None:
+        self.vocab_size = vocab_size
+        # No KV cache: the model has no layers, and asking generate for one
+        # would only exercise cache code that is irrelevant here.
+        kwargs.setdefault("use_cache", False)
+        super().__init__(**kwargs)
+
+
+class FixedLogitsLM(PreTrainedModel, GenerationMixin):
+    """Returns the same logits at every position, whatever the input.
+
+    It has one dummy parameter so `model.device` / `model.dtype` resolve; there
+    are no real weights. Feeding it through `generate` means transformers'
+    defaults, validation and processor chain are exercised exactly as for a
+    real model.
+    """
+
+    config_class = FixedLogitsConfig
+    main_input_name = "input_ids"
+
+    def __init__(self, config: FixedLogitsConfig, logits: torch.Tensor) -> None:
+        super().__init__(config)
+        assert logits.dim() == 1 and logits.numel() == config.vocab_size, "vocab size must equal logits length"
+        self.register_buffer("fixed_logits", logits.to(torch.float32).clone(), persistent=False)
+        self.anchor = torch.nn.Parameter(torch.zeros(1))
+        self.post_init()
+        # The config's use_cache alone does not stop generate from building a
+        # DynamicCache (which needs layer counts we do not have); the model's
+        # generation config is where generate looks first.
+        self.generation_config.use_cache = False
+
+    def _init_weights(self, module) -> None:  # nothing to initialise
+        pass
+
+    def forward(self, input_ids=None, attention_mask=None, **kwargs):
+        b, n = input_ids.shape
+        logits = self.fixed_logits.view(1, 1, -1).expand(b, n, -1).clone()
+        return CausalLMOutputWithPast(logits=logits)
+
+
+def edge_model(logits: list[float] | np.ndarray) -> FixedLogitsLM:
+    t = torch.tensor(np.asarray(logits, dtype=np.float32))
+    model = FixedLogitsLM(FixedLogitsConfig(vocab_size=t.numel()), t)
+    model.eval()
+    return model
+
+
+def f32(x: float) -> float:
+    return float(np.float32(x))
+
+
+def top_p_cumsum(logits: np.ndarray) -> np.ndarray:
+    """The cumulative mass TopPLogitsWarper compares with 1 - top_p.
+
+    Same torch ops, same order (sort ascending, softmax, cumsum), on this CPU.
+    Only used to *search* for boundary logits; the stored scores come from
+    generate itself.
+    """
+    t = torch.tensor(logits, dtype=torch.float32)[None]
+    s, _ = torch.sort(t, descending=False)
+    return s.softmax(dim=-1).cumsum(dim=-1)[0].numpy()
+
+
+def find_top_p_boundaries(probs: list[float], p: float, j: int) -> dict[str, np.ndarray]:
+    """Logits whose ascending cumulative mass at sorted index j equals
+    float32(1 - p) exactly, one float32 ulp below, and one ulp above.
+
+    Starting from log(probs), nudge the logits of the two largest tokens by a
+    few float32 ulps each (which moves the softmax normaliser) until each of
+    the three targets is hit. Deterministic: the search order is fixed.
+    """
+    target = np.float32(1 - p)  # what `cumulative_probs <= (1 - top_p)` compares against in float32
+    wanted = {
+        "eq": target,
+        "below": np.nextafter(target, np.float32(0)),
+        "above": np.nextafter(target, np.float32(1)),
+    }
+    base = np.log(np.asarray(probs, dtype=np.float64)).astype(np.float32)
+    order = np.argsort(-base)
+    a, b = order[0], order[1]
+    found: dict[str, np.ndarray] = {}
+    steps = sorted(range(-40, 41), key=abs)
+    for da in steps:
+        for db in steps:
+            x = base.copy()
+            x[a] = x[a] + np.float32(da) * np.spacing(x[a])
+            x[b] = x[b] + np.float32(db) * np.spacing(x[b])
+            c = top_p_cumsum(x)[j]
+            for name, w in wanted.items():
+                if name not in found and c == w:
+                    found[name] = x.copy()
+            if len(found) == len(wanted):
+                return found
+    missing = sorted(set(wanted) - set(found))
+    raise SystemExit(f"top-p boundary search failed for p={p} (missing {missing})")
+
+
+def std_plus(*extra: tuple[str, dict]) -> list[tuple[str, dict]]:
+    return STANDARD_SETTINGS + list(extra)
+
+
+def edge_cases() -> list[dict]:
+    """Every synthetic fixture: name, logits, input_ids, settings, description.
+
+    Input ids are chosen so repetition penalty has something to act on (they
+    name tokens with positive, negative and zero logits where possible).
+    """
+    cases: list[dict] = []
+
+    def add(name, logits, input_ids, settings, description):
+        cases.append(dict(name=name, logits=np.asarray(logits, dtype=np.float32),
+                          input_ids=list(input_ids), settings=settings, description=description))
+
+    greedy = ("greedy", dict(do_sample=False))
+
+    add("ties_3221", [3.0, 2.0, 2.0, 1.0], [3, 1, 3],
+        std_plus(("top_k2", dict(do_sample=True, top_k=2)),
+                 ("top_k3", dict(do_sample=True, top_k=3)),
+                 ("top_k1", dict(do_sample=True, top_k=1)),
+                 ("t07_top_k2", dict(do_sample=True, temperature=0.7, top_k=2)),
+                 greedy),
+        "top-k with ties: transformers keeps every token equal to the k-th value")
+
+    inf = float("-inf")
+    add("neg_inf_block", [2.0, 1.5, 1.0, 0.5, 0.0, -0.5, inf, inf, inf, inf, inf, inf],
+        [0, 3, 6, 7, 7, 5],
+        std_plus(("p05", dict(do_sample=True, top_k=0, top_p=0.5)),
+                 ("p099", dict(do_sample=True, top_k=0, top_p=0.99)),
+                 ("minp01", dict(do_sample=True, top_k=0, min_p=0.1)),
+                 ("minp05_t1", dict(do_sample=True, top_k=0, min_p=0.5)),
+                 ("top_k8", dict(do_sample=True, top_k=8)),
+                 ("top_k10_p09", dict(do_sample=True, top_k=10, top_p=0.9)),
+                 ("rep13_sample", dict(do_sample=True, top_k=0, repetition_penalty=1.3)),
+                 greedy),
+        "a block of -inf logits (as after masking): top-k beyond the finite count, top-p, min-p, penalty on -inf")
+
+    add("single_finite", [inf, inf, 0.5, inf, inf, inf], [2, 0, 0],
+        std_plus(("p05", dict(do_sample=True, top_k=0, top_p=0.5)),
+                 ("minp05_t1", dict(do_sample=True, top_k=0, min_p=0.5)),
+                 greedy),
+        "all logits -inf except one: every filter must keep that one token")
+
+    add("all_neg_inf", [inf, inf, inf, inf], [0, 1],
+        std_plus(greedy),
+        "every logit -inf: sampling has no valid distribution (see `rejected`), greedy picks index 0")
+
+    add("all_equal_v8", [1.0] * 8, [0, 1, 1, 5],
+        std_plus(("p05", dict(do_sample=True, top_k=0, top_p=0.5)),
+                 ("p03", dict(do_sample=True, top_k=0, top_p=0.3)),
+                 ("top_k3", dict(do_sample=True, top_k=3)),
+                 ("minp05_t1", dict(do_sample=True, top_k=0, min_p=0.5)),
+                 ("typ05", dict(do_sample=True, top_k=0, typical_p=0.5)),
+                 greedy),
+        "all logits equal (V=8): fully tied top-k, top-p on a uniform cumsum, min-p, typical")
+
+    # Top-p boundary: for each p, three logit vectors whose ascending
+    # cumulative mass at the boundary index is exactly float32(1-p), one ulp
+    # below and one ulp above. TopPLogitsWarper removes a token when that mass
+    # is <= 1-p, so "eq" and "below" remove the boundary token, "above" keeps it.
+    boundary_specs = [
+        ("080", 0.8, [0.5, 0.3, 0.2], 0),                # the seed article's example
+        ("090", 0.9, [0.4, 0.3, 0.2, 0.06, 0.04], 1),   # 0.04 + 0.06 = 0.1
+        ("050", 0.5, [0.5, 0.3, 0.15, 0.05], 2),        # 0.05 + 0.15 + 0.3 = 0.5
+    ]
+    for tag, p, probs, j in boundary_specs:
+        for variant, x in find_top_p_boundaries(probs, p, j).items():
+            add(f"top_p_boundary_{tag}_{variant}", x, [0, len(probs) - 1],
+                std_plus((f"p{tag}", dict(do_sample=True, top_k=0, top_p=p)),
+                         (f"p{tag}_default_top_k", dict(do_sample=True, top_p=p)),
+                         ("greedy", dict(do_sample=False))),
+                f"top-p boundary, p={p}: the ascending cumulative mass at sorted index {j} is "
+                f"{variant} float32(1-p) ({'exactly' if variant == 'eq' else 'one ulp ' + variant})")
+
+    add("huge_1e30", [1e30, 5e29, -1e30, 0.0, 1.0, 1e30, -5e29], [0, 2, 3, 2],
+        std_plus(("p05", dict(do_sample=True, top_k=0, top_p=0.5)),
+                 ("minp05_t1", dict(do_sample=True, top_k=0, min_p=0.5)),
+                 greedy),
+        "logits of magnitude 1e30 with a tie at the top: softmax saturates to exact 0/0.5")
+
+    add("near_f32_max", [3.0e38, 3.3e38, -3.3e38, 1.0e38, 0.0, -1.0e38], [1, 2, 5],
+        std_plus(("rep07", dict(do_sample=False, repetition_penalty=0.7)),
+                 ("t05", dict(do_sample=True, temperature=0.5, top_k=0)),
+                 greedy),
+        "logits near float32 max: temperature < 1 and penalties overflow to inf (sampling then fails, see `rejected`)")
+
+    add("tiny_1e30", [1e-30, -1e-30, 2e-30, 0.0, 1e-45, -2e-30], [0, 1, 1, 3],
+        std_plus(("p05", dict(do_sample=True, top_k=0, top_p=0.5)),
+                 ("top_k2", dict(do_sample=True, top_k=2)),
+                 ("minp05_t1", dict(do_sample=True, top_k=0, min_p=0.5)),
+                 greedy),
+        "logits of magnitude 1e-30 (and a subnormal): distinct values, but the softmax sees a near-uniform distribution")
+
+    add("v1", [0.25], [0, 0],
+        std_plus(("top_k1", dict(do_sample=True, top_k=1)),
+                 ("p01", dict(do_sample=True, top_k=0, top_p=0.1)),
+                 greedy),
+        "vocabulary of one token: every filter must keep it")
+
+    add("v2", [1.0, -1.0], [1, 1, 0],
+        std_plus(("top_k1", dict(do_sample=True, top_k=1)),
+                 ("p05", dict(do_sample=True, top_k=0, top_p=0.5)),
+                 ("p09_t1", dict(do_sample=True, top_k=0, top_p=0.9)),
+                 greedy),
+        "vocabulary of two tokens")
+
+    rng = np.random.default_rng(20240601)
+    int_logits = rng.integers(-4, 5, size=1000).astype(np.float32)  # values -4..4: ~110 ties per value
+    add("int_ties_v1000", int_logits, rng.integers(0, 1000, size=24).tolist() + [7, 7, 7],
+        std_plus(("top_k5", dict(do_sample=True, top_k=5)),
+                 ("top_k100", dict(do_sample=True, top_k=100)),
+                 ("top_k200", dict(do_sample=True, top_k=200)),
+                 ("p05", dict(do_sample=True, top_k=0, top_p=0.5)),
+                 ("p095", dict(do_sample=True, top_k=0, top_p=0.95)),
+                 ("minp01", dict(do_sample=True, top_k=0, min_p=0.1)),
+                 ("minp05_t1", dict(do_sample=True, top_k=0, min_p=0.5)),
+                 ("k100p05", dict(do_sample=True, top_k=100, top_p=0.5)),
+                 greedy),
+        "integer-valued logits in -4..4 over V=1000: large tie groups at every top-k, top-p and min-p cut")
+
+    rep_logits = [2.0, -2.0, 0.0, 1.0, -0.5, 0.0, 3.0, -1.0]
+    rep_settings = std_plus(
+        ("rep07", dict(do_sample=False, repetition_penalty=0.7)),
+        ("rep10", dict(do_sample=False, repetition_penalty=1.0)),
+        ("rep2", dict(do_sample=False, repetition_penalty=2.0)),
+        ("rep13_t07", dict(do_sample=True, temperature=0.7, top_k=0, repetition_penalty=1.3)),
+        greedy,
+    )
+    add("rep_penalty_signs", rep_logits, [0, 1, 2, 2, 1, 4, 4, 4],
+        rep_settings,
+        "repetition penalty on positive, negative and zero logits, with duplicate input ids (penalised once)")
+    # transformers clamps input ids to V and pads the scores by one slot that
+    # it drops again, so ids >= V are silently ignored by the penalty (it
+    # allows for embedding tables larger than the lm head). A negative id does
+    # raise (RuntimeError from gather); that case is not recorded, see
+    # docs/fixtures.md.
+    add("rep_penalty_id_oob", rep_logits, [0, 1, 2, 8, 8, 1000, 6],
+        rep_settings,
+        "repetition penalty with input ids >= V (8 and 1000): transformers ignores them instead of raising")
+
+    add("invalid_settings", [2.0, 1.0, 0.5, 0.0, -1.0], [0, 1, 1, 3],
+        [
+            ("temp0", dict(do_sample=True, temperature=0.0)),
+            ("temp_neg", dict(do_sample=True, temperature=-1.0)),
+            ("temp_int2", dict(do_sample=True, temperature=2)),
+            ("top_k_neg1", dict(do_sample=True, top_k=-1)),
+            ("top_k_float", dict(do_sample=True, top_k=2.0)),
+            ("top_p_neg", dict(do_sample=True, top_p=-0.1)),
+            ("min_p_15", dict(do_sample=True, min_p=1.5)),
+            ("min_p_neg", dict(do_sample=True, min_p=-0.1)),
+            ("typical_p0", dict(do_sample=True, typical_p=0.0)),
+            ("rep0", dict(do_sample=True, repetition_penalty=0.0)),
+            ("rep_neg", dict(do_sample=True, repetition_penalty=-1.0)),
+            ("rep_int2", dict(do_sample=True, repetition_penalty=2)),
+            # Accepted (out-of-range values that transformers ignores or treats as no-ops):
+            ("top_p_15", dict(do_sample=True, top_p=1.5)),
+            ("top_p_0", dict(do_sample=True, top_k=0, top_p=0.0)),
+            ("min_p_0", dict(do_sample=True, top_k=0, min_p=0.0)),
+            ("min_p_1", dict(do_sample=True, top_k=0, min_p=1.0)),
+            ("typical_p_15", dict(do_sample=True, top_k=0, typical_p=1.5)),
+            ("eps_1", dict(do_sample=True, top_k=0, epsilon_cutoff=1.0)),
+            ("eta_neg", dict(do_sample=True, top_k=0, eta_cutoff=-0.1)),
+            ("temp_int1", dict(do_sample=True, temperature=1, top_k=0)),
+            ("greedy_temp0", dict(do_sample=False, temperature=0.0)),
+            ("greedy_top_k_neg1", dict(do_sample=False, top_k=-1)),
+            ("top_k_huge", dict(do_sample=True, top_k=1000)),
+        ],
+        "invalid and out-of-range settings: which ones transformers rejects (`rejected`) and which it accepts")
+    return cases
+
+
+def make_edge_fixtures(out_dir: Path) -> None:
+    for case in edge_cases():
+        name = case["name"]
+        model = edge_model(case["logits"])
+        ids = torch.tensor([case["input_ids"]], dtype=torch.int64)
+        tensors, settings_meta, rejected = record_context(model, ids, case["settings"], f"edge/{name}", allow_reject=True)
+        # The model returns its logits unchanged: anything else means the
+        # generate plumbing altered them and the fixture would be misleading.
+        if not same_bits(tensors["logits"], model.fixed_logits):
+            raise SystemExit(f"edge/{name}: generate's raw logits are not the model's logits")
+        meta = common_metadata("edge", settings_meta, case["description"])
+        meta["rejected"] = json.dumps(rejected)
+        write_fixture(out_dir / "edge" / f"{name}.safetensors", tensors, meta)
+
+
+# --------------------------------------------------------------------------
+# --check: regenerate and compare
+# --------------------------------------------------------------------------
+
+def read_fixture(path: Path) -> tuple[dict[str, torch.Tensor], dict[str, str]]:
+    with safe_open(str(path), framework="pt") as f:
+        return {k: f.get_tensor(k) for k in f.keys()}, dict(f.metadata() or {})
+
+
+class CheckReport:
+    def __init__(self) -> None:
+        self.real: list[str] = []      # differences that fail the check
+        self.low_bits: list[str] = []  # model logits differing only in low bits
+
+    def fail(self, msg: str) -> None:
+        self.real.append(msg)
+        log(f"DIFF  {msg}")
+
+
+def compare_model_file(rel: str, old: dict, new: dict, tolerance: float, report: CheckReport) -> None:
+    """Model logits may differ in the last bits on another CPU (different
+    SIMD kernels reorder float sums). That is not a regression: report the max
+    difference and check the scores are consistent with it."""
+    lo, ln = old["logits"], new["logits"]
+    diff = (lo.double() - ln.double()).abs()
+    max_diff = float(diff.max())
+    if max_diff > tolerance or not torch.isfinite(diff).all():
+        report.fail(f"{rel}: logits differ by up to {max_diff:.3e} (> tolerance {tolerance:.1e})")
+        return
+    report.low_bits.append(f"{rel}: logits max |diff| = {max_diff:.3e}")
+    for key in sorted(k for k in old if k.startswith("scores.")):
+        so, sn = old[key], new[key]
+        kept_o, kept_n = torch.isfinite(so), torch.isfinite(sn)
+        flips = int((kept_o != kept_n).sum())
+        both = kept_o & kept_n
+        d = float((so[both].double() - sn[both].double()).abs().max()) if both.any() else 0.0
+        # Scores are logits divided by at most ~1/0.7 or penalised: the same
+        # low-bit noise, scaled a little. A kept/filtered flip can only happen
+        # at a cut that sits within that noise.
+        if d > tolerance * 4:
+            report.fail(f"{rel}: {key} differs by up to {d:.3e} beyond the logits noise")
+        if flips:
+            report.low_bits.append(f"{rel}: {key}: {flips} token(s) kept/filtered differently (cut within the noise)")
+
+
+def run_check(args, generate_into) -> int:
+    committed = args.out_dir
+    with tempfile.TemporaryDirectory(prefix="fixtures-check-") as tmp:
+        tmp_dir = Path(tmp)
+        generate_into(tmp_dir)
+        report = CheckReport()
+        rel_old = {p.relative_to(committed).as_posix() for p in committed.rglob("*") if p.is_file()
+                   and p.suffix in (".safetensors", ".json")}
+        rel_new = {p.relative_to(tmp_dir).as_posix() for p in tmp_dir.rglob("*") if p.is_file()}
+        if args.only != "all":
+            rel_old = {r for r in rel_old if r.startswith("edge/" if args.only == "edge" else "smollm2/")}
+        for rel in sorted(rel_old - rel_new):
+            report.fail(f"{rel}: committed but not regenerated (stale file?)")
+        for rel in sorted(rel_new - rel_old):
+            report.fail(f"{rel}: regenerated but not committed")
+        for rel in sorted(rel_old & rel_new):
+            a, b = committed / rel, tmp_dir / rel
+            if rel.endswith(".json"):
+                if a.read_bytes() != b.read_bytes():
+                    report.fail(f"{rel}: content differs")
+                continue
+            old, meta_o = read_fixture(a)
+            new, meta_n = read_fixture(b)
+            for key in sorted(set(meta_o) | set(meta_n)):
+                if meta_o.get(key) != meta_n.get(key):
+                    report.fail(f"{rel}: metadata {key!r} differs: {meta_o.get(key)!r} vs {meta_n.get(key)!r}")
+            if set(old) != set(new):
+                report.fail(f"{rel}: tensor names differ: only committed {sorted(set(old) - set(new))}, "
+                            f"only new {sorted(set(new) - set(old))}")
+            shared = sorted(set(old) & set(new))
+            bad_shape = [k for k in shared if old[k].shape != new[k].shape or old[k].dtype != new[k].dtype]
+            for k in bad_shape:
+                report.fail(f"{rel}: {k}: {old[k].dtype}{list(old[k].shape)} vs {new[k].dtype}{list(new[k].shape)}")
+            if bad_shape:
+                continue
+            if not torch.equal(old["input_ids"], new["input_ids"]):
+                report.fail(f"{rel}: input_ids differ")
+                continue
+            differing = [k for k in shared if k != "input_ids" and not same_bits(old[k], new[k])]
+            if not differing:
+                continue
+            if meta_o.get("kind") == "model" and "logits" in differing:
+                compare_model_file(rel, old, new, args.tolerance, report)
+            else:
+                # Edge logits are constants and model scores are a function
+                # of the logits: any difference here is a real one.
+                report.fail(f"{rel}: bitwise differences in {differing}")
+        if report.low_bits:
+            log("NOTE: raw model logits differ from the committed ones in the low bits only. This is expected "
+                "when torch's CPU kernels differ (another processor / instruction set); the committed fixtures "
+                "stay authoritative. Details:")
+            for line in report.low_bits:
+                log(f"  {line}")
+        n_checked = len(rel_old & rel_new)
+        if report.real:
+            log(f"CHECK FAILED: {len(report.real)} real difference(s) across {n_checked} compared file(s)")
+            return 1
+        if report.low_bits and args.strict:
+            log("CHECK FAILED (--strict): low-bit logits differences are not accepted")
+            return 1
+        log(f"check ok: {n_checked} file(s) match" + (" (up to low-bit logits noise)" if report.low_bits else " bitwise"))
+        return 0
+
+
+# --------------------------------------------------------------------------
+
+def parse_args() -> argparse.Namespace:
+    ap = argparse.ArgumentParser(
+        description="Record transformers generate() logits/scores fixtures for sampling-parity.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    ap.add_argument("--out-dir", type=Path, default=REPO / "fixtures",
+                    help="fixture root (gets smollm2/ and edge/ subfolders)")
+    ap.add_argument("--model-dir", type=Path, default=REPO / ".cache" / "models",
+                    help=f"folder holding {MODEL_NAME} (see scripts/fetch-model.sh)")
+    ap.add_argument("--only", choices=("all", "model", "edge"), default="all",
+                    help="which fixtures to (re)generate or check; 'model' includes vocab.json")
+    ap.add_argument("--check", action="store_true",
+                    help="regenerate into a temporary folder and compare with --out-dir instead of writing")
+    ap.add_argument("--tolerance", type=float, default=1e-3,
+                    help="--check: max |diff| of model logits still reported as CPU low-bit noise, not a failure")
+    ap.add_argument("--strict", action="store_true", help="--check: fail on any bit difference, even low-bit noise")
+    ap.add_argument("--threads", type=int, default=1,
+                    help="torch intra-op threads; 1 keeps float reduction order independent of the core count")
+    return ap.parse_args()
+
+
+def main() -> int:
+    args = parse_args()
+    args.out_dir = args.out_dir.resolve()
+    torch.set_num_threads(args.threads)
+    install_notice_collector()
+    log(f"torch {torch.__version__}, transformers {transformers.__version__}, threads {torch.get_num_threads()}")
+
+    def generate_into(out_dir: Path) -> None:
+        if args.only in ("all", "model"):
+            model, tokenizer, gguf_path = load_model(args.model_dir)
+            write_vocab(gguf_path, out_dir, model.config.vocab_size)
+            make_model_fixtures(model, tokenizer, out_dir)
+            del model
+        if args.only in ("all", "edge"):
+            log("edge fixtures")
+            make_edge_fixtures(out_dir)
+
+    if args.check:
+        rc = run_check(args, generate_into)
+    else:
+        # Write into a scratch folder first and move into place at the end, so
+        # a crash never leaves a half-updated fixture set; files of a previous
+        # run that are no longer produced are removed.
+        args.out_dir.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(prefix=".tmp-", dir=args.out_dir) as tmp:
+            tmp_dir = Path(tmp)
+            generate_into(tmp_dir)
+            for sub in sorted(p.name for p in tmp_dir.iterdir()):
+                dest = args.out_dir / sub
+                if dest.exists():
+                    shutil.rmtree(dest)
+                shutil.move(str(tmp_dir / sub), str(dest))
+        log(f"fixtures written under {args.out_dir}")
+        rc = 0
+
+    if NOTICES.seen:
+        log("transformers said (deduplicated; first context in brackets):")
+        for msg, ctx in NOTICES.seen.items():
+            log(f"  [{ctx}] {msg}")
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())
