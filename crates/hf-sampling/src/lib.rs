@@ -1,1 +1,265 @@
-//! hf-sampling (placeholder: being written).
+//! transformers' sampling semantics in Rust: for one step's logits, exactly the
+//! distribution Hugging Face transformers' `generate` samples from.
+//!
+//! # Reference
+//!
+//! transformers **5.23.0** (with torch 2.15.0 on CPU):
+//! - `transformers/generation/utils.py`: `_prepare_generation_config`
+//!   (kwargs > model `generation_config.json` > defaults),
+//!   `_get_logits_processor` (which processors, in which order), `_sample`
+//!   (softmax + `torch.multinomial`, or `torch.argmax` when not sampling);
+//! - `transformers/generation/configuration_utils.py`:
+//!   `GenerationConfig._get_default_generation_params`, `validate`, `update`;
+//! - `transformers/generation/logits_process.py`: the processors.
+//!
+//! # What it does
+//!
+//! [`resolve`] turns generate kwargs (and optionally a model's
+//! `generation_config.json`, see [`GenerationConfig`]) into
+//! [`GenerationParams`], raising where transformers raises. [`process`] runs the
+//! processor list of [`GenerationParams::processors`] over the logits in
+//! transformers' order, in f32 with torch's operations:
+//!
+//! 1. `RepetitionPenaltyLogitsProcessor` if `repetition_penalty != 1` (greedy
+//!    too), then, only when sampling:
+//! 2. `TemperatureLogitsWarper` if `temperature != 1`,
+//! 3. `TopKLogitsWarper` if `top_k` is not 0/null,
+//! 4. `TopPLogitsWarper` if `top_p < 1`,
+//! 5. `MinPLogitsWarper` if `min_p` is set,
+//! 6. `TypicalLogitsWarper` if `typical_p < 1`,
+//! 7. `EpsilonLogitsWarper` / 8. `EtaLogitsWarper` if strictly between 0 and 1.
+//!
+//! The result ([`HfOutput`]) holds the processed scores (what `output_scores`
+//! returns), the probabilities (softmax of the scores; one-hot of the argmax,
+//! first index among ties, when not sampling) and the kept set.
+//!
+//! It deliberately does not model beam search, assisted decoding, bad words,
+//! forced or suppressed tokens, n-gram blocking, min-length, guidance or
+//! watermarking: [`resolve`] rejects those settings instead of ignoring them.
+//! The caller passes the `input_ids` the penalty should see; transformers'
+//! exclusion of left padding (via the attention mask) is the caller's job.
+//!
+//! # Drawing a token: same distribution, never the same token stream
+//!
+//! [`draw`] samples an index from [`HfOutput::probs`] with any [`rand::Rng`].
+//! It can never reproduce the tokens transformers draws for a given seed:
+//! transformers draws with `torch.multinomial(probs, 1)` from torch's own
+//! global generator (a Mersenne Twister / Philox state seeded by
+//! `torch.manual_seed`), and for one sample torch's CPU kernel runs an
+//! exponential race — it fills a V-long tensor with Exp(1) variates `q` and
+//! returns `argmax(probs / q)` — so every token consumes V random numbers in a
+//! layout private to torch. Replaying that would mean reimplementing torch's
+//! generator and kernel bit for bit. What is guaranteed instead is the
+//! distribution: for the same logits, context and parameters, [`draw`] returns
+//! index `i` with probability `probs[i]`, the same probabilities transformers
+//! samples from (up to f32 rounding). Compare distributions, not tokens.
+#![deny(missing_docs)]
+
+mod error;
+mod params;
+mod processors;
+mod pyfmt;
+mod torch;
+
+pub use error::HfError;
+pub use params::{GenerationConfig, GenerationParams, SAMPLING_KEYS, resolve};
+pub use processors::Processor;
+
+/// Individual processors, for tests and for callers composing their own chain.
+pub mod ops {
+    pub use crate::processors::{
+        epsilon, eta, min_p, repetition_penalty, temperature, top_k, top_p, typical,
+    };
+}
+
+/// What transformers makes of one step's logits.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HfOutput {
+    /// Processed scores (transformers' `output_scores`): f32, `-inf` where filtered.
+    pub scores: Vec<f32>,
+    /// The distribution transformers draws from: `softmax(scores)` when
+    /// sampling, the one-hot of the greedy token otherwise.
+    pub probs: Vec<f32>,
+    /// Indices with `probs > 0`, ascending: the tokens that can be drawn.
+    pub kept: Vec<usize>,
+    /// The greedy token (`torch.argmax` of the scores, first index among ties)
+    /// when not sampling.
+    pub greedy: Option<usize>,
+}
+
+impl GenerationParams {
+    /// The processors transformers' `_get_logits_processor` builds for these
+    /// parameters, in order. Errors for values transformers' constructors
+    /// reject (e.g. a temperature of 0 while sampling).
+    pub fn processors(&self) -> Result<Vec<Processor>, HfError> {
+        let mut list = Vec::new();
+        let p = self.repetition_penalty;
+        if p != 1.0 {
+            if !(p > 0.0) {
+                return Err(HfError::RepetitionPenalty {
+                    value: pyfmt::float_repr(p),
+                });
+            }
+            list.push(Processor::RepetitionPenalty { penalty: p });
+        }
+        if !self.do_sample {
+            return Ok(list);
+        }
+        let t = self.temperature;
+        if t != 1.0 {
+            if !(t > 0.0) {
+                return Err(HfError::Temperature {
+                    value: pyfmt::float_repr(t),
+                    zero: t == 0.0,
+                });
+            }
+            list.push(Processor::Temperature { temperature: t });
+        }
+        if let Some(k) = self.top_k.filter(|&k| k != 0) {
+            list.push(Processor::TopK { top_k: k });
+        }
+        if self.top_p < 1.0 {
+            if self.top_p < 0.0 {
+                return Err(HfError::TopP {
+                    value: pyfmt::float_repr(self.top_p),
+                });
+            }
+            list.push(Processor::TopP { top_p: self.top_p });
+        }
+        if let Some(m) = self.min_p {
+            if !(0.0..=1.0).contains(&m) {
+                return Err(HfError::MinP {
+                    value: pyfmt::float_repr(m),
+                });
+            }
+            list.push(Processor::MinP { min_p: m });
+        }
+        if self.typical_p < 1.0 {
+            if !(self.typical_p > 0.0) {
+                return Err(HfError::TypicalP {
+                    value: pyfmt::float_repr(self.typical_p),
+                });
+            }
+            list.push(Processor::Typical {
+                mass: self.typical_p,
+            });
+        }
+        if 0.0 < self.epsilon_cutoff && self.epsilon_cutoff < 1.0 {
+            list.push(Processor::Epsilon {
+                epsilon: self.epsilon_cutoff,
+            });
+        }
+        if 0.0 < self.eta_cutoff && self.eta_cutoff < 1.0 {
+            list.push(Processor::Eta {
+                epsilon: self.eta_cutoff,
+            });
+        }
+        Ok(list)
+    }
+
+    /// transformers' class names of [`Self::processors`], in order (empty
+    /// when nothing changes the logits).
+    pub fn processor_names(&self) -> Result<Vec<&'static str>, HfError> {
+        Ok(self.processors()?.iter().map(Processor::name).collect())
+    }
+}
+
+/// Run transformers' processor list over one step's `logits` (f32, length V)
+/// with the context `input_ids` (prompt and generated tokens so far).
+///
+/// Errors: invalid parameters (as [`GenerationParams::processors`]), empty
+/// logits, a NaN logit, a negative input id; when sampling also a `+inf` logit
+/// or all logits `-inf` (torch's softmax gives NaN and `torch.multinomial`
+/// raises). Ids `>= V` are ignored by the penalty, as in transformers.
+pub fn process(
+    logits: &[f32],
+    input_ids: &[i64],
+    params: &GenerationParams,
+) -> Result<HfOutput, HfError> {
+    let processors = params.processors()?;
+    if logits.is_empty() {
+        return Err(HfError::EmptyLogits);
+    }
+    if let Some(index) = logits.iter().position(|x| x.is_nan()) {
+        return Err(HfError::NanLogit { index });
+    }
+    if let Some((position, &id)) = input_ids.iter().enumerate().find(|(_, id)| **id < 0) {
+        return Err(HfError::NegativeInputId { position, id });
+    }
+    if params.do_sample {
+        if let Some(index) = logits.iter().position(|&x| x == f32::INFINITY) {
+            return Err(HfError::InfLogit { index });
+        }
+        if logits.iter().all(|&x| x == f32::NEG_INFINITY) {
+            return Err(HfError::NoFiniteLogit);
+        }
+    }
+
+    let mut scores = logits.to_vec();
+    for p in &processors {
+        p.apply(&mut scores, input_ids);
+    }
+
+    if params.do_sample {
+        let probs = torch::softmax(&scores);
+        let kept = (0..probs.len()).filter(|&i| probs[i] > 0.0).collect();
+        Ok(HfOutput {
+            scores,
+            probs,
+            kept,
+            greedy: None,
+        })
+    } else {
+        let best = argmax_first(&scores);
+        let mut probs = vec![0.0; scores.len()];
+        probs[best] = 1.0;
+        Ok(HfOutput {
+            scores,
+            probs,
+            kept: vec![best],
+            greedy: Some(best),
+        })
+    }
+}
+
+/// `torch.argmax` on CPU: the first index of the maximum.
+fn argmax_first(scores: &[f32]) -> usize {
+    let mut best = 0;
+    for (i, &s) in scores.iter().enumerate() {
+        if s > scores[best] {
+            best = i;
+        }
+    }
+    best
+}
+
+/// Draw one index with probability proportional to `probs` (inverse CDF over
+/// the vocabulary, one uniform f64 per draw). `None` when no entry is positive
+/// and finite. See the crate docs for why this never replays torch's tokens.
+pub fn draw<R: rand::Rng + ?Sized>(probs: &[f32], rng: &mut R) -> Option<usize> {
+    let weight = |p: f32| {
+        if p > 0.0 && p.is_finite() {
+            p as f64
+        } else {
+            0.0
+        }
+    };
+    let total: f64 = probs.iter().map(|&p| weight(p)).sum();
+    if !(total > 0.0) {
+        return None;
+    }
+    let u = rng.random::<f64>() * total;
+    let mut acc = 0.0;
+    let mut last = None;
+    for (i, &p) in probs.iter().enumerate() {
+        let w = weight(p);
+        if w > 0.0 {
+            acc += w;
+            last = Some(i);
+            if u < acc {
+                return Some(i);
+            }
+        }
+    }
+    last
+}

@@ -1,0 +1,483 @@
+//! Parameter resolution: generate kwargs > `generation_config.json` > transformers defaults.
+//!
+//! Mirrors `GenerationMixin._prepare_generation_config` (transformers 5.23.0,
+//! `generation/utils.py`): a fresh config takes the model's
+//! `generation_config.json` values where still unset, then
+//! `GenerationConfig._get_default_generation_params()` where still unset, then
+//! `generation_config.update(**kwargs)` sets every kwarg, `None` included.
+//! Validation happens where transformers does it: in the processor
+//! constructors that `_get_logits_processor` builds (so sampling-only values
+//! are not checked when `do_sample` is false), plus the few raises in
+//! `GenerationConfig.validate`.
+
+use std::path::Path;
+
+use serde_json::{Map, Value};
+
+use crate::error::HfError;
+use crate::pyfmt::{float_repr, value_str};
+
+/// Resolved transformers generation parameters (after kwargs >
+/// generation_config.json > transformers defaults).
+///
+/// Values are held as Python holds them (f64); each processor casts to f32
+/// the way torch does. "Off" values are kept as given (e.g. `top_p = 1.5` is
+/// stored and ignored, as transformers ignores it).
+#[derive(Debug, Clone, PartialEq)]
+pub struct GenerationParams {
+    /// Sample (`true`) or take the argmax (`false`, transformers' default).
+    pub do_sample: bool,
+    /// Temperature; 1.0 (default) adds no processor.
+    pub temperature: f64,
+    /// Top-k; `None` = off (`0` or `null`); default `Some(50)`.
+    pub top_k: Option<usize>,
+    /// Top-p; values >= 1.0 (default 1.0) add no processor.
+    pub top_p: f64,
+    /// Min-p; `None` (default) = off. Any value, even 0, adds the processor.
+    pub min_p: Option<f64>,
+    /// Typical-p mass; values >= 1.0 (default) add no processor.
+    pub typical_p: f64,
+    /// Epsilon cutoff; active only strictly between 0 and 1 (default 0.0).
+    pub epsilon_cutoff: f64,
+    /// Eta cutoff; active only strictly between 0 and 1 (default 0.0).
+    pub eta_cutoff: f64,
+    /// Repetition penalty; 1.0 (default) adds no processor. Applies in greedy
+    /// mode too.
+    pub repetition_penalty: f64,
+}
+
+impl Default for GenerationParams {
+    /// transformers' global defaults (`_get_default_generation_params`): greedy,
+    /// T = 1, top-k 50, top-p 1, typical 1, penalty 1, cutoffs 0, no min-p.
+    fn default() -> Self {
+        Self {
+            do_sample: false,
+            temperature: 1.0,
+            top_k: Some(50),
+            top_p: 1.0,
+            min_p: None,
+            typical_p: 1.0,
+            epsilon_cutoff: 0.0,
+            eta_cutoff: 0.0,
+            repetition_penalty: 1.0,
+        }
+    }
+}
+
+/// The sampling keys this crate models.
+pub const SAMPLING_KEYS: [&str; 9] = [
+    "do_sample",
+    "temperature",
+    "top_k",
+    "top_p",
+    "min_p",
+    "typical_p",
+    "epsilon_cutoff",
+    "eta_cutoff",
+    "repetition_penalty",
+];
+
+/// `GenerationConfig` attributes that cannot change one step's distribution
+/// for a decoder-only model: accepted and ignored. (`encoder_*` options are
+/// ignored by transformers itself, with a warning, when there are no encoder
+/// input ids.)
+const IGNORED_KEYS: &[&str] = &[
+    "max_length",
+    "max_new_tokens",
+    "early_stopping",
+    "max_time",
+    "stop_strings",
+    "use_cache",
+    "cache_implementation",
+    "cache_config",
+    "max_cache_len",
+    "length_penalty",
+    "num_return_sequences",
+    "output_attentions",
+    "output_hidden_states",
+    "output_scores",
+    "output_logits",
+    "return_dict_in_generate",
+    "pad_token_id",
+    "bos_token_id",
+    "eos_token_id",
+    "decoder_start_token_id",
+    "encoder_repetition_penalty",
+    "encoder_no_repeat_ngram_size",
+    "compile_config",
+    "disable_compile",
+    "prefill_chunk_size",
+    "transformers_version",
+    "is_assistant",
+    "num_assistant_tokens",
+    "num_assistant_tokens_schedule",
+    "assistant_confidence_threshold",
+    "assistant_lookbehind",
+    "target_lookbehind",
+];
+
+/// `GenerationConfig` attributes that add processors or switch the decoding
+/// method. Accepted only at a value with no effect (`null`, or the listed
+/// neutral number/bool); anything else is [`HfError::Unsupported`].
+const UNSUPPORTED_KEYS: &[(&str, Neutral)] = &[
+    ("num_beams", Neutral::One),
+    ("min_length", Neutral::Zero),
+    ("min_new_tokens", Neutral::Zero),
+    ("no_repeat_ngram_size", Neutral::Zero),
+    ("bad_words_ids", Neutral::Null),
+    ("suppress_tokens", Neutral::Null),
+    ("begin_suppress_tokens", Neutral::Null),
+    ("sequence_bias", Neutral::Null),
+    ("forced_bos_token_id", Neutral::Null),
+    ("forced_eos_token_id", Neutral::Null),
+    ("remove_invalid_values", Neutral::False),
+    ("renormalize_logits", Neutral::False),
+    ("exponential_decay_length_penalty", Neutral::Null),
+    ("guidance_scale", Neutral::One),
+    ("watermarking_config", Neutral::Null),
+    ("top_h", Neutral::Null),
+    ("token_healing", Neutral::False),
+    ("penalty_alpha", Neutral::Null),
+    ("dola_layers", Neutral::Null),
+    ("low_memory", Neutral::Null),
+    ("diversity_penalty", Neutral::Zero),
+    ("num_beam_groups", Neutral::One),
+    ("constraints", Neutral::Null),
+    ("force_words_ids", Neutral::Null),
+    ("prompt_lookup_num_tokens", Neutral::Null),
+    ("max_matching_ngram_size", Neutral::Null),
+    ("assistant_early_exit", Neutral::Null),
+    ("assistant_ensemble_weight", Neutral::Null),
+    ("speculation_type", Neutral::Null),
+    ("use_mtp", Neutral::False),
+    ("continuous_batching_config", Neutral::Null),
+];
+
+#[derive(Clone, Copy)]
+enum Neutral {
+    Null,
+    Zero,
+    One,
+    False,
+}
+
+impl Neutral {
+    fn accepts(self, v: &Value) -> bool {
+        match (self, v) {
+            (_, Value::Null) => true,
+            (Self::Zero, Value::Number(n)) => n.as_f64() == Some(0.0),
+            (Self::One, Value::Number(n)) => n.as_f64() == Some(1.0),
+            (Self::False, Value::Bool(b)) => !b,
+            _ => false,
+        }
+    }
+}
+
+/// A parsed `generation_config.json`.
+///
+/// Unknown keys are tolerated (transformers keeps them as custom entries);
+/// the sampling keys must have a usable JSON type. `null` here means "unset":
+/// transformers' defaults still apply (unlike `null` in kwargs).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct GenerationConfig {
+    values: Map<String, Value>,
+}
+
+impl GenerationConfig {
+    /// Parse the text of a `generation_config.json`.
+    pub fn from_json_str(s: &str) -> Result<Self, HfError> {
+        let v: Value = serde_json::from_str(s)?;
+        let Value::Object(values) = v else {
+            return Err(HfError::NotAnObject {
+                found: json_type(&v),
+            });
+        };
+        for (key, value) in &values {
+            if value.is_null() {
+                continue;
+            }
+            let expected = match key.as_str() {
+                "do_sample" => (!value.is_boolean()).then_some("a boolean"),
+                "top_k" => (!(value.is_u64() || value.is_i64())).then_some("an integer"),
+                "temperature" | "top_p" | "min_p" | "typical_p" | "epsilon_cutoff"
+                | "eta_cutoff" | "repetition_penalty" => (!value.is_number()).then_some("a number"),
+                _ => None,
+            };
+            if let Some(expected) = expected {
+                return Err(HfError::WrongType {
+                    key: key.clone(),
+                    expected,
+                    value: value.to_string(),
+                });
+            }
+        }
+        Ok(Self { values })
+    }
+
+    /// Read and parse a `generation_config.json` file.
+    pub fn from_path(p: &Path) -> Result<Self, HfError> {
+        let text = std::fs::read_to_string(p).map_err(|source| HfError::Io {
+            path: p.to_path_buf(),
+            source,
+        })?;
+        Self::from_json_str(&text)
+    }
+
+    /// The value the file sets for `key` (`None` when absent or `null`).
+    pub fn get(&self, key: &str) -> Option<&Value> {
+        self.values.get(key).filter(|v| !v.is_null())
+    }
+}
+
+fn json_type(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// Python truthiness of the object `json.loads` would make (`if x:`).
+fn truthy(v: &Value) -> bool {
+    match v {
+        Value::Null => false,
+        Value::Bool(b) => *b,
+        Value::Number(n) => n.as_f64().is_some_and(|x| x != 0.0),
+        Value::String(s) => !s.is_empty(),
+        Value::Array(a) => !a.is_empty(),
+        Value::Object(o) => !o.is_empty(),
+    }
+}
+
+/// A Python number: (value as float, is a Python `float`). `bool` is an int.
+fn number(v: &Value) -> Option<(f64, bool)> {
+    match v {
+        Value::Bool(b) => Some((if *b { 1.0 } else { 0.0 }, false)),
+        Value::Number(n) => Some((n.as_f64()?, n.is_f64())),
+        _ => None,
+    }
+}
+
+fn wrong_type(key: &str, expected: &'static str, v: &Value) -> HfError {
+    HfError::WrongType {
+        key: key.into(),
+        expected,
+        value: v.to_string(),
+    }
+}
+
+/// Resolve generate kwargs against an optional model `generation_config.json`
+/// and transformers' defaults, validating as transformers does.
+///
+/// - Precedence: kwargs > config > defaults. `null` in kwargs is a value
+///   (`top_k: null` turns top-k off); `null` in the config means unset.
+/// - Sampling-only keys are validated only when `do_sample` is truthy, as
+///   transformers builds (and so validates) the warpers only then; with
+///   `do_sample` false they are ignored whatever their value.
+/// - Other real `GenerationConfig` keys are ignored when they cannot change
+///   one step's distribution, and rejected ([`HfError::Unsupported`]) when
+///   they would and this crate does not model them.
+/// - Unknown kwargs with a non-null value are rejected
+///   ([`HfError::UnknownKwarg`]), mirroring transformers' `model_kwargs` check;
+///   unknown `null` kwargs are ignored, as transformers ignores them.
+pub fn resolve(
+    kwargs: &Map<String, Value>,
+    config: Option<&GenerationConfig>,
+) -> Result<GenerationParams, HfError> {
+    // Unknown kwargs first: transformers raises for them whatever the rest is.
+    for (key, value) in kwargs {
+        let known = SAMPLING_KEYS.contains(&key.as_str())
+            || IGNORED_KEYS.contains(&key.as_str())
+            || UNSUPPORTED_KEYS.iter().any(|(k, _)| k == key);
+        if !known && !value.is_null() {
+            return Err(HfError::UnknownKwarg {
+                key: key.clone(),
+                value: value.to_string(),
+            });
+        }
+    }
+
+    // kwargs > config (non-null) > defaults; `None` = unset everywhere.
+    let get = |key: &str| -> Option<&Value> {
+        kwargs.get(key).or_else(|| config.and_then(|c| c.get(key)))
+    };
+
+    for (key, neutral) in UNSUPPORTED_KEYS {
+        if let Some(v) = get(key)
+            && !neutral.accepts(v)
+        {
+            return Err(HfError::Unsupported {
+                key: (*key).into(),
+                value: v.to_string(),
+            });
+        }
+    }
+    if let Some(v) = get("max_new_tokens")
+        && let Some((x, _)) = number(v)
+        && x <= 0.0
+    {
+        return Err(HfError::Invalid {
+            key: "max_new_tokens".into(),
+            message: format!(
+                "`max_new_tokens` must be greater than 0, but is {}.",
+                value_str(v)
+            ),
+        });
+    }
+
+    let do_sample = get("do_sample").is_some_and(truthy);
+    if let Some(v) = get("num_return_sequences")
+        && let Some((x, _)) = number(v)
+        && x > 1.0
+        && !do_sample
+    {
+        return Err(HfError::Invalid {
+            key: "num_return_sequences".into(),
+            message: format!(
+                "Greedy methods (do_sample != True) without beam search do not support \
+                 `num_return_sequences` different than 1 (got {}).",
+                value_str(v)
+            ),
+        });
+    }
+
+    let mut p = GenerationParams {
+        do_sample,
+        ..GenerationParams::default()
+    };
+
+    // RepetitionPenaltyLogitsProcessor is built in greedy mode too.
+    match get("repetition_penalty") {
+        None => {}
+        Some(Value::Null) => p.repetition_penalty = 1.0,
+        Some(v) => match number(v) {
+            Some((x, _)) if x == 1.0 => p.repetition_penalty = 1.0,
+            Some((x, true)) if x > 0.0 => p.repetition_penalty = x,
+            _ => {
+                return Err(HfError::RepetitionPenalty {
+                    value: value_str(v),
+                });
+            }
+        },
+    }
+
+    let default_or = |key: &str, default: f64| -> f64 {
+        match get(key) {
+            None => default,
+            Some(v) => number(v).map_or(default, |(x, _)| x),
+        }
+    };
+
+    if !do_sample {
+        // Warpers are not built: their values are never checked or used.
+        p.temperature = default_or("temperature", 1.0);
+        p.top_p = default_or("top_p", 1.0);
+        p.typical_p = default_or("typical_p", 1.0);
+        p.epsilon_cutoff = default_or("epsilon_cutoff", 0.0);
+        p.eta_cutoff = default_or("eta_cutoff", 0.0);
+        p.min_p = get("min_p").and_then(number).map(|(x, _)| x);
+        p.top_k = match get("top_k") {
+            None => Some(50),
+            Some(v) => v.as_u64().filter(|&k| k > 0).map(saturating_usize),
+        };
+        return Ok(p);
+    }
+
+    // TemperatureLogitsWarper: added when `temperature is not None and != 1.0`;
+    // requires `isinstance(temperature, float) and temperature > 0`.
+    match get("temperature") {
+        None | Some(Value::Null) => p.temperature = 1.0,
+        Some(v) => match number(v) {
+            Some((x, _)) if x == 1.0 => p.temperature = 1.0,
+            Some((x, true)) if x > 0.0 => p.temperature = x,
+            n => {
+                return Err(HfError::Temperature {
+                    value: value_str(v),
+                    zero: n.is_some_and(|(x, _)| x == 0.0),
+                });
+            }
+        },
+    }
+
+    // TopKLogitsWarper: added when `top_k is not None and top_k != 0`;
+    // requires `isinstance(top_k, int) and top_k > 0` (bool is an int).
+    p.top_k = match get("top_k") {
+        None => Some(50),
+        Some(Value::Null) => None,
+        Some(v) => match number(v) {
+            Some((x, _)) if x == 0.0 => None,
+            Some((x, false)) if x > 0.0 => Some(v.as_u64().map_or(1, saturating_usize)),
+            _ => {
+                return Err(HfError::TopK {
+                    value: value_str(v),
+                });
+            }
+        },
+    };
+
+    // TopPLogitsWarper: added when `top_p < 1.0`; `float(top_p)` must be >= 0.
+    p.top_p = match get("top_p") {
+        None | Some(Value::Null) => 1.0,
+        Some(v) => match number(v) {
+            Some((x, _)) if x < 0.0 => {
+                return Err(HfError::TopP {
+                    value: float_repr(x),
+                });
+            }
+            Some((x, _)) => x,
+            None => return Err(wrong_type("top_p", "a number", v)),
+        },
+    };
+
+    // MinPLogitsWarper: added when `min_p is not None`; requires 0 <= min_p <= 1.
+    p.min_p = match get("min_p") {
+        None | Some(Value::Null) => None,
+        Some(v) => match number(v) {
+            Some((x, _)) if (0.0..=1.0).contains(&x) => Some(x),
+            Some(_) => {
+                return Err(HfError::MinP {
+                    value: value_str(v),
+                });
+            }
+            None => return Err(wrong_type("min_p", "a number", v)),
+        },
+    };
+
+    // TypicalLogitsWarper: added when `typical_p < 1.0`; `float(mass)` must be > 0.
+    p.typical_p = match get("typical_p") {
+        None | Some(Value::Null) => 1.0,
+        Some(v) => match number(v) {
+            Some((x, _)) if x < 1.0 && x <= 0.0 => {
+                return Err(HfError::TypicalP {
+                    value: float_repr(x),
+                });
+            }
+            Some((x, _)) => x,
+            None => return Err(wrong_type("typical_p", "a number", v)),
+        },
+    };
+
+    // Epsilon/Eta warpers: added only when `0.0 < value < 1.0`, so no value
+    // can make their constructors raise; other numbers are ignored.
+    for (key, slot) in [
+        ("epsilon_cutoff", &mut p.epsilon_cutoff),
+        ("eta_cutoff", &mut p.eta_cutoff),
+    ] {
+        *slot = match get(key) {
+            None | Some(Value::Null) => 0.0,
+            Some(v) => match number(v) {
+                Some((x, _)) => x,
+                None => return Err(wrong_type(key, "a number", v)),
+            },
+        };
+    }
+
+    Ok(p)
+}
+
+fn saturating_usize(k: u64) -> usize {
+    usize::try_from(k).unwrap_or(usize::MAX)
+}
