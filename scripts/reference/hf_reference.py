@@ -35,7 +35,6 @@ import argparse
 import hashlib
 import json
 import logging
-import math
 import os
 import shutil
 import sys
