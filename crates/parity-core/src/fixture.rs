@@ -1,0 +1,512 @@
+//! Fixture files: real logits and what transformers' own `generate` made of them.
+//!
+//! A fixture is one safetensors file written by `scripts/reference/hf_reference.py`
+//! (see `docs/fixtures.md`). It holds the raw logits of one step, the context
+//! that produced them, and for every generate setting the processed scores
+//! transformers returned. Loading checks every invariant the rest of the project
+//! relies on, so a damaged or hand-edited file is reported here — naming the
+//! file and the tensor or metadata key — instead of becoming a wrong number later.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use safetensors::{Dtype, SafeTensors};
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+/// The `format` metadata value this loader understands.
+pub const FORMAT: &str = "sampling-parity-fixture/1";
+
+/// Largest fixture file the loader reads (a 262,144-entry vocabulary with
+/// twenty settings is ~21 MB; anything far larger is not a fixture).
+pub const MAX_FILE_BYTES: u64 = 256 * 1024 * 1024;
+
+/// What produced a fixture's logits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FixtureKind {
+    /// A real model's forward pass on a real context.
+    Model,
+    /// Hand-built logits returned by a stub model, to exercise edge cases.
+    Edge,
+}
+
+impl fmt::Display for FixtureKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Model => "model",
+            Self::Edge => "edge",
+        })
+    }
+}
+
+/// Where a model fixture's context comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelMeta {
+    /// GGUF file name of the model.
+    pub model: String,
+    /// sha256 of that GGUF file.
+    pub gguf_sha256: String,
+    /// Short name of the prompt (`hello`, `write`).
+    pub prompt_id: String,
+    /// The user prompt before chat templating.
+    pub prompt: String,
+    /// Number of tokens in the chat-templated prompt.
+    pub prompt_len: usize,
+    /// Number of the model's own greedy answer tokens appended to the prompt.
+    pub k: usize,
+    /// Decoded text of those k tokens.
+    pub answer: String,
+    /// Decoded text of the whole greedy answer.
+    pub full_answer: String,
+    /// Vocabulary file, resolved against the fixture's folder.
+    pub vocab: PathBuf,
+}
+
+/// One generate setting and the scores transformers produced with it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Setting {
+    /// Setting name, e.g. `k40p09`.
+    pub name: String,
+    /// The exact keyword arguments passed to `generate`.
+    pub kwargs: Map<String, Value>,
+    /// `output_scores` of the single generated step: f32, -inf where filtered.
+    pub scores: Vec<f32>,
+}
+
+/// A setting transformers refused, with its error message.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Rejected {
+    /// Setting name.
+    pub name: String,
+    /// The keyword arguments that were refused.
+    pub kwargs: Map<String, Value>,
+    /// transformers' exception text.
+    pub error: String,
+}
+
+/// One loaded and checked fixture file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Fixture {
+    /// The file it was read from.
+    pub path: PathBuf,
+    /// File stem, e.g. `hello_k7`.
+    pub name: String,
+    /// Model or edge.
+    pub kind: FixtureKind,
+    /// One-line description of what the file is for.
+    pub description: String,
+    /// torch version that produced it.
+    pub torch_version: String,
+    /// transformers version that produced it.
+    pub transformers_version: String,
+    /// Present for model fixtures.
+    pub model: Option<ModelMeta>,
+    /// Raw logits of the step (`output_logits`).
+    pub logits: Vec<f32>,
+    /// The whole context passed to generate.
+    pub input_ids: Vec<i64>,
+    /// Settings in the order they were run.
+    pub settings: Vec<Setting>,
+    /// Settings transformers refused.
+    pub rejected: Vec<Rejected>,
+}
+
+/// Why a fixture could not be loaded. Every variant names the file.
+#[derive(Debug, thiserror::Error)]
+pub enum FixtureError {
+    /// The file could not be read.
+    #[error("{path}: cannot read fixture: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The file is larger than any fixture should be.
+    #[error("{path}: {bytes} bytes is larger than the {max}-byte limit for a fixture")]
+    TooLarge {
+        /// The file.
+        path: PathBuf,
+        /// Its size.
+        bytes: u64,
+        /// The limit.
+        max: u64,
+    },
+    /// The safetensors container itself is damaged (truncated, lying header, ...).
+    #[error("{path}: not a valid safetensors file: {message}")]
+    Container {
+        /// The file.
+        path: PathBuf,
+        /// What the safetensors parser said.
+        message: String,
+    },
+    /// A required metadata key is missing.
+    #[error("{path}: metadata key `{key}` is missing")]
+    MissingMetadata {
+        /// The file.
+        path: PathBuf,
+        /// The key.
+        key: &'static str,
+    },
+    /// A metadata value does not parse or is not allowed.
+    #[error("{path}: metadata key `{key}` is invalid ({value:?}): {reason}")]
+    BadMetadata {
+        /// The file.
+        path: PathBuf,
+        /// The key.
+        key: &'static str,
+        /// The offending value (truncated to 200 characters).
+        value: String,
+        /// Why it is rejected.
+        reason: String,
+    },
+    /// A required tensor is missing.
+    #[error("{path}: tensor `{tensor}` is missing")]
+    MissingTensor {
+        /// The file.
+        path: PathBuf,
+        /// Tensor name.
+        tensor: String,
+    },
+    /// A tensor has the wrong dtype or shape, or holds a forbidden value.
+    #[error("{path}: tensor `{tensor}`: {reason}")]
+    BadTensor {
+        /// The file.
+        path: PathBuf,
+        /// Tensor name.
+        tensor: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A `scores.*` tensor has no entry in the `settings` metadata.
+    #[error("{path}: tensor `{tensor}` has no setting with its kwargs in the `settings` metadata")]
+    OrphanScores {
+        /// The file.
+        path: PathBuf,
+        /// Tensor name.
+        tensor: String,
+    },
+    /// The fixture folder could not be listed.
+    #[error("{path}: cannot list fixtures: {source}")]
+    ListDir {
+        /// The folder.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+}
+
+/// The repository's `fixtures/` folder (this crate is at `crates/parity-core`).
+pub fn bundled_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures")
+}
+
+/// Every committed fixture file: `fixtures/smollm2/*.safetensors` then
+/// `fixtures/edge/*.safetensors`, each group sorted by name.
+pub fn bundled_fixtures() -> Result<Vec<PathBuf>, FixtureError> {
+    let root = bundled_dir();
+    let mut all = Vec::new();
+    for group in ["smollm2", "edge"] {
+        all.extend(list_dir(&root.join(group))?);
+    }
+    Ok(all)
+}
+
+/// The `*.safetensors` files directly inside `dir`, sorted by name.
+pub fn list_dir(dir: &Path) -> Result<Vec<PathBuf>, FixtureError> {
+    let entries = std::fs::read_dir(dir).map_err(|source| FixtureError::ListDir {
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    let mut files = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(|source| FixtureError::ListDir {
+            path: dir.to_path_buf(),
+            source,
+        })?;
+        let path = entry.path();
+        if path.extension().is_some_and(|e| e == "safetensors") {
+            files.push(path);
+        }
+    }
+    files.sort();
+    Ok(files)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SettingMeta {
+    name: String,
+    kwargs: Map<String, Value>,
+}
+
+impl Fixture {
+    /// Reads and checks one fixture file.
+    pub fn load(path: &Path) -> Result<Self, FixtureError> {
+        let io = |source| FixtureError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let bytes = std::fs::metadata(path).map_err(io)?.len();
+        if bytes > MAX_FILE_BYTES {
+            return Err(FixtureError::TooLarge {
+                path: path.to_path_buf(),
+                bytes,
+                max: MAX_FILE_BYTES,
+            });
+        }
+        let data = std::fs::read(path).map_err(io)?;
+        Self::from_bytes(path, &data)
+    }
+
+    /// Parses and checks fixture bytes; `path` is used for messages and to
+    /// resolve the vocabulary file.
+    pub fn from_bytes(path: &Path, data: &[u8]) -> Result<Self, FixtureError> {
+        let p = || path.to_path_buf();
+        let container = |e: safetensors::SafeTensorError| FixtureError::Container {
+            path: p(),
+            message: e.to_string(),
+        };
+        let (_, header) = SafeTensors::read_metadata(data).map_err(container)?;
+        let st = SafeTensors::deserialize(data).map_err(container)?;
+        let empty = HashMap::new();
+        let meta = Meta {
+            path,
+            map: header.metadata().as_ref().unwrap_or(&empty),
+        };
+
+        let format = meta.get("format")?;
+        if format != FORMAT {
+            return Err(meta.bad("format", format, format!("expected `{FORMAT}`")));
+        }
+        let kind = match meta.get("kind")? {
+            "model" => FixtureKind::Model,
+            "edge" => FixtureKind::Edge,
+            other => return Err(meta.bad("kind", other, "expected `model` or `edge`".into())),
+        };
+
+        let logits = read_f32(path, &st, "logits")?;
+        if logits.is_empty() {
+            return Err(bad_tensor(path, "logits", "is empty".into()));
+        }
+        if let Some(i) = logits
+            .iter()
+            .position(|x| x.is_nan() || *x == f32::INFINITY)
+        {
+            return Err(bad_tensor(
+                path,
+                "logits",
+                format!("entry {i} is {}", logits[i]),
+            ));
+        }
+        let input_ids = read_i64(path, &st, "input_ids")?;
+
+        let settings_json = meta.get("settings")?;
+        let metas: Vec<SettingMeta> = serde_json::from_str(settings_json)
+            .map_err(|e| meta.bad("settings", settings_json, e.to_string()))?;
+        let mut settings = Vec::with_capacity(metas.len());
+        for m in metas {
+            if m.name.is_empty()
+                || !m
+                    .name
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+            {
+                return Err(meta.bad("settings", &m.name, "setting names are [a-z0-9_]+".into()));
+            }
+            if settings.iter().any(|s: &Setting| s.name == m.name) {
+                return Err(meta.bad("settings", &m.name, "setting listed twice".into()));
+            }
+            let tensor = format!("scores.{}", m.name);
+            let scores = read_f32(path, &st, &tensor)?;
+            if scores.len() != logits.len() {
+                return Err(bad_tensor(
+                    path,
+                    &tensor,
+                    format!(
+                        "has {} entries but `logits` has {}",
+                        scores.len(),
+                        logits.len()
+                    ),
+                ));
+            }
+            // +inf is legal in scores: a penalty below 1 can push a huge logit
+            // past f32::MAX, and that is what transformers returned. NaN never is.
+            if let Some(i) = scores.iter().position(|x| x.is_nan()) {
+                return Err(bad_tensor(
+                    path,
+                    &tensor,
+                    format!("entry {i} is {}", scores[i]),
+                ));
+            }
+            settings.push(Setting {
+                name: m.name,
+                kwargs: m.kwargs,
+                scores,
+            });
+        }
+        for name in st.names() {
+            if let Some(setting) = name.strip_prefix("scores.")
+                && !settings.iter().any(|s| s.name == setting)
+            {
+                return Err(FixtureError::OrphanScores {
+                    path: p(),
+                    tensor: name.to_string(),
+                });
+            }
+        }
+
+        let rejected = match meta.map.get("rejected") {
+            None => Vec::new(),
+            Some(json) => {
+                serde_json::from_str(json).map_err(|e| meta.bad("rejected", json, e.to_string()))?
+            }
+        };
+
+        let model = match kind {
+            FixtureKind::Edge => None,
+            FixtureKind::Model => Some(ModelMeta {
+                model: meta.get("model")?.to_string(),
+                gguf_sha256: meta.get("gguf_sha256")?.to_string(),
+                prompt_id: meta.get("prompt_id")?.to_string(),
+                prompt: meta.get("prompt")?.to_string(),
+                prompt_len: meta.number("prompt_len")?,
+                k: meta.number("k")?,
+                answer: meta.get("answer")?.to_string(),
+                full_answer: meta.get("full_answer")?.to_string(),
+                vocab: path
+                    .parent()
+                    .unwrap_or(Path::new("."))
+                    .join(meta.get("vocab")?),
+            }),
+        };
+        if let Some(m) = &model
+            && m.prompt_len + m.k != input_ids.len()
+        {
+            return Err(bad_tensor(
+                path,
+                "input_ids",
+                format!(
+                    "has {} entries but prompt_len {} + k {} = {}",
+                    input_ids.len(),
+                    m.prompt_len,
+                    m.k,
+                    m.prompt_len + m.k
+                ),
+            ));
+        }
+
+        Ok(Self {
+            path: p(),
+            name: path
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            kind,
+            description: meta.get("description")?.to_string(),
+            torch_version: meta.get("torch_version")?.to_string(),
+            transformers_version: meta.get("transformers_version")?.to_string(),
+            model,
+            logits,
+            input_ids,
+            settings,
+            rejected,
+        })
+    }
+
+    /// The vocabulary size, V.
+    pub fn vocab_size(&self) -> usize {
+        self.logits.len()
+    }
+
+    /// The setting with this name, if the fixture recorded it.
+    pub fn setting(&self, name: &str) -> Option<&Setting> {
+        self.settings.iter().find(|s| s.name == name)
+    }
+}
+
+struct Meta<'a> {
+    path: &'a Path,
+    map: &'a HashMap<String, String>,
+}
+
+impl Meta<'_> {
+    fn get(&self, key: &'static str) -> Result<&str, FixtureError> {
+        self.map
+            .get(key)
+            .map(String::as_str)
+            .ok_or_else(|| FixtureError::MissingMetadata {
+                path: self.path.to_path_buf(),
+                key,
+            })
+    }
+
+    fn number(&self, key: &'static str) -> Result<usize, FixtureError> {
+        let v = self.get(key)?;
+        v.parse()
+            .map_err(|_| self.bad(key, v, "expected a whole number".into()))
+    }
+
+    fn bad(&self, key: &'static str, value: &str, reason: String) -> FixtureError {
+        FixtureError::BadMetadata {
+            path: self.path.to_path_buf(),
+            key,
+            value: value.chars().take(200).collect(),
+            reason,
+        }
+    }
+}
+
+fn bad_tensor(path: &Path, tensor: &str, reason: String) -> FixtureError {
+    FixtureError::BadTensor {
+        path: path.to_path_buf(),
+        tensor: tensor.to_string(),
+        reason,
+    }
+}
+
+/// Reads a rank-1 tensor of the given dtype as little-endian chunks.
+fn read_1d<'a>(
+    path: &Path,
+    st: &SafeTensors<'a>,
+    name: &str,
+    dtype: Dtype,
+) -> Result<&'a [u8], FixtureError> {
+    let view = st.tensor(name).map_err(|_| FixtureError::MissingTensor {
+        path: path.to_path_buf(),
+        tensor: name.to_string(),
+    })?;
+    if view.dtype() != dtype {
+        return Err(bad_tensor(
+            path,
+            name,
+            format!("dtype is {:?}, expected {dtype:?}", view.dtype()),
+        ));
+    }
+    if view.shape().len() != 1 {
+        return Err(bad_tensor(
+            path,
+            name,
+            format!("shape is {:?}, expected one dimension", view.shape()),
+        ));
+    }
+    Ok(view.data())
+}
+
+fn read_f32(path: &Path, st: &SafeTensors<'_>, name: &str) -> Result<Vec<f32>, FixtureError> {
+    let data = read_1d(path, st, name, Dtype::F32)?;
+    Ok(data
+        .chunks_exact(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect())
+}
+
+fn read_i64(path: &Path, st: &SafeTensors<'_>, name: &str) -> Result<Vec<i64>, FixtureError> {
+    let data = read_1d(path, st, name, Dtype::I64)?;
+    Ok(data
+        .chunks_exact(8)
+        .map(|c| i64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]))
+        .collect())
+}

@@ -1,0 +1,261 @@
+use std::collections::HashMap;
+use std::path::Path;
+
+use parity_core::fixture::{Fixture, FixtureError};
+use safetensors::tensor::TensorView;
+use safetensors::{Dtype, serialize};
+
+fn f32_bytes(v: &[f32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+fn i64_bytes(v: &[i64]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+struct Builder {
+    tensors: Vec<(String, Dtype, Vec<usize>, Vec<u8>)>,
+    meta: HashMap<String, String>,
+}
+
+impl Builder {
+    /// A valid edge fixture: logits [3,2,2,1], one greedy setting.
+    fn valid() -> Self {
+        let logits = [3.0f32, 2.0, 2.0, 1.0];
+        let meta = [
+            ("format", "sampling-parity-fixture/1"),
+            ("kind", "edge"),
+            ("description", "test"),
+            ("torch_version", "2.15.0"),
+            ("transformers_version", "5.23.0"),
+            (
+                "settings",
+                r#"[{"name": "greedy", "kwargs": {"do_sample": false}}]"#,
+            ),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        Self {
+            tensors: vec![
+                ("logits".into(), Dtype::F32, vec![4], f32_bytes(&logits)),
+                ("input_ids".into(), Dtype::I64, vec![2], i64_bytes(&[0, 1])),
+                (
+                    "scores.greedy".into(),
+                    Dtype::F32,
+                    vec![4],
+                    f32_bytes(&logits),
+                ),
+            ],
+            meta,
+        }
+    }
+
+    fn tensor(mut self, name: &str, dtype: Dtype, shape: Vec<usize>, data: Vec<u8>) -> Self {
+        self.tensors.retain(|t| t.0 != name);
+        self.tensors.push((name.into(), dtype, shape, data));
+        self
+    }
+
+    fn without_tensor(mut self, name: &str) -> Self {
+        self.tensors.retain(|t| t.0 != name);
+        self
+    }
+
+    fn meta(mut self, key: &str, value: &str) -> Self {
+        self.meta.insert(key.into(), value.into());
+        self
+    }
+
+    fn without_meta(mut self, key: &str) -> Self {
+        self.meta.remove(key);
+        self
+    }
+
+    fn bytes(&self) -> Vec<u8> {
+        let views: Vec<(String, TensorView<'_>)> = self
+            .tensors
+            .iter()
+            .map(|(n, d, s, b)| {
+                (
+                    n.clone(),
+                    TensorView::new(*d, s.clone(), b).expect("valid view"),
+                )
+            })
+            .collect();
+        serialize(views, Some(self.meta.clone())).expect("serialises")
+    }
+
+    fn load(&self) -> Result<Fixture, FixtureError> {
+        Fixture::from_bytes(Path::new("t.safetensors"), &self.bytes())
+    }
+
+    fn error(&self) -> String {
+        match self.load() {
+            Ok(_) => panic!("expected an error"),
+            Err(e) => e.to_string(),
+        }
+    }
+}
+
+#[test]
+fn a_valid_file_loads() {
+    let f = Builder::valid().load().expect("valid");
+    assert_eq!(f.logits, vec![3.0, 2.0, 2.0, 1.0]);
+    assert_eq!(f.input_ids, vec![0, 1]);
+    assert_eq!(f.settings.len(), 1);
+    assert_eq!(f.settings[0].kwargs.get("do_sample"), Some(&false.into()));
+    assert!(f.model.is_none());
+}
+
+#[test]
+fn truncated_file_names_the_file() {
+    let bytes = Builder::valid().bytes();
+    for cut in [0, 4, 8, 20, bytes.len() - 1] {
+        let err = Fixture::from_bytes(Path::new("t.safetensors"), &bytes[..cut]).unwrap_err();
+        let msg = err.to_string();
+        assert!(
+            msg.starts_with("t.safetensors: not a valid safetensors file"),
+            "cut {cut}: {msg}"
+        );
+    }
+}
+
+#[test]
+fn header_that_lies_about_offsets() {
+    let mut bytes = Builder::valid().bytes();
+    let text = String::from_utf8_lossy(&bytes).into_owned();
+    // The first tensor's offsets are [0,16] or similar; claim far more data.
+    let at = text
+        .find("\"data_offsets\":[0,")
+        .expect("offsets in header");
+    let start = at + "\"data_offsets\":[0,".len();
+    bytes[start] = b'9';
+    let err = Fixture::from_bytes(Path::new("t.safetensors"), &bytes).unwrap_err();
+    assert!(matches!(err, FixtureError::Container { .. }), "{err}");
+}
+
+#[test]
+fn wrong_dtype_names_the_tensor() {
+    let b = Builder::valid().tensor("logits", Dtype::F64, vec![4], vec![0; 32]);
+    assert_eq!(
+        b.error(),
+        "t.safetensors: tensor `logits`: dtype is F64, expected F32"
+    );
+}
+
+#[test]
+fn vocab_sizes_that_disagree() {
+    let b = Builder::valid().tensor(
+        "scores.greedy",
+        Dtype::F32,
+        vec![3],
+        f32_bytes(&[1.0, 2.0, 3.0]),
+    );
+    assert_eq!(
+        b.error(),
+        "t.safetensors: tensor `scores.greedy`: has 3 entries but `logits` has 4"
+    );
+}
+
+#[test]
+fn scores_without_a_setting() {
+    let b = Builder::valid().tensor("scores.orphan", Dtype::F32, vec![4], f32_bytes(&[0.0; 4]));
+    assert_eq!(
+        b.error(),
+        "t.safetensors: tensor `scores.orphan` has no setting with its kwargs in the `settings` metadata"
+    );
+}
+
+#[test]
+fn setting_without_scores_or_kwargs() {
+    let b = Builder::valid().without_tensor("scores.greedy");
+    assert_eq!(
+        b.error(),
+        "t.safetensors: tensor `scores.greedy` is missing"
+    );
+    let b = Builder::valid().meta("settings", r#"[{"name": "greedy"}]"#);
+    assert!(
+        b.error().contains("metadata key `settings` is invalid"),
+        "{}",
+        b.error()
+    );
+    assert!(
+        b.error().contains("missing field `kwargs`"),
+        "{}",
+        b.error()
+    );
+}
+
+#[test]
+fn missing_and_bad_metadata() {
+    assert_eq!(
+        Builder::valid().without_meta("format").error(),
+        "t.safetensors: metadata key `format` is missing"
+    );
+    let e = Builder::valid().meta("kind", "dream").error();
+    assert_eq!(
+        e,
+        "t.safetensors: metadata key `kind` is invalid (\"dream\"): expected `model` or `edge`"
+    );
+}
+
+#[test]
+fn nan_and_positive_infinity_are_refused() {
+    let b = Builder::valid().tensor(
+        "logits",
+        Dtype::F32,
+        vec![4],
+        f32_bytes(&[1.0, f32::NAN, 0.0, 0.0]),
+    );
+    assert_eq!(b.error(), "t.safetensors: tensor `logits`: entry 1 is NaN");
+    let b = Builder::valid().tensor(
+        "logits",
+        Dtype::F32,
+        vec![4],
+        f32_bytes(&[1.0, 0.0, f32::INFINITY, 0.0]),
+    );
+    assert_eq!(b.error(), "t.safetensors: tensor `logits`: entry 2 is inf");
+    let b = Builder::valid().tensor(
+        "scores.greedy",
+        Dtype::F32,
+        vec![4],
+        f32_bytes(&[1.0, 0.0, f32::NAN, 0.0]),
+    );
+    assert_eq!(
+        b.error(),
+        "t.safetensors: tensor `scores.greedy`: entry 2 is NaN"
+    );
+    // +inf scores are what transformers returns when a penalty overflows f32.
+    let b = Builder::valid().tensor(
+        "scores.greedy",
+        Dtype::F32,
+        vec![4],
+        f32_bytes(&[1.0, 0.0, f32::INFINITY, 0.0]),
+    );
+    assert!(b.load().is_ok());
+}
+
+#[test]
+fn two_dimensional_logits_are_refused() {
+    let b = Builder::valid().tensor(
+        "logits",
+        Dtype::F32,
+        vec![2, 2],
+        f32_bytes(&[3.0, 2.0, 2.0, 1.0]),
+    );
+    assert_eq!(
+        b.error(),
+        "t.safetensors: tensor `logits`: shape is [2, 2], expected one dimension"
+    );
+}
+
+#[test]
+fn missing_file_is_an_io_error() {
+    let err = Fixture::load(Path::new("/nonexistent/x.safetensors")).unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("/nonexistent/x.safetensors: cannot read fixture"),
+        "{err}"
+    );
+}
