@@ -61,7 +61,7 @@ fn number_field(object: &Map<String, Value>, name: &'static str) -> Result<f64, 
     })
 }
 
-fn as_object<'a>(value: &'a Value) -> Result<&'a Map<String, Value>, InputError> {
+fn as_object(value: &Value) -> Result<&Map<String, Value>, InputError> {
     value
         .as_object()
         .ok_or_else(|| InputError::NotAnObject(quote(value)))
