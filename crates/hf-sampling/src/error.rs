@@ -113,6 +113,16 @@ pub enum HfError {
         /// Position in the vocabulary.
         index: usize,
     },
+    /// A processed score overflowed to +inf while sampling (e.g. a logit near
+    /// f32::MAX divided by a temperature below 1).
+    #[error(
+        "processed score {index} overflowed to +inf: softmax is NaN and torch.multinomial would raise \
+         (\"probability tensor contains either `inf`, `nan` or element < 0\")"
+    )]
+    InfScore {
+        /// Position in the vocabulary.
+        index: usize,
+    },
     /// Every logit is -inf while sampling: softmax is NaN, nothing can be drawn.
     #[error("every logit is -inf: softmax is NaN and torch.multinomial would raise")]
     NoFiniteLogit,

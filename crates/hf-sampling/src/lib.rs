@@ -201,6 +201,11 @@ pub fn process(
     }
 
     if params.do_sample {
+        // A penalty or temperature can overflow a huge logit to +inf: torch's
+        // softmax is then NaN and `torch.multinomial` raises.
+        if let Some(index) = scores.iter().position(|&x| x == f32::INFINITY) {
+            return Err(HfError::InfScore { index });
+        }
         let probs = torch::softmax(&scores);
         let kept = (0..probs.len()).filter(|&i| probs[i] > 0.0).collect();
         Ok(HfOutput {

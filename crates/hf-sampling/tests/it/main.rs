@@ -1,0 +1,6 @@
+//! Integration tests for hf-sampling: parity with recorded transformers outputs,
+//! parameter resolution, drawing.
+
+mod draw;
+mod fixtures;
+mod resolve;
