@@ -43,6 +43,16 @@
 //! other code can compare distributions without a draw; [`Params`] and
 //! [`Input::from_json_parts`] build inputs from logits held elsewhere.
 //!
+//! # The `spec-sampler` binary
+//!
+//! Streams standard input: each non-blank line is one input object and gets
+//! exactly one output line, the result or `{"error": "..."}` (the message is
+//! also written to standard error with its line number). Exit status 0 when
+//! every line was valid, 1 when any was not, 2 on an I/O or usage error; a
+//! closed standard output ends the run quietly. A line that is not UTF-8 is an
+//! invalid line (status 1), not an I/O failure. `examples/spec-examples.jsonl`
+//! holds the spec's three examples.
+//!
 //! # Validation
 //!
 //! Input is validated once, when it becomes an [`Input`]; the math cannot

@@ -39,17 +39,17 @@ fn main() -> ExitCode {
     let mut args = std::env::args_os().skip(1);
     if let Some(arg) = args.next() {
         if arg == "-h" || arg == "--help" {
-            println!("{USAGE}");
+            let _ = writeln!(io::stdout(), "{USAGE}");
             return ExitCode::SUCCESS;
         }
         if arg == "-V" || arg == "--version" {
-            println!("spec-sampler {}", env!("CARGO_PKG_VERSION"));
+            let _ = writeln!(io::stdout(), "spec-sampler {}", env!("CARGO_PKG_VERSION"));
             return ExitCode::SUCCESS;
         }
-        eprintln!(
-            "spec-sampler: unexpected argument {:?}\n\n{USAGE}",
+        report(format_args!(
+            "unexpected argument {:?}\n\n{USAGE}",
             arg.to_string_lossy()
-        );
+        ));
         return ExitCode::from(2);
     }
 
@@ -59,7 +59,7 @@ fn main() -> ExitCode {
         Ok(Outcome::AllValid) => ExitCode::SUCCESS,
         Ok(Outcome::SomeInvalid) => ExitCode::from(1),
         Err(IoFailure { context, error }) => {
-            eprintln!("spec-sampler: {context}: {error}");
+            report(format_args!("{context}: {error}"));
             ExitCode::from(2)
         }
     }
@@ -99,7 +99,7 @@ fn run(input: impl Read, output: impl Write) -> Result<Outcome, IoFailure> {
             Ok(input) => serde_json::to_writer(&mut writer, &sample(&input)),
             Err(error) => {
                 all_valid = false;
-                eprintln!("spec-sampler: line {line_number}: {error}");
+                report(format_args!("line {line_number}: {error}"));
                 serde_json::to_writer(
                     &mut writer,
                     &serde_json::json!({ "error": error.to_string() }),
@@ -126,6 +126,12 @@ fn run(input: impl Read, output: impl Write) -> Result<Outcome, IoFailure> {
         Ok(()) => Ok(outcome(all_valid)),
         Err(error) => write_failure(error, outcome(all_valid)),
     }
+}
+
+/// Writes one diagnostic line to standard error. Unlike `eprintln!`, a closed
+/// or full standard error is ignored rather than a panic.
+fn report(message: std::fmt::Arguments<'_>) {
+    let _ = writeln!(io::stderr().lock(), "spec-sampler: {message}");
 }
 
 /// A reader that closed our standard output is not an error: stop quietly.

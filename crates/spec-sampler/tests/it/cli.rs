@@ -218,3 +218,36 @@ fn streams_many_lines() {
             .all(|pair| pair[0] == EXAMPLE_1_OUT && pair[1] == EXAMPLE_2_OUT)
     );
 }
+
+#[test]
+fn bundled_examples_file() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/spec-examples.jsonl");
+    let output = run(&std::fs::read_to_string(path).expect("examples file"));
+    assert_eq!(output.status.code(), Some(0));
+    assert_eq!(
+        stdout_lines(&output),
+        vec![
+            EXAMPLE_1_OUT,
+            EXAMPLE_2_OUT,
+            r#"{"token_id":1,"probs":[0.38365173119055074,0.23269653761889864,0.38365173119055074]}"#,
+        ]
+    );
+}
+
+#[test]
+fn closed_stderr_is_not_a_panic() {
+    let mut child = Command::new(BIN)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    drop(child.stderr.take());
+    let mut stdin = child.stdin.take().expect("stdin");
+    stdin.write_all(b"not json\n").expect("write");
+    drop(stdin);
+    let output = child.wait_with_output().expect("wait");
+    // 1 (an invalid line), not 101 (a panic).
+    assert_eq!(output.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&output.stdout).contains("invalid JSON"));
+}
