@@ -95,7 +95,7 @@ impl GenerationParams {
         let mut list = Vec::new();
         let p = self.repetition_penalty;
         if p != 1.0 {
-            if !(p > 0.0) {
+            if !positive(p) {
                 return Err(HfError::RepetitionPenalty {
                     value: pyfmt::float_repr(p),
                 });
@@ -107,7 +107,7 @@ impl GenerationParams {
         }
         let t = self.temperature;
         if t != 1.0 {
-            if !(t > 0.0) {
+            if !positive(t) {
                 return Err(HfError::Temperature {
                     value: pyfmt::float_repr(t),
                     zero: t == 0.0,
@@ -135,7 +135,7 @@ impl GenerationParams {
             list.push(Processor::MinP { min_p: m });
         }
         if self.typical_p < 1.0 {
-            if !(self.typical_p > 0.0) {
+            if !positive(self.typical_p) {
                 return Err(HfError::TypicalP {
                     value: pyfmt::float_repr(self.typical_p),
                 });
@@ -227,6 +227,11 @@ pub fn process(
     }
 }
 
+/// Python's `x > 0` (false for NaN), negated where transformers writes `not (x > 0)`.
+fn positive(x: f64) -> bool {
+    x > 0.0
+}
+
 /// `torch.argmax` on CPU: the first index of the maximum.
 fn argmax_first(scores: &[f32]) -> usize {
     let mut best = 0;
@@ -250,7 +255,7 @@ pub fn draw<R: rand::Rng + ?Sized>(probs: &[f32], rng: &mut R) -> Option<usize> 
         }
     };
     let total: f64 = probs.iter().map(|&p| weight(p)).sum();
-    if !(total > 0.0) {
+    if !positive(total) {
         return None;
     }
     let u = rng.random::<f64>() * total;
@@ -267,4 +272,99 @@ pub fn draw<R: rand::Rng + ?Sized>(probs: &[f32], rng: &mut R) -> Option<usize> 
         }
     }
     last
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NEG: f32 = f32::NEG_INFINITY;
+
+    fn sampling() -> GenerationParams {
+        GenerationParams {
+            do_sample: true,
+            top_k: None,
+            ..GenerationParams::default()
+        }
+    }
+
+    #[test]
+    fn greedy_is_first_argmax_one_hot() {
+        let out = process(&[1.0, 3.0, 3.0], &[], &GenerationParams::default()).expect("valid");
+        assert_eq!((out.greedy, out.kept.clone()), (Some(1), vec![1]));
+        assert_eq!(out.probs, vec![0.0, 1.0, 0.0]);
+        // All -inf: torch.argmax returns 0.
+        let out = process(&[NEG, NEG], &[], &GenerationParams::default()).expect("valid");
+        assert_eq!(out.greedy, Some(0));
+    }
+
+    #[test]
+    fn all_but_one_minus_inf_keeps_that_one_under_every_filter() {
+        let p = GenerationParams {
+            temperature: 0.5,
+            top_k: Some(1),
+            top_p: 0.1,
+            min_p: Some(0.9),
+            typical_p: 0.2,
+            epsilon_cutoff: 0.5,
+            eta_cutoff: 0.5,
+            repetition_penalty: 1.3,
+            ..sampling()
+        };
+        let out = process(&[NEG, 0.7, NEG], &[1], &p).expect("valid");
+        assert_eq!(out.kept, vec![1]);
+        assert_eq!(out.probs, vec![0.0, 1.0, 0.0]);
+    }
+
+    #[test]
+    fn bad_inputs_are_rejected() {
+        assert!(matches!(
+            process(&[], &[], &sampling()),
+            Err(HfError::EmptyLogits)
+        ));
+        assert!(matches!(
+            process(&[0.0, f32::NAN], &[], &sampling()),
+            Err(HfError::NanLogit { index: 1 })
+        ));
+        assert!(matches!(
+            process(&[0.0], &[0, -1], &sampling()),
+            Err(HfError::NegativeInputId {
+                position: 1,
+                id: -1
+            })
+        ));
+        assert!(matches!(
+            process(&[NEG, NEG], &[], &sampling()),
+            Err(HfError::NoFiniteLogit)
+        ));
+        assert!(matches!(
+            process(&[f32::INFINITY], &[], &sampling()),
+            Err(HfError::InfLogit { index: 0 })
+        ));
+        let hot = GenerationParams {
+            temperature: 0.5,
+            ..sampling()
+        };
+        assert!(matches!(
+            process(&[3.0e38, 0.0], &[], &hot),
+            Err(HfError::InfScore { index: 0 })
+        ));
+    }
+
+    #[test]
+    fn hand_built_params_are_validated() {
+        let p = GenerationParams {
+            temperature: 0.0,
+            ..sampling()
+        };
+        assert!(matches!(
+            p.processors(),
+            Err(HfError::Temperature { zero: true, .. })
+        ));
+        let p = GenerationParams {
+            top_p: 1.5,
+            ..sampling()
+        };
+        assert!(p.processors().expect("p > 1 is ignored").is_empty());
+    }
 }

@@ -354,7 +354,7 @@ pub fn resolve(
         None => {}
         Some(Value::Null) => p.repetition_penalty = 1.0,
         Some(v) => match number(v) {
-            Some((x, _)) if x == 1.0 => p.repetition_penalty = 1.0,
+            Some((1.0, _)) => p.repetition_penalty = 1.0,
             Some((x, true)) if x > 0.0 => p.repetition_penalty = x,
             _ => {
                 return Err(HfError::RepetitionPenalty {
@@ -391,7 +391,7 @@ pub fn resolve(
     match get("temperature") {
         None | Some(Value::Null) => p.temperature = 1.0,
         Some(v) => match number(v) {
-            Some((x, _)) if x == 1.0 => p.temperature = 1.0,
+            Some((1.0, _)) => p.temperature = 1.0,
             Some((x, true)) if x > 0.0 => p.temperature = x,
             n => {
                 return Err(HfError::Temperature {
@@ -408,7 +408,7 @@ pub fn resolve(
         None => Some(50),
         Some(Value::Null) => None,
         Some(v) => match number(v) {
-            Some((x, _)) if x == 0.0 => None,
+            Some((0.0, _)) => None,
             Some((x, false)) if x > 0.0 => Some(v.as_u64().map_or(1, saturating_usize)),
             _ => {
                 return Err(HfError::TopK {
@@ -450,7 +450,7 @@ pub fn resolve(
     p.typical_p = match get("typical_p") {
         None | Some(Value::Null) => 1.0,
         Some(v) => match number(v) {
-            Some((x, _)) if x < 1.0 && x <= 0.0 => {
+            Some((x, _)) if x <= 0.0 => {
                 return Err(HfError::TypicalP {
                     value: float_repr(x),
                 });

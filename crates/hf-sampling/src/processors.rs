@@ -224,3 +224,194 @@ pub fn eta(scores: &mut [f32], epsilon: f64) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    const NEG: f32 = f32::NEG_INFINITY;
+
+    #[test]
+    fn penalty_divides_positive_multiplies_negative_once_per_id() {
+        let mut s = vec![2.0, -2.0, 0.0, 1.0, -0.5];
+        // ids 0 and 1 twice, id 2 once; id 7 >= V is ignored.
+        repetition_penalty(&mut s, &[0, 1, 1, 0, 2, 7], 2.0);
+        // 2/2 = 1, -2*2 = -4, 0/2 = 0 (0 is not < 0: divided), 1 and -0.5 untouched.
+        assert_eq!(s, vec![1.0, -4.0, 0.0, 1.0, -0.5]);
+    }
+
+    #[test]
+    fn penalty_below_one_rewards_and_keeps_minus_inf() {
+        let mut s = vec![3.0, -1.0, NEG];
+        repetition_penalty(&mut s, &[0, 1, 2], 0.5);
+        // 3/0.5 = 6, -1*0.5 = -0.5, -inf*0.5 = -inf.
+        assert_eq!(s, vec![6.0, -0.5, NEG]);
+    }
+
+    #[test]
+    fn penalty_on_negative_zero_divides() {
+        let mut s = vec![-0.0f32];
+        repetition_penalty(&mut s, &[0], 1.3);
+        // -0.0 < 0 is false: -0.0 / 1.3 = -0.0.
+        assert!(s[0] == 0.0 && s[0].is_sign_negative());
+    }
+
+    #[test]
+    fn temperature_is_an_f32_division() {
+        let mut s = vec![1.0f32, -2.0, 0.7];
+        temperature(&mut s, 0.7);
+        let t = 0.7f64 as f32;
+        assert_eq!(s, vec![1.0 / t, -2.0 / t, 1.0]); // 0.7/0.7 = 1 exactly
+    }
+
+    #[test]
+    fn top_k_keeps_ties_with_the_kth_value() {
+        let mut s = vec![3.0, 2.0, 2.0, 1.0];
+        top_k(&mut s, 2);
+        // 2nd largest is 2.0: both 2.0 survive, 1.0 goes.
+        assert_eq!(s, vec![3.0, 2.0, 2.0, NEG]);
+    }
+
+    #[test]
+    fn top_k_beyond_vocab_keeps_all_and_k1_keeps_max_ties() {
+        let mut s = vec![3.0, 2.0, 3.0];
+        top_k(&mut s, 10);
+        assert_eq!(s, vec![3.0, 2.0, 3.0]);
+        top_k(&mut s, 1);
+        assert_eq!(s, vec![3.0, NEG, 3.0]);
+    }
+
+    #[test]
+    fn top_k_with_minus_inf_block() {
+        let mut s = vec![1.0, NEG, NEG, 0.0];
+        // k = 3: 3rd largest is -inf; nothing is < -inf.
+        top_k(&mut s, 3);
+        assert_eq!(s, vec![1.0, NEG, NEG, 0.0]);
+    }
+
+    #[test]
+    fn top_p_keeps_the_crossing_token() {
+        // probs 0.5, 0.3, 0.2 (logits ln p). Ascending cumsum: 0.2, 0.5, 1.0.
+        // p = 0.6: remove cumsum <= 0.4 → only the 0.2 token.
+        let mut s: Vec<f32> = [0.5f64, 0.3, 0.2].iter().map(|p| p.ln() as f32).collect();
+        let orig = s.clone();
+        top_p(&mut s, 0.6);
+        assert_eq!(s, vec![orig[0], orig[1], NEG]);
+    }
+
+    #[test]
+    fn top_p_zero_keeps_one_and_near_one_keeps_all() {
+        let base: Vec<f32> = [0.5f64, 0.3, 0.2].iter().map(|p| p.ln() as f32).collect();
+        let mut s = base.clone();
+        // p = 0: 1 - p = 1, every cumsum <= 1 is removed except the last (largest).
+        top_p(&mut s, 0.0);
+        assert_eq!(s, vec![base[0], NEG, NEG]);
+        let mut s = base.clone();
+        // p = 0.999: 1 - p = 0.001 < 0.2, nothing removed.
+        top_p(&mut s, 0.999);
+        assert_eq!(s, base);
+    }
+
+    #[test]
+    fn top_p_with_single_finite_token() {
+        let mut s = vec![NEG, 0.5, NEG];
+        top_p(&mut s, 0.5);
+        assert_eq!(s, vec![NEG, 0.5, NEG]);
+    }
+
+    #[test]
+    fn min_p_keeps_ties_at_the_threshold() {
+        // probs 0.4, 0.2, 0.2, 0.2 (from logits ln 2, 0, 0, 0): min_p = 0.5 → threshold 0.2;
+        // `probs < 0.2` is false for the tied 0.2 tokens only if they round
+        // identically, which they do (same logit, same exp).
+        let mut s = vec![2f32.ln(), 0.0, 0.0, 0.0];
+        min_p(&mut s, 0.5);
+        assert!(s.iter().all(|x| x.is_finite()), "{s:?}");
+        // min_p = 0.6 → threshold 0.24 > 0.2: only the top token remains.
+        let mut s = vec![2f32.ln(), 0.0, 0.0, 0.0];
+        min_p(&mut s, 0.6);
+        assert_eq!(s, vec![2f32.ln(), NEG, NEG, NEG]);
+    }
+
+    #[test]
+    fn min_p_one_keeps_all_maxima_and_zero_keeps_all() {
+        let mut s = vec![1.0, 1.0, 0.0];
+        min_p(&mut s, 1.0);
+        assert_eq!(s, vec![1.0, 1.0, NEG]);
+        let mut s = vec![1.0, 1.0, -50.0];
+        min_p(&mut s, 0.0);
+        assert_eq!(s, vec![1.0, 1.0, -50.0]);
+    }
+
+    #[test]
+    fn epsilon_removes_small_probabilities_but_never_the_max() {
+        // probs ≈ 0.7311, 0.2689 (logits 1, 0): epsilon 0.3 removes the second.
+        let mut s = vec![1.0, 0.0];
+        epsilon(&mut s, 0.3);
+        assert_eq!(s, vec![1.0, NEG]);
+        // epsilon 0.9 would remove both; the max survives.
+        let mut s = vec![1.0, 0.0];
+        epsilon(&mut s, 0.9);
+        assert_eq!(s, vec![1.0, NEG]);
+    }
+
+    #[test]
+    fn eta_uniform_keeps_everything() {
+        // Uniform over 4: entropy ln 4, exp(-H) = 1/4; eta = min(0.1, sqrt(0.1)/4 ≈ 0.079) = 0.079 < 0.25.
+        let mut s = vec![0.0; 4];
+        eta(&mut s, 0.1);
+        assert_eq!(s, vec![0.0; 4]);
+    }
+
+    #[test]
+    fn typical_uniform_keeps_everything() {
+        // Uniform: every |-log p - H| is 0, all tied at the cutoff → none is "> cutoff".
+        let mut s = vec![1.0; 8];
+        typical(&mut s, 0.5);
+        assert_eq!(s, vec![1.0; 8]);
+    }
+
+    #[test]
+    fn typical_drops_the_atypical_tail() {
+        // probs 0.5, 0.25, 0.25 → H = 1.5 ln 2 ≈ 1.0397; |-ln p - H| = 0.347, 0.347, 0.347 … all
+        // equal in exact arithmetic, so use 0.6, 0.3, 0.1: H ≈ 0.898; distances 0.387, 0.306, 1.404.
+        // Sorted: 0.3 (0.306), 0.6 (0.387), 0.1 (1.404); cumsum 0.3, 0.9, 1.0; mass 0.5 → last_ind 1.
+        let mut s: Vec<f32> = [0.6f64, 0.3, 0.1].iter().map(|p| p.ln() as f32).collect();
+        let orig = s.clone();
+        typical(&mut s, 0.5);
+        assert_eq!(s, vec![orig[0], orig[1], NEG]);
+    }
+
+    proptest! {
+        #[test]
+        fn filters_never_remove_everything(
+            logits in proptest::collection::vec(-20.0f32..20.0, 1..64),
+            k in 1usize..80, p in 0.0f64..1.0, m in 0.0f64..=1.0, e in 0.0001f64..0.9,
+        ) {
+            for proc in [
+                Processor::TopK { top_k: k }, Processor::TopP { top_p: p }, Processor::MinP { min_p: m },
+                Processor::Typical { mass: p.max(1e-3) }, Processor::Epsilon { epsilon: e }, Processor::Eta { epsilon: e },
+            ] {
+                let mut s = logits.clone();
+                proc.apply(&mut s, &[]);
+                let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+                prop_assert!(s.iter().any(|x| x.is_finite()), "{proc:?} removed everything");
+                // Survivors keep their score; removed ones become -inf.
+                for (a, b) in s.iter().zip(&logits) {
+                    prop_assert!(*a == *b || *a == f32::NEG_INFINITY);
+                }
+                if !matches!(proc, Processor::Typical { .. }) {
+                    prop_assert!(s.contains(&max), "{proc:?} removed the maximum");
+                }
+            }
+        }
+
+        #[test]
+        fn top_k_keeps_at_least_k(logits in proptest::collection::vec(-5i8..5, 1..64), k in 1usize..70) {
+            let mut s: Vec<f32> = logits.iter().map(|&x| x as f32).collect();
+            top_k(&mut s, k);
+            prop_assert!(s.iter().filter(|x| x.is_finite()).count() >= k.min(logits.len()));
+        }
+    }
+}

@@ -101,7 +101,7 @@ fn adjust_heap(a: &mut [Pair], first: usize, mut hole: usize, len: usize, value:
         a[first + hole] = a[first + second];
         hole = second;
     }
-    if len % 2 == 0 && second == (len - 2) / 2 {
+    if len.is_multiple_of(2) && second == (len - 2) / 2 {
         second = 2 * (second + 1);
         a[first + hole] = a[first + second - 1];
         hole = second - 1;
@@ -189,21 +189,22 @@ pub(crate) fn exp_f32(x: f32) -> f32 {
 /// probabilities are bit-identical to torch's.
 #[inline]
 pub(crate) fn sleef_expf(d: f32) -> f32 {
-    const R_LN2F: f32 = 1.442_695_f32;
-    const L2UF: f32 = 0.693_145_751_953_125_f32;
-    const L2LF: f32 = 1.428_606_765_330_187_045e-6_f32;
+    // SLEEF's constants, as the f32 bit patterns its C literals round to.
+    const R_LN2F: f32 = std::f32::consts::LOG2_E; // 0x3fb8aa3b
+    let l2uf = f32::from_bits(0x3f31_7200); // 0.693145751953125
+    let l2lf = f32::from_bits(0x35bf_be8e); // 1.428606765330187045e-06
     let q = (d * R_LN2F).round_ties_even();
     // vrint_vi2_vf: out-of-range values only occur where the result is masked below.
     let qi = q as i32;
     let qf = qi as f32;
-    let mut s = qf.mul_add(-L2UF, d);
-    s = qf.mul_add(-L2LF, s);
-    let mut u = 0.000_198_527_62_f32;
-    u = u.mul_add(s, 0.001_393_043_6_f32);
-    u = u.mul_add(s, 0.008_333_361_f32);
-    u = u.mul_add(s, 0.041_666_485_f32);
-    u = u.mul_add(s, 0.166_666_67_f32);
-    u = u.mul_add(s, 0.5_f32);
+    let mut s = qf.mul_add(-l2uf, d);
+    s = qf.mul_add(-l2lf, s);
+    let mut u = f32::from_bits(0x3950_2bda); // 0.000198527617612853646278381
+    u = u.mul_add(s, f32::from_bits(0x3ab6_96c9)); // 0.00139304355252534151077271
+    u = u.mul_add(s, f32::from_bits(0x3c08_88a6)); // 0.00833336077630519866943359
+    u = u.mul_add(s, f32::from_bits(0x3d2a_aa7a)); // 0.0416664853692054748535156
+    u = u.mul_add(s, f32::from_bits(0x3e2a_aaab)); // 0.166666671633720397949219
+    u = u.mul_add(s, 0.5);
     u = 1.0 + (s * s).mul_add(u, s);
     // vldexp2: u * 2^(q >> 1) * 2^(q - (q >> 1))
     let pow2i = |e: i32| f32::from_bits((e.wrapping_add(127) as u32).wrapping_shl(23));

@@ -42,7 +42,6 @@ fn softmax_f64(scores: &[f32]) -> Vec<f64> {
 #[derive(Default)]
 struct Stats {
     settings: usize,
-    rejected: usize,
     max_rel_score: f32,
     max_abs_prob: f64,
 }

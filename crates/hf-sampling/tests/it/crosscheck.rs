@@ -1,0 +1,72 @@
+//! Optional cross-check against a JSON-lines file of live transformers runs:
+//! `HF_SAMPLING_CROSSCHECK=cases.jsonl cargo test -p hf-sampling crosscheck`.
+//! Each line: `{"logits", "input_ids", "kwargs", "scores"}` or `{..., "error"}`
+//! (numbers or "-inf"/"inf"). Without the variable the test does nothing.
+
+use hf_sampling::{process, resolve};
+use serde_json::Value;
+
+fn floats(v: &Value) -> Vec<f32> {
+    v.as_array()
+        .expect("array")
+        .iter()
+        .map(|x| match x {
+            Value::String(s) if s == "-inf" => f32::NEG_INFINITY,
+            Value::String(s) if s == "inf" => f32::INFINITY,
+            other => other.as_f64().expect("number") as f32,
+        })
+        .collect()
+}
+
+#[test]
+fn crosscheck_jsonl() {
+    let Ok(path) = std::env::var("HF_SAMPLING_CROSSCHECK") else {
+        return;
+    };
+    let text = std::fs::read_to_string(&path).expect("read cross-check file");
+    let (mut ok, mut failures) = (0usize, Vec::new());
+    for (n, line) in text.lines().enumerate() {
+        let rec: Value = serde_json::from_str(line).expect("json line");
+        let logits = floats(&rec["logits"]);
+        let ids: Vec<i64> = rec["input_ids"]
+            .as_array()
+            .expect("ids")
+            .iter()
+            .filter_map(Value::as_i64)
+            .collect();
+        let kwargs = rec["kwargs"].as_object().expect("kwargs");
+        let ours = resolve(kwargs, None).and_then(|p| process(&logits, &ids, &p));
+        match (&ours, rec.get("scores")) {
+            (Err(e), Some(_)) => failures.push(format!(
+                "line {}: {kwargs:?}: we reject ({e}), transformers accepts",
+                n + 1
+            )),
+            (Ok(_), None) => failures.push(format!(
+                "line {}: {kwargs:?}: we accept, transformers: {}",
+                n + 1,
+                rec["error"]
+            )),
+            (Err(_), None) => ok += 1,
+            (Ok(out), Some(s)) => {
+                let want = floats(s);
+                let bad: Vec<usize> = (0..want.len())
+                    .filter(|&i| out.scores[i].to_bits() != want[i].to_bits())
+                    .collect();
+                if bad.is_empty() {
+                    ok += 1;
+                } else {
+                    failures.push(format!(
+                        "line {}: {kwargs:?}: {} scores differ, first at {}: ours {} vs {}",
+                        n + 1,
+                        bad.len(),
+                        bad[0],
+                        out.scores[bad[0]],
+                        want[bad[0]]
+                    ));
+                }
+            }
+        }
+    }
+    eprintln!("cross-check: {ok} identical, {} different", failures.len());
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
