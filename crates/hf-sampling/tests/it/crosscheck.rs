@@ -1,5 +1,6 @@
 //! Optional cross-check against a JSON-lines file of live transformers runs:
-//! `HF_SAMPLING_CROSSCHECK=cases.jsonl cargo test -p hf-sampling crosscheck`.
+//! `HF_SAMPLING_CROSSCHECK=cases.jsonl cargo test -p hf-sampling crosscheck`
+//! (generate the file with `crates/hf-sampling/scripts/crosscheck.py`).
 //! Each line: `{"logits", "input_ids", "kwargs", "scores"}` or `{..., "error"}`
 //! (numbers or "-inf"/"inf"). Without the variable the test does nothing.
 
