@@ -1,0 +1,381 @@
+//! The real `LogitsProcessor` next to its mirror: real draws, replay, verification.
+
+use std::time::Instant;
+
+use candle_core::{Device, Tensor};
+use candle_transformers::generation::LogitsProcessor;
+use rand::SeedableRng;
+use rand::distr::Distribution;
+use rand::distr::weighted::WeightedIndex;
+use rand::rngs::StdRng;
+use serde::Serialize;
+
+use crate::closure::HfTopK;
+use crate::error::AdapterError;
+use crate::gumbel::GumbelDistribution;
+use crate::mirror::{
+    Draw, Mirrored, candle_argmax, candle_prs, kept_of, truncate, weights_to_probs,
+};
+use crate::params::{CandleParams, CandleSampling};
+use crate::penalty::{check_logits, token_ids};
+use crate::stats::{Frequencies, counts, frequencies};
+
+/// The logits tensor as `LogitsProcessor::sample` receives it, with the
+/// optional closure: everything a real draw needs, built once.
+struct Real {
+    sampling: CandleSampling,
+    tensor: Tensor,
+    penalised: Vec<f32>,
+    closure: Option<HfTopK>,
+}
+
+impl Real {
+    fn new(logits: &[f32], input_ids: &[i64], params: &CandleParams) -> Result<Self, AdapterError> {
+        check_logits(logits)?;
+        let mut tensor = Tensor::from_slice(logits, logits.len(), &Device::Cpu)?;
+        if let Some(rp) = params.repeat_penalty {
+            let ids = token_ids(rp.window.apply(input_ids))?;
+            tensor =
+                candle_transformers::utils::apply_repeat_penalty(&tensor, rp.penalty as f32, &ids)?;
+        }
+        let penalised = tensor.to_vec1::<f32>()?;
+        let closure = match (params.hf_top_k, params.sampling.temperature()) {
+            (Some(k), Some(t)) => Some(HfTopK::new(&penalised, k, t)),
+            _ => None,
+        };
+        Ok(Real {
+            sampling: params.sampling.clone(),
+            tensor,
+            penalised,
+            closure,
+        })
+    }
+
+    fn processor(&self, seed: u64) -> LogitsProcessor {
+        LogitsProcessor::from_sampling(seed, self.sampling.to_candle())
+    }
+
+    fn sample(&self, lp: &mut LogitsProcessor) -> Result<u32, AdapterError> {
+        Ok(match &self.closure {
+            Some(c) => lp.sample_f(&self.tensor, |prs| c.apply(prs))?,
+            None => lp.sample(&self.tensor)?,
+        })
+    }
+}
+
+/// `n` draws from the real `LogitsProcessor::from_sampling(seed, sampling)` on
+/// these logits (after the real `apply_repeat_penalty` and with the optional
+/// closure via `sample_f`), without building the mirror. candle's errors come
+/// back as [`AdapterError::Candle`] (e.g. temperature 0).
+pub fn real_draws(
+    logits: &[f32],
+    input_ids: &[i64],
+    params: &CandleParams,
+    seed: u64,
+    n: usize,
+) -> Result<Vec<u32>, AdapterError> {
+    let real = Real::new(logits, input_ids, params)?;
+    let mut lp = real.processor(seed);
+    (0..n).map(|_| real.sample(&mut lp)).collect()
+}
+
+/// The mirrored distribution of candle on these logits: see [`Mirrored`].
+pub fn mirror(
+    logits: &[f32],
+    input_ids: &[i64],
+    params: &CandleParams,
+) -> Result<Mirrored, AdapterError> {
+    Ok(CandleRun::new(logits, input_ids, params)?.mirrored)
+}
+
+/// One stream's replay summary and real tokens.
+type StreamDraws = (Option<Replay>, Vec<u32>);
+
+/// The first draw where the real processor and the replay differ.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Disagreement {
+    /// The seed of the stream (the processor's and the replay's).
+    pub seed: u64,
+    /// 0-based draw index within that stream.
+    pub draw: usize,
+    /// Token from the real `LogitsProcessor`.
+    pub real: u32,
+    /// Token from `StdRng::seed_from_u64(seed)` + `WeightedIndex` over the mirror.
+    pub mirror: u32,
+}
+
+/// Result of replaying real draws.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Replay {
+    /// Draws compared.
+    pub checked: usize,
+    /// Draws where both picked the same token.
+    pub agreed: usize,
+    /// The first disagreement, if any.
+    pub first_disagreement: Option<Disagreement>,
+}
+
+/// Options for [`CandleRun::verify`].
+#[derive(Debug, Clone, Copy)]
+pub struct VerifyOptions<'a> {
+    /// Seed of the first stream; stream s uses `seed + s`.
+    pub seed: u64,
+    /// Total number of real draws.
+    pub draws: usize,
+    /// Independent streams (one processor each), run on that many threads.
+    pub streams: usize,
+    /// Another semantics' kept set (token ids, any order): the share of real
+    /// draws outside it is reported.
+    pub other_kept: Option<&'a [usize]>,
+    /// Another distribution (length V) to test the real draws against, e.g.
+    /// transformers' probabilities; the mirror is always tested.
+    pub reference: Option<&'a [f64]>,
+}
+
+impl Default for VerifyOptions<'_> {
+    fn default() -> Self {
+        VerifyOptions {
+            seed: 299_792_458,
+            draws: 2000,
+            streams: 1,
+            other_kept: None,
+            reference: None,
+        }
+    }
+}
+
+/// What N real draws say about the mirror.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Verification {
+    /// The candle `Sampling`, as text.
+    pub sampling: String,
+    /// Number of real draws.
+    pub draws: usize,
+    /// Streams (seeds `seed .. seed + streams`).
+    pub streams: usize,
+    /// First seed.
+    pub seed: u64,
+    /// Size of the mirrored kept set.
+    pub mirror_kept: usize,
+    /// Replay of every real draw (`None` for `GumbelSoftmax`, which uses
+    /// candle's device RNG).
+    pub replay: Option<Replay>,
+    /// Real draws against the mirrored distribution.
+    pub vs_mirror: Frequencies,
+    /// Real draws against [`VerifyOptions::reference`], if given.
+    pub vs_reference: Option<Frequencies>,
+    /// Share of real draws outside the mirrored kept set (must be 0).
+    pub outside_mirror_kept: f64,
+    /// Share of real draws outside [`VerifyOptions::other_kept`], if given.
+    pub outside_other_kept: Option<f64>,
+    /// Wall-clock seconds per real draw (all streams together).
+    pub secs_per_real_draw: f64,
+}
+
+/// The real processor and its mirror on one (logits, input_ids, params),
+/// built once so that many draws are cheap: the logits tensor, the penalty,
+/// the closure and the mirror's `WeightedIndex` are reused across draws.
+pub struct CandleRun {
+    real: Real,
+    mirrored: Mirrored,
+    index: Option<WeightedIndex<f32>>,
+}
+
+impl CandleRun {
+    /// Build the real side and the mirror. Errors are candle's own where candle
+    /// would fail at draw time (e.g. temperature 0, k = 0).
+    pub fn new(
+        logits: &[f32],
+        input_ids: &[i64],
+        params: &CandleParams,
+    ) -> Result<Self, AdapterError> {
+        let real = Real::new(logits, input_ids, params)?;
+        let v = logits.len();
+        let one_hot = |token: u32| {
+            let mut probs = vec![0f64; v];
+            probs[token as usize] = 1.0;
+            probs
+        };
+        let (probs, draw, index) = match real.sampling {
+            CandleSampling::ArgMax => {
+                let token = candle_argmax(&real.tensor)?;
+                (one_hot(token), Draw::ArgMax { token }, None)
+            }
+            CandleSampling::GumbelSoftmax { temperature } if temperature <= 0.0 => {
+                let token = candle_argmax(&real.tensor)?;
+                (one_hot(token), Draw::ArgMax { token }, None)
+            }
+            CandleSampling::GumbelSoftmax { temperature } => {
+                let (g, probs) = GumbelDistribution::new(&real.penalised, temperature);
+                (probs, Draw::Gumbel(g), None)
+            }
+            ref s => {
+                let t = s.temperature().unwrap_or(1.0);
+                let prs = candle_prs(&real.tensor, t, real.closure.as_ref())?;
+                let (candidates, weights, path) = truncate(s, prs);
+                let index = WeightedIndex::new(&weights)?;
+                let probs = weights_to_probs(v, &candidates, &weights);
+                (
+                    probs,
+                    Draw::Weighted {
+                        candidates,
+                        weights,
+                        path,
+                    },
+                    Some(index),
+                )
+            }
+        };
+        let kept = kept_of(&probs);
+        let mirrored = Mirrored {
+            vocab: v,
+            probs,
+            kept,
+            draw,
+            penalised_logits: real.penalised.clone(),
+        };
+        Ok(CandleRun {
+            real,
+            mirrored,
+            index,
+        })
+    }
+
+    /// The mirrored distribution.
+    pub fn mirrored(&self) -> &Mirrored {
+        &self.mirrored
+    }
+
+    /// The transformers top-k closure in use, if any.
+    pub fn closure(&self) -> Option<&HfTopK> {
+        self.real.closure.as_ref()
+    }
+
+    /// `n` draws of the real `LogitsProcessor::from_sampling(seed, ..)`.
+    pub fn real_draws(&self, seed: u64, n: usize) -> Result<Vec<u32>, AdapterError> {
+        let mut lp = self.real.processor(seed);
+        (0..n).map(|_| self.real.sample(&mut lp)).collect()
+    }
+
+    /// `n` draws of the replay alone: `StdRng::seed_from_u64(seed)` and a
+    /// `WeightedIndex` over the mirrored candidates (for an argmax, the token).
+    /// `None` for `GumbelSoftmax` with T > 0.
+    pub fn replay_draws(&self, seed: u64, n: usize) -> Option<Vec<u32>> {
+        match (&self.mirrored.draw, &self.index) {
+            (Draw::ArgMax { token }, _) => Some(vec![*token; n]),
+            (Draw::Weighted { candidates, .. }, Some(index)) => {
+                let mut rng = StdRng::seed_from_u64(seed);
+                Some((0..n).map(|_| candidates[index.sample(&mut rng)]).collect())
+            }
+            _ => None,
+        }
+    }
+
+    /// `n` real draws from seed `seed`, each compared with the replay.
+    /// Returns the replay summary (`None` for Gumbel) and the real tokens.
+    pub fn replay(&self, seed: u64, n: usize) -> Result<(Option<Replay>, Vec<u32>), AdapterError> {
+        let real = self.real_draws(seed, n)?;
+        let replay = self.replay_draws(seed, n).map(|mirror| {
+            let mut agreed = 0;
+            let mut first = None;
+            for (draw, (&r, &m)) in real.iter().zip(&mirror).enumerate() {
+                if r == m {
+                    agreed += 1;
+                } else if first.is_none() {
+                    first = Some(Disagreement {
+                        seed,
+                        draw,
+                        real: r,
+                        mirror: m,
+                    });
+                }
+            }
+            Replay {
+                checked: n,
+                agreed,
+                first_disagreement: first,
+            }
+        });
+        Ok((replay, real))
+    }
+
+    /// Real draws replayed and tested: see [`Verification`].
+    pub fn verify(&self, opts: &VerifyOptions<'_>) -> Result<Verification, AdapterError> {
+        let v = self.mirrored.vocab;
+        if let Some(len) = opts.reference.map(<[f64]>::len)
+            && len != v
+        {
+            return Err(AdapterError::Argument {
+                what: "reference",
+                problem: format!("has {len} entries, the logits have {v}"),
+            });
+        }
+        let streams = opts.streams.max(1);
+        let start = Instant::now();
+        let results: Vec<Result<StreamDraws, AdapterError>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..streams)
+                .map(|s| {
+                    let n = opts.draws / streams + usize::from(s < opts.draws % streams);
+                    let seed = opts.seed.wrapping_add(s as u64);
+                    scope.spawn(move || self.replay(seed, n))
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join().unwrap_or_else(|_| {
+                        Err(AdapterError::Argument {
+                            what: "draw thread",
+                            problem: "panicked".into(),
+                        })
+                    })
+                })
+                .collect()
+        });
+        let elapsed = start.elapsed().as_secs_f64();
+        let mut tokens = Vec::with_capacity(opts.draws);
+        let mut replay: Option<Replay> = None;
+        for r in results {
+            let (rep, real) = r?;
+            tokens.extend(real);
+            if let Some(rep) = rep {
+                let acc = replay.get_or_insert(Replay {
+                    checked: 0,
+                    agreed: 0,
+                    first_disagreement: None,
+                });
+                acc.checked += rep.checked;
+                acc.agreed += rep.agreed;
+                if acc.first_disagreement.is_none() {
+                    acc.first_disagreement = rep.first_disagreement;
+                }
+            }
+        }
+        let c = counts(v, &tokens);
+        let vs_mirror = frequencies(&c, &self.mirrored.probs);
+        let vs_reference = opts.reference.map(|r| frequencies(&c, r));
+        let outside_other_kept = opts.other_kept.map(|kept| {
+            let mut mask = vec![false; v];
+            for &i in kept {
+                if let Some(m) = mask.get_mut(i) {
+                    *m = true;
+                }
+            }
+            let outside = tokens.iter().filter(|&&t| !mask[t as usize]).count();
+            outside as f64 / tokens.len().max(1) as f64
+        });
+        Ok(Verification {
+            sampling: self.real.sampling.to_string(),
+            draws: tokens.len(),
+            streams,
+            seed: opts.seed,
+            mirror_kept: self.mirrored.kept.len(),
+            replay,
+            outside_mirror_kept: vs_mirror.outside_reference,
+            vs_mirror,
+            vs_reference,
+            outside_other_kept,
+            secs_per_real_draw: elapsed / opts.draws.max(1) as f64,
+        })
+    }
+}
