@@ -56,7 +56,12 @@ pub enum AdapterError {
 }
 
 impl From<candle_core::Error> for AdapterError {
-    fn from(e: candle_core::Error) -> Self {
+    fn from(mut e: candle_core::Error) -> Self {
+        // With RUST_BACKTRACE set, candle wraps errors with a captured
+        // backtrace; keep only candle's message.
+        while let candle_core::Error::WithBacktrace { inner, .. } = e {
+            e = *inner;
+        }
         AdapterError::Candle {
             message: e.to_string(),
         }

@@ -18,7 +18,16 @@
 //! sharing `Σ_j ln F(y − x_j)` between tokens. The model is continuous: it
 //! ignores the f32 granularity of `u` and of `logits + T·g` (ties in the
 //! argmax have probability ~0), so it is an approximation at the 1e-6 level,
-//! not a bit-exact mirror; frequencies are the check.
+//! not a bit-exact mirror; frequencies are the check. One f32 effect is
+//! modelled: when half an ulp of the top logit exceeds the largest noise
+//! (|logits| ≳ 1e8·T), the noise cannot move any value and candle returns the
+//! first index of the top logit every time (a one-hot). Between the two regimes
+//! (|logits| around 1e6–1e8) the continuous model is only approximate.
+//!
+//! How far from softmax? The upper clip (g < 6.91, i.e. u < 0.999) removes
+//! the rare large noises that let low tokens win, so the top token gains mass:
+//! on [3, 2, 2, 1] at T = 1 the clipped law is [0.5356, 0.1964, 0.1964, 0.0716]
+//! against softmax [0.5344, 0.1966, 0.1966, 0.0723] (TV ≈ 1.1e-3).
 
 use serde::Serialize;
 
@@ -111,6 +120,38 @@ impl GumbelDistribution {
                 probs,
             );
         }
+        // candle adds the noise in f32 (`logits + T·(-minus_g)`): when half an
+        // ulp of the top logit exceeds the largest possible noise, no token
+        // moves, and candle's argmax (first index among the top ties) wins.
+        let top = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+        let half_ulp = (f32::from_bits(top.abs().to_bits() + 1) - top.abs()) as f64 / 2.0;
+        if half_ulp > temperature * g_lo.abs().max(g_hi) {
+            let idx = logits.iter().position(|&l| l == top).unwrap_or(0);
+            probs[idx] = 1.0;
+            let tv = 0.5
+                * probs
+                    .iter()
+                    .zip(&softmax)
+                    .map(|(p, q)| (p - q).abs())
+                    .sum::<f64>();
+            let unreachable_softmax_mass = 1.0 - softmax[idx];
+            return (
+                GumbelDistribution {
+                    temperature,
+                    softmax,
+                    tv_vs_softmax: tv,
+                    support: 1,
+                    unreachable_tokens: v - 1,
+                    unreachable_softmax_mass,
+                    noise_range: (g_lo, g_hi),
+                    quadrature_mass: 1.0,
+                },
+                probs,
+            );
+        }
+        // Work relative to the maximum so that huge logits keep their precision.
+        let x: Vec<f64> = x.iter().map(|&xi| xi - x_max).collect();
+        let x_max = 0.0;
         // Distinct reachable values with multiplicities (ties share a value).
         let mut values: Vec<f64> = x.iter().copied().filter(|&xi| xi > x_max - width).collect();
         values.sort_by(|p, q| q.total_cmp(p));

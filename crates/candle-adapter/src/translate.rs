@@ -128,7 +128,11 @@ impl std::fmt::Display for TranslateWarning {
                 f,
                 "top_p={p}: same rule (keep the crossing token) but different f32 rounding \
                  (transformers: ascending cumsum <= 1-p; candle: descending cumsum >= p as \
-                 f32); on an exact boundary the kept sets can differ by one token"
+                 f32); on an exact boundary the kept sets can differ by one token, and when \
+                 the cut falls inside a group of tied probabilities (distinct logits can \
+                 round to equal probabilities) transformers keeps the tied \
+                 tokens torch's sort places last (by logit, then higher ids), candle the ones its stable \
+                 descending sort places first (lower ids)"
             ),
             TranslateWarning::Unsupported { name, value } => write!(
                 f,
