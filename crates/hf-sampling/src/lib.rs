@@ -56,12 +56,17 @@
 #![deny(missing_docs)]
 
 mod error;
+mod fast;
 mod params;
 mod processors;
 mod pyfmt;
 mod torch;
 
 pub use error::HfError;
+pub use fast::{
+    Distribution, FAST_EXP_ABS, FAST_EXP_REL, HfSampler, StepPath, exps_for_tests,
+    heavy_tailed_logits,
+};
 pub use params::{GenerationConfig, GenerationParams, SAMPLING_KEYS, resolve};
 pub use processors::Processor;
 

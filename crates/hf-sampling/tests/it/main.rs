@@ -3,5 +3,6 @@
 
 mod crosscheck;
 mod draw;
+mod fast;
 mod fixtures;
 mod resolve;
