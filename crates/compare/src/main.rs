@@ -1,1 +1,86 @@
-fn main() {}
+//! `compare`: reports how LLM engines' next-token sampling semantics differ on
+//! the same logits — transformers (as recorded from the real library, and as
+//! re-implemented in `hf-sampling`), candle (the real `LogitsProcessor`, through
+//! `candle-adapter`) and the exact written spec (`spec-sampler`).
+//!
+//! This crate is glue: argument types in `cli`, one module per subcommand in
+//! `commands`, and the JSON-lines driver in `jsonl`. Standard output carries
+//! data only; messages and progress go to standard error.
+//!
+//! Exit status: 0 success (and parity within any thresholds given), 1 a row
+//! over a threshold or an invalid record in a batch, 2 usage, input or I/O
+//! errors. A closed standard output (broken pipe) ends the run quietly.
+
+mod cli;
+mod commands;
+mod jsonl;
+
+use std::io::{self, IsTerminal, Write};
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use cli::{Cli, Command, ReportArgs};
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(code) => code,
+        Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS,
+        Err(err) => {
+            let _ = writeln!(io::stderr(), "error: {err:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    let stdout = io::stdout();
+    let stderr = io::stderr();
+    let progress = stderr.is_terminal();
+    match cli
+        .command
+        .unwrap_or_else(|| Command::Report(ReportArgs::default()))
+    {
+        Command::Report(args) => {
+            let outcome = commands::report::run(&args, progress)?;
+            let mut out = stdout.lock();
+            outcome.write(&args, &mut out)?;
+            out.flush()?;
+            Ok(status(outcome.over_threshold))
+        }
+        Command::Dist(args) => {
+            let summary =
+                commands::dist::run(&args, io::stdin().lock(), stdout.lock(), stderr.lock())?;
+            Ok(status(summary.failed > 0))
+        }
+        Command::Translate(args) => {
+            let mut out = stdout.lock();
+            commands::translate::run(&args, &mut out)?;
+            out.flush()?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Ties(args) => {
+            let mut out = stdout.lock();
+            commands::ties::run(&args, &mut out)?;
+            out.flush()?;
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+fn status(failed: bool) -> ExitCode {
+    if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+fn is_broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain().any(|cause| {
+        cause
+            .downcast_ref::<io::Error>()
+            .is_some_and(|e| e.kind() == io::ErrorKind::BrokenPipe)
+    })
+}

@@ -1,0 +1,114 @@
+//! `compare ties`: how each semantics breaks a top-k tie, on logits the user
+//! gives (default [3, 2, 2, 1], k = 2): transformers keeps every token tied
+//! with the k-th, candle exactly k (whichever `select_nth_unstable_by` leaves),
+//! the spec exactly k with the smaller index first.
+
+use std::io::Write;
+
+use anyhow::Context;
+use candle_adapter::{CandleParams, CandleRun, CandleSampling, VerifyOptions};
+use serde_json::{Map, Value, json};
+
+use crate::cli::{Format, TiesArgs};
+
+/// Prints the three kept sets, candle's real draw counts and the probabilities.
+pub fn run(args: &TiesArgs, out: &mut dyn Write) -> anyhow::Result<()> {
+    let logits = &args.logits;
+    if logits.is_empty() {
+        anyhow::bail!("--logits must not be empty");
+    }
+    if args.k == 0 {
+        anyhow::bail!("--k must be at least 1 (candle refuses k = 0)");
+    }
+    let mut kwargs = Map::new();
+    kwargs.insert("do_sample".into(), Value::Bool(true));
+    kwargs.insert("top_k".into(), args.k.into());
+    let params = hf_sampling::resolve(&kwargs, None)?;
+    let hf = hf_sampling::process(logits, &[], &params)?;
+
+    let cp = CandleParams::new(CandleSampling::TopK {
+        k: args.k,
+        temperature: 1.0,
+    });
+    let run = CandleRun::new(logits, &[], &cp).context("candle")?;
+    let hf_probs: Vec<f64> = hf.probs.iter().map(|&p| f64::from(p)).collect();
+    let v = run.verify(&VerifyOptions {
+        seed: args.seed,
+        draws: args.draws,
+        streams: 1,
+        other_kept: Some(&hf.kept),
+        reference: Some(&hf_probs),
+        ..VerifyOptions::default()
+    })?;
+    let real = run.real_draws(args.seed, args.draws)?;
+    let mut counts = vec![0usize; logits.len()];
+    for t in real {
+        counts[t as usize] += 1;
+    }
+    let candle = run.mirrored();
+
+    let spec_params = spec_sampler::Params::from_json(&json!({
+        "temperature": 1.0, "top_k": args.k, "top_p": 1.0, "repetition_penalty": 1.0, "u": 0.5
+    }))?;
+    let spec_input = spec_sampler::Input::from_parts(
+        logits.iter().map(|&l| f64::from(l)).collect(),
+        Vec::new(),
+        spec_params,
+    )?;
+    let spec = spec_sampler::distribution(&spec_input);
+
+    match args.format {
+        Format::Json => {
+            let doc = json!({
+                "schema": 1,
+                "logits": logits,
+                "k": args.k,
+                "hf": { "kept": hf.kept, "probs": hf.probs },
+                "candle": {
+                    "kept": candle.kept,
+                    "probs": candle.probs,
+                    "draws": args.draws,
+                    "counts": counts,
+                    "replay_agree": v.replay.as_ref().map(|r| r.agreed),
+                    "outside_hf": v.outside_other_kept,
+                },
+                "spec": { "kept": spec.kept(), "probs": spec.probs() },
+            });
+            serde_json::to_writer_pretty(&mut *out, &doc)?;
+            writeln!(out)?;
+        }
+        Format::Text => {
+            writeln!(out, "top-k with k = {} on logits {:?}", args.k, logits)?;
+            writeln!(
+                out,
+                "  transformers keeps {:?}  probs {:?}",
+                hf.kept, hf.probs
+            )?;
+            writeln!(
+                out,
+                "  candle       keeps {:?}  probs {:?}",
+                candle.kept,
+                round(&candle.probs)
+            )?;
+            writeln!(
+                out,
+                "               {} real draws (seed {}): counts {:?}, {} replayed exactly",
+                args.draws,
+                args.seed,
+                counts,
+                v.replay.as_ref().map_or(0, |r| r.agreed)
+            )?;
+            writeln!(
+                out,
+                "  spec         keeps {:?}  probs {:?}",
+                spec.kept(),
+                round(spec.probs())
+            )?;
+        }
+    }
+    Ok(())
+}
+
+fn round(p: &[f64]) -> Vec<f64> {
+    p.iter().map(|x| (x * 1e6).round() / 1e6).collect()
+}
