@@ -130,6 +130,14 @@ pub struct VerifyOptions<'a> {
     /// Another distribution (length V) to test the real draws against, e.g.
     /// transformers' probabilities; the mirror is always tested.
     pub reference: Option<&'a [f64]>,
+    /// `None` (default): every draw is a real candle draw. `Some(n)`: only the
+    /// first n draws of each stream are real (and replayed, so each is an
+    /// exact check); the rest of the stream continues with the replay alone
+    /// (`StdRng` + `WeightedIndex` over the mirror: the draws candle makes if
+    /// the replay keeps agreeing). A speed/strength trade-off for weighted
+    /// variants whose real draws are slow (TopP sorts V indices per draw);
+    /// ignored for `GumbelSoftmax`, which cannot be replayed.
+    pub real_per_stream: Option<usize>,
 }
 
 impl Default for VerifyOptions<'_> {
@@ -140,6 +148,7 @@ impl Default for VerifyOptions<'_> {
             streams: 1,
             other_kept: None,
             reference: None,
+            real_per_stream: None,
         }
     }
 }
@@ -149,8 +158,11 @@ impl Default for VerifyOptions<'_> {
 pub struct Verification {
     /// The candle `Sampling`, as text.
     pub sampling: String,
-    /// Number of real draws.
+    /// Number of draws in the frequencies.
     pub draws: usize,
+    /// Of those, real candle draws (the rest are replay continuations, see
+    /// [`VerifyOptions::real_per_stream`]).
+    pub real_draws: usize,
     /// Streams (seeds `seed .. seed + streams`).
     pub streams: usize,
     /// First seed.
@@ -168,7 +180,7 @@ pub struct Verification {
     pub outside_mirror_kept: f64,
     /// Share of real draws outside [`VerifyOptions::other_kept`], if given.
     pub outside_other_kept: Option<f64>,
-    /// Wall-clock seconds per real draw (all streams together).
+    /// Wall-clock seconds per draw (all streams together, threads in parallel).
     pub secs_per_real_draw: f64,
 }
 
@@ -274,8 +286,22 @@ impl CandleRun {
     /// `n` real draws from seed `seed`, each compared with the replay.
     /// Returns the replay summary (`None` for Gumbel) and the real tokens.
     pub fn replay(&self, seed: u64, n: usize) -> Result<(Option<Replay>, Vec<u32>), AdapterError> {
-        let real = self.real_draws(seed, n)?;
-        let replay = self.replay_draws(seed, n).map(|mirror| {
+        self.replay_limited(seed, n, None)
+    }
+
+    fn replay_limited(
+        &self,
+        seed: u64,
+        n: usize,
+        real_limit: Option<usize>,
+    ) -> Result<StreamDraws, AdapterError> {
+        let mirror = self.replay_draws(seed, n);
+        let n_real = match (&mirror, real_limit) {
+            (Some(_), Some(limit)) => n.min(limit),
+            _ => n,
+        };
+        let mut real = self.real_draws(seed, n_real)?;
+        let replay = mirror.map(|mirror| {
             let mut agreed = 0;
             let mut first = None;
             for (draw, (&r, &m)) in real.iter().zip(&mirror).enumerate() {
@@ -290,8 +316,9 @@ impl CandleRun {
                     });
                 }
             }
+            real.extend_from_slice(&mirror[n_real..]);
             Replay {
-                checked: n,
+                checked: n_real,
                 agreed,
                 first_disagreement: first,
             }
@@ -317,7 +344,8 @@ impl CandleRun {
                 .map(|s| {
                     let n = opts.draws / streams + usize::from(s < opts.draws % streams);
                     let seed = opts.seed.wrapping_add(s as u64);
-                    scope.spawn(move || self.replay(seed, n))
+                    let limit = opts.real_per_stream;
+                    scope.spawn(move || self.replay_limited(seed, n, limit))
                 })
                 .collect();
             handles
@@ -367,6 +395,7 @@ impl CandleRun {
         Ok(Verification {
             sampling: self.real.sampling.to_string(),
             draws: tokens.len(),
+            real_draws: replay.as_ref().map_or(tokens.len(), |r| r.checked),
             streams,
             seed: opts.seed,
             mirror_kept: self.mirrored.kept.len(),

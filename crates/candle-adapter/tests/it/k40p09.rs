@@ -78,6 +78,7 @@ fn candle_keeps_more_and_the_closure_fixes_it() {
                 streams: 2,
                 other_kept: Some(&hf_kept),
                 reference: Some(&hf_p),
+                real_per_stream: None,
             },
         );
         assert_eq!(v.outside_other_kept, Some(0.0));

@@ -156,6 +156,7 @@ fn check_fixture(fx: &Fixture, draws: usize, exact_draws: bool) {
                 streams: 2,
                 other_kept: Some(&hf_kept),
                 reference: Some(&hf_p),
+                real_per_stream: None,
             },
         );
         assert_eq!(v.outside_other_kept, Some(0.0), "{label}");
