@@ -198,7 +198,7 @@ impl RawLogits {
                     if y.is_finite() {
                         Ok(y)
                     } else {
-                        Err(format!("`logits[{i}]` = {x} does not fit in float32"))
+                        Err(format!("`logits[{i}]` = {x:e} does not fit in float32"))
                     }
                 }
                 other => text_logit(i, other),

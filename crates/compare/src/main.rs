@@ -1,26 +1,13 @@
-//! `compare`: reports how LLM engines' next-token sampling semantics differ on
-//! the same logits — transformers (as recorded from the real library, and as
-//! re-implemented in `hf-sampling`), candle (the real `LogitsProcessor`, through
-//! `candle-adapter`) and the exact written spec (`spec-sampler`).
-//!
-//! This crate is glue: argument types in `cli`, one module per subcommand in
-//! `commands`, and the JSON-lines driver in `jsonl`. Standard output carries
-//! data only; messages and progress go to standard error.
-//!
-//! Exit status: 0 success (and parity within any thresholds given), 1 a row
-//! over a threshold or an invalid record in a batch, 2 usage, input or I/O
-//! errors. A closed standard output (broken pipe) ends the run quietly.
-
-mod cli;
-mod commands;
-mod jsonl;
+//! The `compare` binary: parses arguments, runs the command, prints errors once
+//! and maps outcomes to exit statuses (see the library crate docs).
 
 use std::io::{self, IsTerminal, Write};
 use std::process::ExitCode;
 
 use clap::Parser;
 
-use cli::{Cli, Command, ReportArgs};
+use compare::cli::{Cli, Command, ReportArgs};
+use compare::commands;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();

@@ -52,10 +52,26 @@ fn hf_record(
     Ok(())
 }
 
+/// The keys of a spec record's `params`.
+const SPEC_PARAMS: [&str; 5] = ["temperature", "top_k", "top_p", "repetition_penalty", "u"];
+
 fn spec_record(line: &[u8], answer: &mut Vec<u8>) -> Result<(), String> {
     let record = Record::parse(line)?;
     let logits = record.logits.to_f64()?;
     let previous = record.input_ids()?;
+    // `Params::from_json` ignores unknown keys (so a whole spec line can be
+    // passed to it); here that would let `"previous_tokens"` inside `params`
+    // silently mean "no context", so keys other than the five are refused.
+    if let Some(key) = record
+        .params
+        .keys()
+        .find(|k| !SPEC_PARAMS.contains(&k.as_str()))
+    {
+        return Err(format!(
+            "params: unknown key `{key}` (the spec's parameters are {}; the context goes in `input_ids`)",
+            SPEC_PARAMS.join(", ")
+        ));
+    }
     let params = spec_sampler::Params::from_json(&Value::Object(record.params))
         .map_err(|e| format!("params: {e}"))?;
     let input =

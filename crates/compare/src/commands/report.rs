@@ -24,7 +24,7 @@ use candle_adapter::{
     CandleParams, CandleRun, CandleSampling, RepeatPenalty, VerifyOptions, Window,
 };
 use hf_sampling::GenerationParams;
-use parity_core::fixture::{self, Fixture, Setting};
+use parity_core::fixture::{self, Fixture, FixtureKind, Setting};
 use parity_core::metrics::softmax_f64;
 use parity_core::{Comparison, Vocab};
 use serde::{Deserialize, Serialize};
@@ -297,7 +297,11 @@ pub fn run(args: &ReportArgs, progress: bool) -> anyhow::Result<Outcome> {
                 } else if args.all_settings {
                     true
                 } else {
-                    default_settings.contains(&s.name.as_str())
+                    match (default_settings, fx.kind) {
+                        (Some(names), _) => names.contains(&s.name.as_str()),
+                        (None, FixtureKind::Model) => DEFAULT_SETTINGS.contains(&s.name.as_str()),
+                        (None, FixtureKind::Edge) => true,
+                    }
                 }
             })
             .collect();
@@ -384,27 +388,29 @@ fn parse_pairs(specs: &[String]) -> anyhow::Result<Vec<(Side, Side)>> {
         .collect()
 }
 
-/// Fixture files with the settings each runs by default.
-fn fixture_files(args: &[PathBuf]) -> anyhow::Result<Vec<(PathBuf, &'static [&'static str])>> {
+/// Fixture files with the settings each runs by default (`None`: the
+/// article's six on a model fixture, every setting on an edge fixture).
+fn fixture_files(
+    args: &[PathBuf],
+) -> anyhow::Result<Vec<(PathBuf, Option<&'static [&'static str]>)>> {
     if args.is_empty() {
         let dir = fixture::bundled_dir();
         let mut files: Vec<_> = fixture::list_dir(&dir.join("smollm2"))?
             .into_iter()
-            .map(|p| (p, &DEFAULT_SETTINGS[..]))
+            .map(|p| (p, None))
             .collect();
-        files.push((dir.join("edge/ties_3221.safetensors"), &TIE_SETTINGS[..]));
+        files.push((
+            dir.join("edge/ties_3221.safetensors"),
+            Some(&TIE_SETTINGS[..]),
+        ));
         return Ok(files);
     }
     let mut files = Vec::new();
     for arg in args {
         if arg.is_dir() {
-            files.extend(
-                fixture::list_dir(arg)?
-                    .into_iter()
-                    .map(|p| (p, &DEFAULT_SETTINGS[..])),
-            );
+            files.extend(fixture::list_dir(arg)?.into_iter().map(|p| (p, None)));
         } else {
-            files.push((arg.clone(), &DEFAULT_SETTINGS[..]));
+            files.push((arg.clone(), None));
         }
     }
     Ok(files)
@@ -412,25 +418,35 @@ fn fixture_files(args: &[PathBuf]) -> anyhow::Result<Vec<(PathBuf, &'static [&'s
 
 fn context_text(fx: &Fixture) -> String {
     match &fx.model {
-        Some(m) => format!(
-            "{:?} + {} answer tokens ({} tokens){}",
-            m.prompt,
-            m.k,
-            fx.input_ids.len(),
+        Some(m) => {
+            let mut s = format!(
+                "{:?} + {} answer tokens ({} ids)",
+                clip(&m.prompt, 40),
+                m.k,
+                fx.input_ids.len()
+            );
             if m.k > 0 {
-                format!(", ending {:?}", tail(&m.answer, 24))
-            } else {
-                String::new()
+                s.push_str(&format!(", ending {:?}", tail(&m.answer, 20)));
             }
-        ),
+            s
+        }
         None => fx.description.clone(),
     }
 }
 
+/// The first `n` characters of `s`, with an ellipsis when cut.
+fn clip(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        s.to_string()
+    } else {
+        s.chars().take(n - 1).chain(['…']).collect()
+    }
+}
+
+/// The last `n` characters of `s`.
 fn tail(s: &str, n: usize) -> String {
     let chars: Vec<char> = s.chars().collect();
-    let start = chars.len().saturating_sub(n);
-    chars[start..].iter().collect()
+    chars[chars.len().saturating_sub(n)..].iter().collect()
 }
 
 fn setting_rows(
@@ -1007,7 +1023,7 @@ fn write_text(report: &Report, out: &mut dyn Write) -> io::Result<()> {
             writeln!(out, "{}: {}", row.fixture, row.context)?;
             writeln!(
                 out,
-                "  {:<12} {:<26} {:>13} {:>9} {:>9} {:>11} {:>8} {:>15}  verdict",
+                "  {:<12} {:<24} {:>12} {:>9} {:>9} {:>11} {:>8} {:>13}  verdict",
                 "setting",
                 "left:right",
                 "kept L/R",
@@ -1045,7 +1061,7 @@ fn write_text(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         };
         writeln!(
             out,
-            "  {:<12} {:<26} {:>13} {:>9} {:>9} {:>11} {:>8} {:>15}  {}",
+            "  {:<12} {:<24} {:>12} {:>9} {:>9} {:>11} {:>8} {:>13}  {}",
             row.setting,
             pair,
             kept,

@@ -1,0 +1,288 @@
+//! `compare bench`: a quick per-token timing of `hf_sampling::HfSampler`
+//! (transformers' exact distribution) beside candle's real `LogitsProcessor`
+//! on the same synthetic heavy-tailed logits, on the user's machine.
+//!
+//! Each (vocabulary, setting) pair is timed call by call, `reps` times per
+//! side after a short warm-up; the medians are reported. The criterion
+//! benchmark (`cargo bench -p candle-adapter --bench sampling`) is the careful
+//! version; see docs/performance.md.
+//!
+//! JSON: one document `{"schema": 1, "rows": [{"vocab", "setting", "ours_us",
+//! "candle_us", "ratio"}]}` with `ratio = candle_us / ours_us`. The `argmax`
+//! row times one plain first-argmax pass (ours) against candle's
+//! `Sampling::ArgMax`: the floor every setting is measured against.
+
+use std::hint::black_box;
+use std::time::Instant;
+
+use anyhow::Context as _;
+use candle_adapter::CandleSampling;
+use candle_adapter::dropin::{CandleBench, HfLogitsProcessor};
+use hf_sampling::{GenerationParams, heavy_tailed_logits};
+use serde::Serialize;
+
+use crate::cli::Format;
+
+/// Vocabulary sizes timed when none is given.
+pub const DEFAULT_VOCABS: [usize; 4] = [32_000, 49_152, 151_936, 262_144];
+
+/// Arguments of `compare bench` (the lead wires them into clap).
+#[derive(Debug, Clone)]
+pub struct BenchArgs {
+    /// Vocabulary sizes; empty = [`DEFAULT_VOCABS`].
+    pub vocab: Vec<usize>,
+    /// Output format.
+    pub format: Format,
+    /// Timed calls per side and setting (the median is reported); 0 = 31.
+    pub reps: usize,
+}
+
+/// One row of the report.
+#[derive(Debug, Clone, Serialize)]
+pub struct BenchRow {
+    /// Vocabulary size.
+    pub vocab: usize,
+    /// Setting id (`t07`, `k40`, `p09`, `k40p09`, `minp005`, `rep13_ctx1k`, `argmax`).
+    pub setting: String,
+    /// Median microseconds per token, ours.
+    pub ours_us: f64,
+    /// Median microseconds per token, candle.
+    pub candle_us: f64,
+    /// `candle_us / ours_us`.
+    pub ratio: f64,
+}
+
+#[derive(Serialize)]
+struct Report<'a> {
+    schema: u32,
+    rows: &'a [BenchRow],
+}
+
+fn ours(f: impl FnOnce(&mut GenerationParams)) -> GenerationParams {
+    let mut p = GenerationParams {
+        do_sample: true,
+        top_k: None,
+        ..GenerationParams::default()
+    };
+    f(&mut p);
+    p
+}
+
+/// The settings: (id, transformers parameters, candle sampling, uses the
+/// 1,000-id penalty context). candle has no min-p: `minp005` runs its `All`.
+fn settings() -> Vec<(&'static str, GenerationParams, CandleSampling, bool)> {
+    let all = CandleSampling::All { temperature: 1.0 };
+    vec![
+        (
+            "t07",
+            ours(|p| p.temperature = 0.7),
+            CandleSampling::All { temperature: 0.7 },
+            false,
+        ),
+        (
+            "k40",
+            ours(|p| p.top_k = Some(40)),
+            CandleSampling::TopK {
+                k: 40,
+                temperature: 1.0,
+            },
+            false,
+        ),
+        (
+            "p09",
+            ours(|p| p.top_p = 0.9),
+            CandleSampling::TopP {
+                p: 0.9,
+                temperature: 1.0,
+            },
+            false,
+        ),
+        (
+            "k40p09",
+            ours(|p| {
+                p.top_k = Some(40);
+                p.top_p = 0.9;
+            }),
+            CandleSampling::TopKThenTopP {
+                k: 40,
+                p: 0.9,
+                temperature: 1.0,
+            },
+            false,
+        ),
+        ("minp005", ours(|p| p.min_p = Some(0.05)), all, false),
+        (
+            "rep13_ctx1k",
+            ours(|p| p.repetition_penalty = 1.3),
+            all,
+            true,
+        ),
+    ]
+}
+
+fn median_us(mut f: impl FnMut() -> anyhow::Result<()>, reps: usize) -> anyhow::Result<f64> {
+    for _ in 0..3 {
+        f()?;
+    }
+    let mut times = Vec::with_capacity(reps);
+    for _ in 0..reps {
+        let t = Instant::now();
+        f()?;
+        times.push(t.elapsed().as_secs_f64() * 1e6);
+    }
+    times.sort_by(f64::total_cmp);
+    Ok(times[times.len() / 2])
+}
+
+fn argmax_first(y: &[f32]) -> usize {
+    let mut best = 0;
+    for (i, &s) in y.iter().enumerate() {
+        if s > y[best] {
+            best = i;
+        }
+    }
+    best
+}
+
+/// Time every setting at every vocabulary size.
+pub fn measure(args: &BenchArgs) -> anyhow::Result<Vec<BenchRow>> {
+    let vocabs: &[usize] = if args.vocab.is_empty() {
+        &DEFAULT_VOCABS
+    } else {
+        &args.vocab
+    };
+    let reps = if args.reps == 0 { 31 } else { args.reps };
+    let mut rows = Vec::new();
+    for &v in vocabs {
+        anyhow::ensure!(v >= 2, "--vocab {v}: needs at least 2 tokens");
+        let logits = heavy_tailed_logits(v, 0);
+        let ctx: Vec<i64> = (0..1000).map(|i| (i * 7919 % v) as i64).collect();
+        let ctx_u32: Vec<u32> = ctx.iter().map(|&i| i as u32).collect();
+        let row = |setting: &str, ours_us: f64, candle_us: f64| BenchRow {
+            vocab: v,
+            setting: setting.to_owned(),
+            ours_us,
+            candle_us,
+            ratio: candle_us / ours_us,
+        };
+
+        let mut candle = CandleBench::new(1, &CandleSampling::ArgMax, &logits, None)
+            .context("building candle's LogitsProcessor")?;
+        let ours_us = median_us(
+            || {
+                black_box(argmax_first(black_box(&logits)));
+                Ok(())
+            },
+            reps,
+        )?;
+        let candle_us = median_us(|| Ok(candle.sample().map(|_| ())?), reps)?;
+        rows.push(row("argmax", ours_us, candle_us));
+
+        for (id, params, sampling, penalty) in settings() {
+            let mut sampler = HfLogitsProcessor::new(1, &params)?;
+            let context: &[i64] = if penalty { &ctx } else { &[] };
+            let ours_us = median_us(
+                || {
+                    black_box(sampler.sample_slice(black_box(&logits), context)?);
+                    Ok(())
+                },
+                reps,
+            )
+            .with_context(|| format!("our sampler, setting {id}, V = {v}"))?;
+            let pen = penalty.then_some((1.3f32, ctx_u32.as_slice()));
+            let mut candle = CandleBench::new(1, &sampling, &logits, pen)
+                .context("building candle's LogitsProcessor")?;
+            let candle_us = median_us(|| Ok(candle.sample().map(|_| ())?), reps)
+                .with_context(|| format!("candle, setting {id}, V = {v}"))?;
+            rows.push(row(id, ours_us, candle_us));
+        }
+    }
+    Ok(rows)
+}
+
+/// Run `compare bench`: measure, then write the table or the JSON document.
+pub fn run(args: &BenchArgs, out: &mut dyn std::io::Write) -> anyhow::Result<()> {
+    let rows = measure(args)?;
+    write_rows(&rows, args.format, out)
+}
+
+fn write_rows(
+    rows: &[BenchRow],
+    format: Format,
+    out: &mut dyn std::io::Write,
+) -> anyhow::Result<()> {
+    match format {
+        Format::Json => {
+            serde_json::to_writer(&mut *out, &Report { schema: 1, rows })?;
+            writeln!(out)?;
+        }
+        Format::Text => {
+            writeln!(
+                out,
+                "{:>8}  {:<12} {:>11} {:>11} {:>8}",
+                "vocab", "setting", "ours µs", "candle µs", "ratio"
+            )?;
+            for r in rows {
+                writeln!(
+                    out,
+                    "{:>8}  {:<12} {:>11.1} {:>11.1} {:>7.1}×",
+                    r.vocab, r.setting, r.ours_us, r.candle_us, r.ratio
+                )?;
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_rows_have_the_documented_fields() -> anyhow::Result<()> {
+        let args = BenchArgs {
+            vocab: vec![2_000],
+            format: Format::Json,
+            reps: 3,
+        };
+        let mut out = Vec::new();
+        run(&args, &mut out)?;
+        let doc: serde_json::Value = serde_json::from_slice(&out)?;
+        assert_eq!(doc["schema"], 1);
+        let rows = doc["rows"].as_array().context("rows")?;
+        assert_eq!(rows.len(), 7);
+        for r in rows {
+            let keys: Vec<&str> = r
+                .as_object()
+                .context("row")?
+                .keys()
+                .map(|k| k.as_str())
+                .collect();
+            assert_eq!(keys.len(), 5, "{keys:?}");
+            for k in ["vocab", "setting", "ours_us", "candle_us", "ratio"] {
+                assert!(r.get(k).is_some(), "missing {k}");
+            }
+            assert!(r["ours_us"].as_f64().context("ours_us")? > 0.0);
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn text_is_a_table() -> anyhow::Result<()> {
+        let rows = vec![BenchRow {
+            vocab: 10,
+            setting: "k40".into(),
+            ours_us: 1.0,
+            candle_us: 10.0,
+            ratio: 10.0,
+        }];
+        let mut out = Vec::new();
+        write_rows(&rows, Format::Text, &mut out)?;
+        let text = String::from_utf8(out)?;
+        assert!(
+            text.lines().nth(1).is_some_and(|l| l.contains("10.0×")),
+            "{text}"
+        );
+        Ok(())
+    }
+}

@@ -1,0 +1,6 @@
+//! Integration tests for the `compare` binary: each module runs the built
+//! binary (`CARGO_BIN_EXE_compare`) and checks exit status, stdout and stderr.
+
+mod cli;
+mod report;
+mod robustness;
