@@ -388,11 +388,12 @@ fn parse_pairs(specs: &[String]) -> anyhow::Result<Vec<(Side, Side)>> {
         .collect()
 }
 
+/// A fixed list of setting names.
+type SettingNames = &'static [&'static str];
+
 /// Fixture files with the settings each runs by default (`None`: the
 /// article's six on a model fixture, every setting on an edge fixture).
-fn fixture_files(
-    args: &[PathBuf],
-) -> anyhow::Result<Vec<(PathBuf, Option<&'static [&'static str]>)>> {
+fn fixture_files(args: &[PathBuf]) -> anyhow::Result<Vec<(PathBuf, Option<SettingNames>)>> {
     if args.is_empty() {
         let dir = fixture::bundled_dir();
         let mut files: Vec<_> = fixture::list_dir(&dir.join("smollm2"))?
