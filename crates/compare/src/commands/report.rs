@@ -879,6 +879,8 @@ fn fix_for(side: Side, setting: &Setting, params: &GenerationParams) -> Option<S
     let t = candle_adapter::translate(params).ok()?;
     let naive = naive_candle(&setting.kwargs);
     match t.exact {
+        // The literal setup is already translate's best: nothing to change.
+        Some(exact) if exact == naive => None,
         Some(exact) if t.candle != naive && !t.plain_is_exact => Some(format!(
             "use {} (exact even with ties at the k-th logit: {})",
             candle_setup(&t.candle),
@@ -889,7 +891,9 @@ fn fix_for(side: Side, setting: &Setting, params: &GenerationParams) -> Option<S
     }
 }
 
-/// Why two sides differ, and the fix when there is one.
+/// Why two sides differ, and the fix when there is one. Each clause is a
+/// rule the sides are known to disagree on, checked against this row's data;
+/// the fallback says plainly what differs when no known rule applies.
 fn explain(
     fx: &Fixture,
     setting: &Setting,
@@ -900,11 +904,14 @@ fn explain(
     row: &Row,
 ) -> (String, Option<String>) {
     let candle = [l, r].contains(&Side::Candle);
+    let closure = [l, r].contains(&Side::CandleClosure);
     let spec = [l, r].contains(&Side::Spec);
-    let fix = if candle {
-        fix_for(Side::Candle, setting, p)
+    let other = if candle || closure {
+        "candle"
+    } else if spec {
+        "the spec"
     } else {
-        None
+        "the other side"
     };
     let top_k = p.top_k.filter(|&k| k != 0 && p.do_sample);
     let top_p = (p.do_sample && p.top_p < 1.0).then_some(p.top_p);
@@ -913,6 +920,7 @@ fn explain(
     } else {
         cmp.kept_right
     };
+    let sets_differ = !cmp.only_left.is_empty() || !cmp.only_right.is_empty();
     let mut why = Vec::new();
     if let Some(n) = window {
         let pen = row.penalty.as_ref();
@@ -931,25 +939,13 @@ fn explain(
                 .into(),
         );
     }
-    if let (Some(k), Some(pp)) = (top_k, top_p)
-        && (candle || [l, r].contains(&Side::CandleClosure))
-    {
-        let mass: f64 = {
-            let mut probs = softmax_f64(
-                &fx.logits
-                    .iter()
-                    .map(|&x| (f64::from(x) / p.temperature) as f32)
-                    .collect::<Vec<_>>(),
-            );
-            probs.sort_by(|a, b| b.total_cmp(a));
-            probs.iter().take(k).sum()
-        };
-        if candle {
-            why.push(format!(
-                "top-k then top-p: candle's TopKThenTopP compares p = {pp} with the raw mass of the \
-                 top {k} ({mass:.4}); transformers renormalises the top {k} first"
-            ));
-        }
+    let renormalisation = candle && top_k.is_some() && top_p.is_some();
+    if let (true, Some(k), Some(pp)) = (renormalisation, top_k, top_p) {
+        why.push(format!(
+            "top-k then top-p: candle's TopKThenTopP compares p = {pp} with the raw mass of the \
+             top {k} ({:.4}); transformers renormalises the top {k} first",
+            top_k_mass(fx, p, k)
+        ));
     }
     if let Some(k) = top_k
         && hf_kept > k
@@ -965,14 +961,24 @@ fn explain(
             }
         ));
     }
-    if let Some(pp) = top_p
-        && spec
-        && cmp.kept_left != cmp.kept_right
-    {
-        why.push(format!(
-            "top-p boundary: the spec keeps through the token whose cumulative mass reaches {pp}; \
-             transformers drops tokens whose ascending cumulative mass is ≤ 1 − {pp}, in f32"
-        ));
+    if top_p.is_some() && sets_differ && !renormalisation {
+        let tied = cmp.only_left.iter().any(|a| {
+            cmp.only_right
+                .iter()
+                .any(|b| fx.logits[a.id].to_bits() == fx.logits[b.id].to_bits())
+        });
+        why.push(if tied {
+            format!(
+                "top-p cut through tied logits: transformers keeps the tied tokens torch's sort \
+                 leaves last, {other} the lower ids"
+            )
+        } else {
+            format!(
+                "top-p boundary: the cumulative mass lands on p within float rounding; transformers \
+                 drops tokens whose ascending f32 cumulative mass is ≤ 1 − p, {other} keeps tokens \
+                 until its own descending sum reaches p"
+            )
+        });
     }
     for (name, on) in [
         ("min-p", p.min_p.is_some()),
@@ -980,15 +986,18 @@ fn explain(
         ("epsilon", 0.0 < p.epsilon_cutoff && p.epsilon_cutoff < 1.0),
         ("eta", 0.0 < p.eta_cutoff && p.eta_cutoff < 1.0),
     ] {
-        if on && p.do_sample && (candle || [l, r].contains(&Side::CandleClosure)) {
+        if on && p.do_sample && (candle || closure) {
             why.push(format!("candle has no {name} sampling"));
         }
     }
     if why.is_empty() {
-        why.push(if cmp.kept_left != cmp.kept_right {
+        why.push(if sets_differ {
             format!(
-                "kept sets differ ({} vs {}) beyond any rule listed here",
-                cmp.kept_left, cmp.kept_right
+                "kept sets differ ({} tokens only {}, {} only {}) by no rule listed here",
+                cmp.only_left.len(),
+                l.name(),
+                cmp.only_right.len(),
+                r.name()
             )
         } else {
             format!(
@@ -997,11 +1006,30 @@ fn explain(
             )
         });
     }
-    let fix = match window {
-        Some(_) => Some("pass the whole input_ids to apply_repeat_penalty".to_string()),
-        None => fix,
+    let fix = if window.is_some() {
+        Some("pass the whole input_ids to apply_repeat_penalty".to_string())
+    } else if candle {
+        fix_for(Side::Candle, setting, p)
+    } else {
+        None
     };
     (why.join("; "), fix)
+}
+
+/// The raw (un-renormalised) probability mass of the k most likely tokens
+/// after the penalty and temperature, as candle's TopKThenTopP measures it.
+fn top_k_mass(fx: &Fixture, p: &GenerationParams, k: usize) -> f64 {
+    let mut logits = fx.logits.clone();
+    if p.repetition_penalty != 1.0 {
+        hf_sampling::ops::repetition_penalty(&mut logits, &fx.input_ids, p.repetition_penalty);
+    }
+    let scaled: Vec<f32> = logits
+        .iter()
+        .map(|&x| (f64::from(x) / p.temperature) as f32)
+        .collect();
+    let mut probs = softmax_f64(&scaled);
+    probs.sort_by(|a, b| b.total_cmp(a));
+    probs.iter().take(k).sum()
 }
 
 // ---------------------------------------------------------------- text output
