@@ -7,6 +7,7 @@
 
 use hf_sampling::{HfError, process, resolve};
 use parity_core::fixture::{Fixture, bundled_fixtures};
+use parity_core::metrics::softmax_f64;
 
 const SCORE_REL_TOL: f32 = 1e-6;
 const PROB_ABS_TOL: f64 = 1e-5;
@@ -14,29 +15,10 @@ const PROB_ABS_TOL: f64 = 1e-5;
 fn load_all() -> Vec<Fixture> {
     let paths = bundled_fixtures().expect("list fixtures");
     assert!(!paths.is_empty(), "no fixtures found");
-    // A file parity-core's loader refuses is reported and skipped here: the
-    // loader's checks are parity-core's business, this test is about the math.
-    let loaded: Vec<Fixture> = paths
+    paths
         .iter()
-        .filter_map(|p| {
-            Fixture::load(p)
-                .map_err(|e| eprintln!("SKIPPED (loader): {e}"))
-                .ok()
-        })
-        .collect();
-    assert!(
-        loaded.len() * 2 > paths.len(),
-        "most fixtures failed to load"
-    );
-    loaded
-}
-
-/// Softmax of transformers' scores in f64 (the reference distribution).
-fn softmax_f64(scores: &[f32]) -> Vec<f64> {
-    let m = scores.iter().copied().fold(f32::NEG_INFINITY, f32::max) as f64;
-    let e: Vec<f64> = scores.iter().map(|&s| (s as f64 - m).exp()).collect();
-    let sum: f64 = e.iter().sum();
-    e.into_iter().map(|x| x / sum).collect()
+        .map(|p| Fixture::load(p).unwrap_or_else(|e| panic!("{e}")))
+        .collect()
 }
 
 #[derive(Default)]
