@@ -299,38 +299,33 @@ impl<'de> Deserialize<'de> for RawLogit {
 /// Writes f32 values as a JSON array: shortest round-trip numbers, and the
 /// strings `"-inf"` / `"inf"` where JSON has no number.
 pub fn write_f32_array(out: &mut Vec<u8>, values: &[f32]) {
-    let mut buf = ryu::Buffer::new();
-    out.push(b'[');
-    for (i, &x) in values.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        if x.is_finite() {
-            out.extend_from_slice(buf.format_finite(x).as_bytes());
-        } else if x == f32::NEG_INFINITY {
-            out.extend_from_slice(b"\"-inf\"");
-        } else if x == f32::INFINITY {
-            out.extend_from_slice(b"\"inf\"");
-        } else {
-            out.extend_from_slice(b"\"nan\"");
-        }
-    }
-    out.push(b']');
+    write_float_array(out, values);
 }
 
-/// Writes f64 values as a JSON array of shortest round-trip numbers.
+/// Writes f64 values as a JSON array, like [`write_f32_array`].
 pub fn write_f64_array(out: &mut Vec<u8>, values: &[f64]) {
+    write_float_array(out, values);
+}
+
+/// Each value printed at its own precision (an f32 as the shortest f32).
+fn write_float_array<F: ryu::Float + Copy + Into<f64>>(out: &mut Vec<u8>, values: &[F]) {
     let mut buf = ryu::Buffer::new();
     out.push(b'[');
     for (i, &x) in values.iter().enumerate() {
         if i > 0 {
             out.push(b',');
         }
-        if x.is_finite() {
-            out.extend_from_slice(buf.format_finite(x).as_bytes());
+        let wide: f64 = x.into();
+        let text: &[u8] = if wide.is_finite() {
+            buf.format_finite(x).as_bytes()
+        } else if wide == f64::NEG_INFINITY {
+            b"\"-inf\""
+        } else if wide == f64::INFINITY {
+            b"\"inf\""
         } else {
-            out.extend_from_slice(b"null");
-        }
+            b"\"nan\""
+        };
+        out.extend_from_slice(text);
     }
     out.push(b']');
 }

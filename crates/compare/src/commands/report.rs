@@ -470,32 +470,31 @@ fn setting_rows(
         let (Some(left), Some(right)) = (&cache[&l], &cache[&r]) else {
             continue; // the setting does not map onto one of the sides (spec)
         };
-        rows.push(make_row(
-            fx,
-            setting,
-            &params,
-            vocab,
-            (l, left),
-            (r, right),
-            None,
-            args,
-        )?);
-        // candle's examples penalise only the last 64 or 128 tokens.
-        if params.repetition_penalty != 1.0 && r == Side::Candle {
-            for n in WINDOWS {
-                if let Some(windowed) = side_dist(Side::Candle, fx, setting, &params, Some(n)) {
-                    rows.push(make_row(
-                        fx,
-                        setting,
-                        &params,
-                        vocab,
-                        (l, left),
-                        (r, &windowed),
-                        Some(n),
-                        args,
-                    )?);
-                }
-            }
+        // candle's examples penalise only the last 64 or 128 tokens: with a
+        // penalty, the candle side is also run with those windows.
+        let windows: &[usize] = if params.repetition_penalty != 1.0 && r == Side::Candle {
+            &WINDOWS
+        } else {
+            &[]
+        };
+        let windowed: Vec<(Option<usize>, Result<Dist, String>)> = windows
+            .iter()
+            .filter_map(|&n| {
+                side_dist(Side::Candle, fx, setting, &params, Some(n)).map(|d| (Some(n), d))
+            })
+            .collect();
+        let rights = std::iter::once((None, right)).chain(windowed.iter().map(|(n, d)| (*n, d)));
+        for (window, right) in rights {
+            rows.push(make_row(
+                fx,
+                setting,
+                &params,
+                vocab,
+                (l, left),
+                (r, right),
+                window,
+                args,
+            )?);
         }
     }
     Ok(rows)
