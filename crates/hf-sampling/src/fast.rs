@@ -231,7 +231,7 @@ impl HfSampler {
             chunk_sums: Vec::new(),
             dense_total: 0.0,
             dense_inv: 0.0,
-            hist: vec![0; BINS],
+            hist: vec![0; 4 * BINS],
             kept: Vec::new(),
             probs: Vec::new(),
             path: StepPath::Reference,
@@ -353,19 +353,21 @@ impl HfSampler {
         work: &mut Vec<f32>,
     ) -> Result<(), HfError> {
         let plan = self.plan;
-        let y: &[f32] = if plan.penalty.is_some() || plan.temperature.is_some() {
+        // Penalised scores are materialised; a temperature alone is applied
+        // on the fly (`x / t`, the reference's f32 division).
+        let (x, t): (&[f32], Option<f32>) = if plan.penalty.is_some() {
             processed_scores(logits, &self.ctx.seen, plan.penalty, plan.temperature, work);
-            work
+            (work, None)
         } else {
-            logits
+            (logits, plan.temperature)
         };
-        let v = y.len();
-        let (m, ok) = max_checked(y);
-        if !ok || (plan.do_sample && m == f32::NEG_INFINITY) {
-            return self.reference(logits, context);
-        }
+        let v = x.len();
         if !plan.do_sample {
-            let best = argmax_first(y);
+            let (_, _, ok) = scan_max(x, |s| s);
+            if !ok {
+                return self.reference(logits, context);
+            }
+            let best = argmax_first(x);
             self.kept.clear();
             self.kept.push(best as u32);
             self.probs.clear();
@@ -374,26 +376,40 @@ impl HfSampler {
             return Ok(());
         }
 
-        // Candidates, ascending by score; `None` = not certified.
-        let certified = if let Some(k) = plan.top_k {
-            select_top_k(y, k, &mut self.cand);
-            self.cand.sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
-            match plan.top_p {
-                Some(thr) => self.top_p_sparse(v, m, thr),
-                None => true,
+        // Candidates (ascending by score after top-k); `false` = not certified.
+        let (m, ok, certified) = if let Some(k) = plan.top_k {
+            let (m, ok) = with_map!(t, |f| scan_top_k(x, f, k, &mut self.cand));
+            let mut certified = ok && m > f32::NEG_INFINITY;
+            if certified {
+                self.cand.sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
+                if let Some(thr) = plan.top_p {
+                    certified = self.top_p_sparse(v, m, thr);
+                }
             }
-        } else if let Some(thr) = plan.top_p {
-            self.top_p_dense(y, m, thr)
-        } else if let Some(mp) = plan.min_p {
-            self.min_p_dense(y, m, mp)
+            (m, ok, certified)
+        } else if let (None, Some(mp)) = (plan.top_p, plan.min_p) {
+            let off = ((mp as f64).ln() - 0.01) as f32;
+            let (m, ok) = with_map!(t, |f| scan_min_p(x, f, off, &mut self.cand));
+            let ok2 = ok && m > f32::NEG_INFINITY;
+            (m, ok, ok2 && self.min_p_dense(m, mp))
         } else {
-            return if self.dense(y, m) {
+            let (m, min, ok) = with_map!(t, |f| scan_max(x, f));
+            if !ok || m == f32::NEG_INFINITY {
+                return self.reference(logits, context);
+            }
+            if let Some(thr) = plan.top_p {
+                (m, ok, with_map!(t, |f| self.top_p_dense(x, f, m, thr)))
+            } else if v >= LANES && min - m >= -87.0 {
+                let (total, lane_sum) = with_map!(t, |f| self.fast_exps(x, f, m));
+                self.dense_total = total;
+                self.dense_inv = 1.0 / lane_sum;
                 self.path = StepPath::Dense;
-                Ok(())
+                return Ok(());
             } else {
-                self.reference(logits, context)
-            };
+                (m, ok, false)
+            }
         };
+        let _ = ok;
         if !certified {
             return self.reference(logits, context);
         }
@@ -460,18 +476,29 @@ impl HfSampler {
     }
 
     /// Top-p over all V scores, certified by interval bounds (module docs).
-    fn top_p_dense(&mut self, y: &[f32], m: f32, thr: f32) -> bool {
-        let v = y.len();
+    fn top_p_dense(&mut self, x: &[f32], f: impl Fn(f32) -> f32 + Copy, m: f32, thr: f32) -> bool {
+        let v = x.len();
         if v < LANES {
             return false;
         }
-        let (total, _) = self.fast_exps(y, m);
-        // Histogram of the fast exps: bin = bits >> 20.
+        let (total, _) = self.fast_exps(x, f, m);
+        // Histogram of the fast exps: bin = bits >> 20 (four interleaved
+        // sub-histograms, summed, so repeated bins do not serialise).
         let hist = &mut self.hist;
         hist.iter_mut().for_each(|h| *h = 0);
-        for &e in &self.exps[..v] {
+        let mut quads = self.exps[..v].chunks_exact(4);
+        for q in &mut quads {
+            for (l, &e) in q.iter().enumerate() {
+                hist[l * BINS + ((e.to_bits() >> 20) as usize & (BINS - 1))] += 1;
+            }
+        }
+        for &e in quads.remainder() {
             hist[(e.to_bits() >> 20) as usize & (BINS - 1)] += 1;
         }
+        for b in 0..BINS {
+            hist[b] = hist[b] + hist[BINS + b] + hist[2 * BINS + b] + hist[3 * BINS + b];
+        }
+        let hist = &hist[..BINS];
         let (eta, zeta) = (FAST_EXP_REL, FAST_EXP_ABS);
         let edge = |k: usize| f32::from_bits((k as u32) << 20) as f64;
         // Largest bin b whose lower bins hold (upper bound) <= 98% of the
@@ -498,11 +525,9 @@ impl HfSampler {
         let y_tau = m + (lower_b.ln() - 1e-3 - (m.abs() as f64) * 1e-6) as f32;
         self.cand.clear();
         let mut cand_fast = 0.0f64;
-        for (i, (&x, &e)) in y.iter().zip(&self.exps).enumerate() {
-            if x >= y_tau {
-                self.cand.push((x, i as u32));
-                cand_fast += e as f64;
-            }
+        collect_ge(x, f, y_tau, &mut self.cand);
+        for c in &self.cand {
+            cand_fast += self.exps[c.1 as usize] as f64;
         }
         let n = self.cand.len();
         let n_tail = v - n;
@@ -578,25 +603,14 @@ impl HfSampler {
 
     /// Min-p over all V scores: candidates within `ln(min_p) - 0.01` of the
     /// max get an exact exp; kept iff `e >= min_p` outside a two-ulp band.
-    fn min_p_dense(&mut self, y: &[f32], m: f32, mp: f32) -> bool {
-        if mp == 0.0 {
-            // `p < 0` never holds: nothing removed, every entry with p > 0 kept.
-            return false;
-        }
+    fn min_p_dense(&mut self, m: f32, mp: f32) -> bool {
         if (mp as f64) < 1e-30 {
             return false;
         }
-        let margin = 0.01 + (m.abs() as f64) * 1e-5;
-        let y_tau = m + ((mp as f64).ln() - margin) as f32;
-        self.cand.clear();
-        self.cand.extend(
-            y.iter()
-                .enumerate()
-                .filter(|(_, x)| **x >= y_tau)
-                .map(|(i, &x)| (x, i as u32)),
-        );
         let band = mp as f64 * (1.0 - 4.0 / (1u64 << 24) as f64);
         let mut ok = true;
+        // The scan kept every `y >= running max + ln(min_p) - 0.01`, a superset
+        // of `e >= band` (the margin dwarfs exp and rounding errors).
         self.cand.retain(|c| {
             let e = sleef_expf(c.0 - m);
             if (e as f64) < mp as f64 && (e as f64) >= band {
@@ -609,33 +623,31 @@ impl HfSampler {
 
     /// Fast exps of `y - m` into `exps` and per-chunk f64 sums (for drawing);
     /// returns the f64 total and the torch-order 16-lane f32 sum.
-    fn fast_exps(&mut self, y: &[f32], m: f32) -> (f64, f32) {
+    fn fast_exps(&mut self, x: &[f32], f: impl Fn(f32) -> f32 + Copy, m: f32) -> (f64, f32) {
         self.exps.clear();
-        self.exps.resize(y.len(), 0.0);
+        self.exps.resize(x.len(), 0.0);
         self.chunk_sums.clear();
         let mut total = 0.0;
         let mut lanes = [0.0f32; LANES];
-        for (out, inp) in self.exps.chunks_mut(CHUNK).zip(y.chunks(CHUNK)) {
-            for (o, &x) in out.iter_mut().zip(inp) {
-                *o = fast_exp(x - m);
+        for (out, inp) in self.exps.chunks_mut(CHUNK).zip(x.chunks(CHUNK)) {
+            for (o, &s) in out.iter_mut().zip(inp) {
+                *o = fast_exp(f(s) - m);
             }
             // CHUNK is a multiple of 16: element i lands in lane i % 16.
-            let mut part = [0.0f64; LANES];
             let blocks = out.chunks_exact(LANES);
             let rest = blocks.remainder();
             for b in blocks {
                 for l in 0..LANES {
                     lanes[l] += b[l];
-                    part[l] += b[l] as f64;
                 }
             }
             for (l, &e) in rest.iter().enumerate() {
                 lanes[l] += e;
-                part[l] += e as f64;
             }
-            let s: f64 = part.iter().sum();
-            self.chunk_sums.push(s);
-            total += s;
+            // The chunk's mass (for locating a draw): growth of the lane total.
+            let now: f64 = lanes.iter().map(|&l| l as f64).sum();
+            self.chunk_sums.push(now - total);
+            total = now;
         }
         let mut width = LANES / 2;
         while width >= 1 {
@@ -645,19 +657,6 @@ impl HfSampler {
             width /= 2;
         }
         (total, lanes[0])
-    }
-
-    /// No truncation: fast exps for drawing; `false` if some entry could
-    /// underflow to probability 0 (then the reference decides).
-    fn dense(&mut self, y: &[f32], m: f32) -> bool {
-        let min = y.iter().copied().fold(f32::INFINITY, f32::min);
-        if y.len() < LANES || min - m < -87.0 {
-            return false;
-        }
-        let (total, lane_sum) = self.fast_exps(y, m);
-        self.dense_total = total;
-        self.dense_inv = 1.0 / lane_sum;
-        true
     }
 }
 
@@ -684,28 +683,210 @@ fn processed_scores(
     }
 }
 
-/// Max of `y`, and whether every entry is `< +inf` (no NaN, no `+inf`).
-fn max_checked(y: &[f32]) -> (f32, bool) {
+/// Run `$body` with `$f` bound to the score map: identity, or `x / t`.
+macro_rules! with_map {
+    ($t:expr, |$f:ident| $body:expr) => {
+        match $t {
+            None => {
+                let $f = |s: f32| s;
+                $body
+            }
+            Some(t) => {
+                let $f = move |s: f32| s / t;
+                $body
+            }
+        }
+    };
+}
+use with_map;
+
+const BLOCK: usize = 64;
+
+/// Max and "all < +inf" of `f` over one block, in 8 independent lanes (so
+/// it vectorises); `ys` receives the mapped values.
+#[inline(always)]
+fn block_max(xs: &[f32], f: impl Fn(f32) -> f32, ys: &mut [f32; BLOCK]) -> (f32, bool) {
     let mut m = [f32::NEG_INFINITY; 8];
     let mut ok = [true; 8];
-    let chunks = y.chunks_exact(8);
+    if xs.len() == BLOCK {
+        for (y, &x) in ys.iter_mut().zip(xs) {
+            *y = f(x);
+        }
+        for c in ys.chunks_exact(8) {
+            for l in 0..8 {
+                ok[l] &= c[l] < f32::INFINITY;
+                m[l] = if c[l] > m[l] { c[l] } else { m[l] };
+            }
+        }
+    } else {
+        for (j, &x) in xs.iter().enumerate() {
+            let y = f(x);
+            ys[j] = y;
+            ok[0] &= y < f32::INFINITY;
+            m[0] = if y > m[0] { y } else { m[0] };
+        }
+    }
+    let mut best = m[0];
+    for &v in &m[1..] {
+        best = if v > best { v } else { best };
+    }
+    (best, ok.iter().all(|&b| b))
+}
+
+/// Max, min and "no NaN / +inf" of `f(x)`.
+fn scan_max(x: &[f32], f: impl Fn(f32) -> f32 + Copy) -> (f32, f32, bool) {
+    let mut mx = [f32::NEG_INFINITY; 8];
+    let mut mn = [f32::INFINITY; 8];
+    let mut ok = [true; 8];
+    let chunks = x.chunks_exact(8);
     let rest = chunks.remainder();
     for c in chunks {
         for l in 0..8 {
-            let x = c[l];
-            ok[l] &= x < f32::INFINITY;
-            m[l] = if x > m[l] { x } else { m[l] };
+            let y = f(c[l]);
+            ok[l] &= y < f32::INFINITY;
+            mx[l] = if y > mx[l] { y } else { mx[l] };
+            mn[l] = if y < mn[l] { y } else { mn[l] };
         }
     }
-    let mut best = f32::NEG_INFINITY;
-    let mut good = ok.iter().all(|&b| b);
-    for &x in rest.iter().chain(&m) {
-        good &= x < f32::INFINITY;
-        if x > best {
-            best = x;
+    let (mut best, mut least, mut good) = (f32::NEG_INFINITY, f32::INFINITY, ok.iter().all(|&b| b));
+    for &y in rest
+        .iter()
+        .map(|&s| f(s))
+        .collect::<SmallVec8>()
+        .as_slice()
+        .iter()
+        .chain(&mx)
+    {
+        good &= y < f32::INFINITY;
+        best = if y > best { y } else { best };
+    }
+    for &y in rest
+        .iter()
+        .map(|&s| f(s))
+        .collect::<SmallVec8>()
+        .as_slice()
+        .iter()
+        .chain(&mn)
+    {
+        least = if y < least { y } else { least };
+    }
+    (best, least, good)
+}
+
+/// Up to 8 floats on the stack (a chunk remainder).
+#[derive(Default)]
+struct SmallVec8 {
+    v: [f32; 8],
+    n: usize,
+}
+
+impl SmallVec8 {
+    fn as_slice(&self) -> &[f32] {
+        &self.v[..self.n]
+    }
+}
+
+impl FromIterator<f32> for SmallVec8 {
+    fn from_iter<I: IntoIterator<Item = f32>>(iter: I) -> Self {
+        let mut s = Self::default();
+        for x in iter.into_iter().take(8) {
+            s.v[s.n] = x;
+            s.n += 1;
+        }
+        s
+    }
+}
+
+/// One pass: max and validity of `f(x)`, and every `(f(x), i)` `>=` the k-th
+/// largest (ties included), by a threshold filter whose threshold is the
+/// running k-th value of the buffer. Blocks whose max is below the threshold
+/// are skipped after a vectorised max.
+fn scan_top_k(
+    x: &[f32],
+    f: impl Fn(f32) -> f32 + Copy,
+    k: usize,
+    cand: &mut Vec<(f32, u32)>,
+) -> (f32, bool) {
+    let k = k.min(x.len());
+    cand.clear();
+    let mut cap = (4 * k).max(512);
+    let mut thr = f32::NEG_INFINITY;
+    let (mut m, mut ok) = (f32::NEG_INFINITY, true);
+    let mut ys = [0.0f32; BLOCK];
+    for (c, xs) in x.chunks(BLOCK).enumerate() {
+        let (bm, bok) = block_max(xs, f, &mut ys);
+        ok &= bok;
+        m = if bm > m { bm } else { m };
+        if bm < thr {
+            continue;
+        }
+        for (j, &y) in ys[..xs.len()].iter().enumerate() {
+            if y >= thr {
+                cand.push((y, (c * BLOCK + j) as u32));
+            }
+        }
+        if cand.len() >= cap {
+            thr = kth_largest(cand, k);
+            cand.retain(|c| c.0 >= thr);
+            if cand.len() * 2 > cap {
+                cap *= 2;
+            }
         }
     }
-    (best, good)
+    if ok && !cand.is_empty() {
+        let kth = kth_largest(cand, k);
+        cand.retain(|c| c.0 >= kth);
+    }
+    (m, ok)
+}
+
+/// One pass: max and validity of `f(x)`, and every `(f(x), i)` with
+/// `f(x) >= max + off` (`off <= 0`), filtered with the final max.
+fn scan_min_p(
+    x: &[f32],
+    f: impl Fn(f32) -> f32 + Copy,
+    off: f32,
+    cand: &mut Vec<(f32, u32)>,
+) -> (f32, bool) {
+    cand.clear();
+    let (mut m, mut ok) = (f32::NEG_INFINITY, true);
+    let mut ys = [0.0f32; BLOCK];
+    let mut thr = f32::NEG_INFINITY;
+    for (c, xs) in x.chunks(BLOCK).enumerate() {
+        let (bm, bok) = block_max(xs, f, &mut ys);
+        ok &= bok;
+        if bm > m {
+            m = bm;
+            thr = m + off;
+        }
+        if bm < thr {
+            continue;
+        }
+        for (j, &y) in ys[..xs.len()].iter().enumerate() {
+            if y >= thr {
+                cand.push((y, (c * BLOCK + j) as u32));
+            }
+        }
+    }
+    cand.retain(|c| c.0 >= thr);
+    (m, ok)
+}
+
+/// Every `(f(x), i)` with `f(x) >= thr`.
+fn collect_ge(x: &[f32], f: impl Fn(f32) -> f32 + Copy, thr: f32, cand: &mut Vec<(f32, u32)>) {
+    cand.clear();
+    let mut ys = [0.0f32; BLOCK];
+    for (c, xs) in x.chunks(BLOCK).enumerate() {
+        let (bm, _) = block_max(xs, f, &mut ys);
+        if bm < thr {
+            continue;
+        }
+        for (j, &y) in ys[..xs.len()].iter().enumerate() {
+            if y >= thr {
+                cand.push((y, (c * BLOCK + j) as u32));
+            }
+        }
+    }
 }
 
 /// `torch.argmax` on CPU: the first index of the maximum.
@@ -717,37 +898,6 @@ fn argmax_first(y: &[f32]) -> usize {
         }
     }
     best
-}
-
-/// All `(score, index)` with score `>=` the k-th largest (ties included), by a
-/// threshold filter whose threshold is the running k-th value of the buffer.
-fn select_top_k(y: &[f32], k: usize, cand: &mut Vec<(f32, u32)>) {
-    let k = k.min(y.len());
-    cand.clear();
-    let mut cap = (4 * k).max(512);
-    let mut thr = f32::NEG_INFINITY;
-    for (c, chunk) in y.chunks(64).enumerate() {
-        let cmax = chunk
-            .iter()
-            .fold(f32::NEG_INFINITY, |a, &b| if b > a { b } else { a });
-        if cmax < thr {
-            continue;
-        }
-        for (j, &x) in chunk.iter().enumerate() {
-            if x >= thr {
-                cand.push((x, (c * 64 + j) as u32));
-            }
-        }
-        if cand.len() >= cap {
-            thr = kth_largest(cand, k);
-            cand.retain(|c| c.0 >= thr);
-            if cand.len() * 2 > cap {
-                cap *= 2;
-            }
-        }
-    }
-    let kth = kth_largest(cand, k);
-    cand.retain(|c| c.0 >= kth);
 }
 
 fn kth_largest(cand: &mut [(f32, u32)], k: usize) -> f32 {
@@ -836,8 +986,10 @@ pub(crate) fn fast_exp(d: f32) -> f32 {
     let l2uf = f32::from_bits(0x3f31_7200);
     let l2lf = f32::from_bits(0x35bf_be8e);
     let dc = d.max(-104.0);
-    let q = (dc * R_LN2F + MAGIC) - MAGIC;
-    let qi = q as i32;
+    let tq = dc * R_LN2F + MAGIC;
+    // tq = 1.5 * 2^23 + q with |q| <= 150: its low mantissa bits hold q.
+    let qi = tq.to_bits() as i32 - MAGIC.to_bits() as i32;
+    let q = tq - MAGIC;
     let s = dc - q * l2uf - q * l2lf;
     let mut u = f32::from_bits(0x3950_2bda);
     u = u * s + f32::from_bits(0x3ab6_96c9);
