@@ -48,6 +48,7 @@
 #![deny(missing_docs)]
 
 pub mod closure;
+pub mod dropin;
 mod error;
 pub mod gumbel;
 mod mirror;
