@@ -72,12 +72,13 @@ impl Comparison {
 
     /// Total probability the left puts on tokens the right does not keep.
     pub fn mass_only_left(&self) -> f64 {
-        self.only_left.iter().map(|t| t.mass).sum()
+        // fold from +0.0: an empty `sum()` of f64 is -0.0.
+        self.only_left.iter().fold(0.0, |acc, t| acc + t.mass)
     }
 
     /// Total probability the right puts on tokens the left does not keep.
     pub fn mass_only_right(&self) -> f64 {
-        self.only_right.iter().map(|t| t.mass).sum()
+        self.only_right.iter().fold(0.0, |acc, t| acc + t.mass)
     }
 }
 
@@ -121,6 +122,9 @@ mod tests {
         assert_eq!(c.only_left, vec![TokenMass { id: 1, mass: 0.25 }]);
         assert_eq!(c.only_right, vec![TokenMass { id: 2, mass: 0.5 }]);
         assert_eq!(c.mass_only_right(), 0.5);
+        // Nothing kept by one side only: +0.0, not -0.0.
+        let same = Comparison::new(&left, &left).expect("same length");
+        assert!(same.mass_only_left().is_sign_positive());
     }
 
     #[test]

@@ -1146,11 +1146,19 @@ fn write_text(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     }
     let s = &report.summary;
     writeln!(out)?;
-    writeln!(
+    write!(
         out,
-        "{} rows: {} same, {} differ. {} real candle draws, {} reproduced exactly by the replay.",
-        s.rows, s.same, s.differs, s.candle_draws, s.replay_agree
+        "{} rows: {} same, {} differ.",
+        s.rows, s.same, s.differs
     )?;
+    if s.candle_draws > 0 {
+        write!(
+            out,
+            " {} real candle draws, {} reproduced exactly by the replay.",
+            s.candle_draws, s.replay_agree
+        )?;
+    }
+    writeln!(out)?;
     if s.over_threshold > 0 {
         writeln!(out, "{} rows over the threshold.", s.over_threshold)?;
     }
