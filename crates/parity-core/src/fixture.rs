@@ -382,8 +382,10 @@ impl Fixture {
                     .join(meta.get("vocab")?),
             }),
         };
+        // checked_add: both numbers come from the file, and a wrapped sum
+        // (prompt_len = usize::MAX, k = 1) would match an empty context.
         if let Some(m) = &model
-            && m.prompt_len + m.k != input_ids.len()
+            && m.prompt_len.checked_add(m.k) != Some(input_ids.len())
         {
             return Err(bad_tensor(
                 path,
@@ -393,7 +395,7 @@ impl Fixture {
                     input_ids.len(),
                     m.prompt_len,
                     m.k,
-                    m.prompt_len + m.k
+                    m.prompt_len as u128 + m.k as u128
                 ),
             ));
         }

@@ -259,3 +259,31 @@ fn missing_file_is_an_io_error() {
         "{err}"
     );
 }
+
+#[test]
+fn prompt_len_plus_k_that_overflows_is_refused() {
+    // Regression: prompt_len + k was added unchecked, so usize::MAX + 1
+    // panicked in debug builds and wrapped to 0 (matching an empty context)
+    // in release builds.
+    let b = Builder::valid()
+        .tensor("input_ids", Dtype::I64, vec![0], Vec::new())
+        .meta("kind", "model");
+    let b = [
+        ("model", "m.gguf"),
+        ("gguf_sha256", "0"),
+        ("prompt_id", "p"),
+        ("prompt", "p"),
+        ("prompt_len", "18446744073709551615"),
+        ("k", "1"),
+        ("answer", "a"),
+        ("full_answer", "a"),
+        ("vocab", "vocab.json"),
+    ]
+    .into_iter()
+    .fold(b, |b, (k, v)| b.meta(k, v));
+    assert_eq!(
+        b.error(),
+        "t.safetensors: tensor `input_ids`: has 0 entries but prompt_len 18446744073709551615 + k 1 \
+         = 18446744073709551616"
+    );
+}
