@@ -124,8 +124,11 @@ pub enum FixtureError {
         /// The I/O error.
         source: std::io::Error,
     },
-    /// The file is larger than any fixture should be.
-    #[error("{path}: {bytes} bytes is larger than the {max}-byte limit for a fixture")]
+    /// The file is larger than any fixture should be (`bytes` is how much was
+    /// read before giving up: the limit plus one).
+    #[error(
+        "{path}: more than {max} bytes (the limit for a fixture; read {bytes} before stopping)"
+    )]
     TooLarge {
         /// The file.
         path: PathBuf,
@@ -249,15 +252,16 @@ impl Fixture {
             path: path.to_path_buf(),
             source,
         };
-        let bytes = std::fs::metadata(path).map_err(io)?.len();
-        if bytes > MAX_FILE_BYTES {
-            return Err(FixtureError::TooLarge {
+        // The size is checked while reading, not from the metadata: a device
+        // such as /dev/zero reports 0 bytes and never ends, and reading it
+        // whole would take all the memory there is.
+        let data = read_at_most(path, MAX_FILE_BYTES)
+            .map_err(io)?
+            .map_err(|bytes| FixtureError::TooLarge {
                 path: path.to_path_buf(),
                 bytes,
                 max: MAX_FILE_BYTES,
-            });
-        }
-        let data = std::fs::read(path).map_err(io)?;
+            })?;
         Self::from_bytes(path, &data)
     }
 
@@ -427,6 +431,19 @@ impl Fixture {
     pub fn setting(&self, name: &str) -> Option<&Setting> {
         self.settings.iter().find(|s| s.name == name)
     }
+}
+
+/// Reads a whole file of at most `max` bytes. `Ok(Err(n))` when it holds
+/// more: reading stopped after `n > max` bytes, so memory stays bounded even
+/// for endless files such as `/dev/zero`.
+pub(crate) fn read_at_most(path: &Path, max: u64) -> std::io::Result<Result<Vec<u8>, u64>> {
+    use std::io::Read;
+    let mut data = Vec::new();
+    std::fs::File::open(path)?
+        .take(max.saturating_add(1))
+        .read_to_end(&mut data)?;
+    let read = data.len() as u64;
+    Ok(if read > max { Err(read) } else { Ok(data) })
 }
 
 struct Meta<'a> {

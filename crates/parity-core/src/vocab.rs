@@ -6,6 +6,9 @@
 
 use std::path::{Path, PathBuf};
 
+/// Largest vocabulary file read (262,144 tokens as JSON are ~5 MB).
+pub const MAX_VOCAB_BYTES: u64 = 64 * 1024 * 1024;
+
 /// A model's token strings, indexed by id.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Vocab {
@@ -23,6 +26,15 @@ pub enum VocabError {
         /// The I/O error.
         source: std::io::Error,
     },
+    /// The file is larger than any vocabulary should be (or never ends, like
+    /// `/dev/zero`).
+    #[error("{path}: vocabulary is larger than the {max}-byte limit")]
+    TooLarge {
+        /// The file.
+        path: PathBuf,
+        /// The limit.
+        max: u64,
+    },
     /// The file is not a JSON array of strings.
     #[error("{path}: vocabulary is not a JSON array of strings: {source}")]
     Json {
@@ -36,11 +48,19 @@ pub enum VocabError {
 impl Vocab {
     /// Reads a vocabulary file.
     pub fn load(path: &Path) -> Result<Self, VocabError> {
-        let text = std::fs::read_to_string(path).map_err(|source| VocabError::Io {
+        let io = |source| VocabError::Io {
             path: path.to_path_buf(),
             source,
-        })?;
-        let tokens = serde_json::from_str(&text).map_err(|source| VocabError::Json {
+        };
+        // Bounded read: a fixture names its vocabulary file, so a hostile one
+        // could name an endless file such as /dev/zero.
+        let bytes = crate::fixture::read_at_most(path, MAX_VOCAB_BYTES)
+            .map_err(io)?
+            .map_err(|_| VocabError::TooLarge {
+                path: path.to_path_buf(),
+                max: MAX_VOCAB_BYTES,
+            })?;
+        let tokens = serde_json::from_slice(&bytes).map_err(|source| VocabError::Json {
             path: path.to_path_buf(),
             source,
         })?;

@@ -287,3 +287,21 @@ fn prompt_len_plus_k_that_overflows_is_refused() {
          = 18446744073709551616"
     );
 }
+
+#[cfg(unix)]
+#[test]
+fn endless_file_is_refused_without_reading_it_all() {
+    // Regression: the size limit was checked on the metadata, which says 0
+    // for /dev/zero, and then the whole "file" was read: out of memory.
+    let e = Fixture::load(Path::new("/dev/zero"))
+        .expect_err("not a fixture")
+        .to_string();
+    assert!(e.starts_with("/dev/zero: more than 268435456 bytes"), "{e}");
+    let e = parity_core::Vocab::load(Path::new("/dev/zero"))
+        .expect_err("not a vocabulary")
+        .to_string();
+    assert_eq!(
+        e,
+        "/dev/zero: vocabulary is larger than the 67108864-byte limit"
+    );
+}
