@@ -123,6 +123,26 @@ pub enum HfError {
         /// Position in the vocabulary.
         index: usize,
     },
+    /// A processed score is NaN while sampling: `0/0` or `-inf·0` when a
+    /// temperature or penalty rounds to 0 in f32 (e.g. `temperature: 1e-50`),
+    /// so torch's softmax is NaN and `torch.multinomial` raises.
+    #[error(
+        "processed score {index} is NaN (a temperature or penalty that rounds to 0 in float32): softmax is \
+         NaN and torch.multinomial would raise (\"probability tensor contains either `inf`, `nan` or \
+         element < 0\")"
+    )]
+    NanScore {
+        /// Position in the vocabulary.
+        index: usize,
+    },
+    /// Every processed score is -inf while sampling although some logit was
+    /// not (a temperature or penalty pushed them all to -inf): softmax is NaN
+    /// and `torch.multinomial` raises.
+    #[error(
+        "every processed score is -inf (a temperature or penalty overflowed the logits): softmax is NaN \
+         and torch.multinomial would raise"
+    )]
+    NoFiniteScore,
     /// Every logit is -inf while sampling: softmax is NaN, nothing can be drawn.
     #[error("every logit is -inf: softmax is NaN and torch.multinomial would raise")]
     NoFiniteLogit,

@@ -175,7 +175,8 @@ impl GenerationParams {
 /// Errors: invalid parameters (as [`GenerationParams::processors`]), empty
 /// logits, a NaN logit, a negative input id; when sampling also a `+inf` logit
 /// or all logits `-inf` (torch's softmax gives NaN and `torch.multinomial`
-/// raises). Ids `>= V` are ignored by the penalty, as in transformers.
+/// raises), and processed scores that are `+inf`, NaN or all `-inf` (the
+/// same raise). Ids `>= V` are ignored by the penalty, as in transformers.
 pub fn process(
     logits: &[f32],
     input_ids: &[i64],
@@ -211,6 +212,16 @@ pub fn process(
         if let Some(index) = scores.iter().position(|&x| x == f32::INFINITY) {
             return Err(HfError::InfScore { index });
         }
+        // Likewise a NaN score (0/0 or -inf·0 when T or the penalty rounds
+        // to 0 in f32), or every score at -inf (a tiny T or huge penalty sends
+        // them all there): softmax is NaN and torch raises. Without these
+        // checks the answer would be a row of NaN probabilities.
+        if let Some(index) = scores.iter().position(|x| x.is_nan()) {
+            return Err(HfError::NanScore { index });
+        }
+        if scores.iter().all(|&x| x == f32::NEG_INFINITY) {
+            return Err(HfError::NoFiniteScore);
+        }
         let probs = torch::softmax(&scores);
         let kept = (0..probs.len()).filter(|&i| probs[i] > 0.0).collect();
         Ok(HfOutput {
@@ -237,8 +248,13 @@ fn positive(x: f64) -> bool {
     x > 0.0
 }
 
-/// `torch.argmax` on CPU: the first index of the maximum.
+/// `torch.argmax` on CPU: the first index of the maximum, where NaN counts as
+/// larger than any number (torch's reductions propagate NaN), so a NaN score
+/// (a penalty that rounds to 0 in f32 on a logit of 0) is what greedy picks.
 fn argmax_first(scores: &[f32]) -> usize {
+    if let Some(i) = scores.iter().position(|x| x.is_nan()) {
+        return i;
+    }
     let mut best = 0;
     for (i, &s) in scores.iter().enumerate() {
         if s > scores[best] {
@@ -354,6 +370,53 @@ mod tests {
             process(&[3.0e38, 0.0], &[], &hot),
             Err(HfError::InfScore { index: 0 })
         ));
+    }
+
+    #[test]
+    fn scores_that_softmax_cannot_take_are_rejected_when_sampling() {
+        // 1e-50 is 0.0 in f32: 0/0 is NaN, -1/0 is -inf.
+        let cold = GenerationParams {
+            temperature: 1e-50,
+            ..sampling()
+        };
+        assert!(matches!(
+            process(&[-1.0, 0.0], &[], &cold),
+            Err(HfError::NanScore { index: 1 })
+        ));
+        assert!(matches!(
+            process(&[-1.0, -2.0], &[], &cold),
+            Err(HfError::NoFiniteScore)
+        ));
+        // A penalty of 1e300 is +inf in f32: negative logits go to -inf.
+        let harsh = GenerationParams {
+            repetition_penalty: 1e300,
+            ..sampling()
+        };
+        assert!(matches!(
+            process(&[-1.0, -2.0], &[0, 1], &harsh),
+            Err(HfError::NoFiniteScore)
+        ));
+        // A penalty of 1e-300 is 0 in f32: -inf · 0 is NaN.
+        let soft = GenerationParams {
+            repetition_penalty: 1e-300,
+            ..sampling()
+        };
+        assert!(matches!(
+            process(&[NEG, 1.0], &[0], &soft),
+            Err(HfError::NanScore { index: 0 })
+        ));
+    }
+
+    #[test]
+    fn greedy_takes_a_nan_score_like_torch_argmax() {
+        // penalty 1e-300 → 0.0 in f32; the logit 0 at id 1 becomes 0/0 = NaN,
+        // which torch.argmax ranks above every number.
+        let p = GenerationParams {
+            repetition_penalty: 1e-300,
+            ..GenerationParams::default()
+        };
+        let out = process(&[1.0, 0.0, 2.0], &[1], &p).expect("greedy does not raise");
+        assert_eq!((out.greedy, out.kept), (Some(1), vec![1]));
     }
 
     #[test]
