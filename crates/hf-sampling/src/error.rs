@@ -155,8 +155,10 @@ pub enum HfError {
         /// The id.
         id: i64,
     },
-    /// `generation_config.json` is not valid JSON or not an object.
-    #[error("generation_config.json: {0}")]
+    /// `generation_config.json` is not valid JSON. The parser's message is the
+    /// error's source, not part of this message, so that a caller printing the
+    /// chain (`anyhow`'s `{:#}`) does not show it twice.
+    #[error("generation_config.json is not valid JSON")]
     Json(#[from] serde_json::Error),
     /// `generation_config.json` is valid JSON but not an object.
     #[error("generation_config.json must be a JSON object, but is {found}")]
@@ -164,8 +166,9 @@ pub enum HfError {
         /// The JSON type found.
         found: &'static str,
     },
-    /// `generation_config.json` could not be read.
-    #[error("{}: cannot read generation config: {source}", path.display())]
+    /// `generation_config.json` could not be read (the I/O error is the source,
+    /// for the same reason as [`HfError::Json`]).
+    #[error("{}: cannot read generation config", path.display())]
     Io {
         /// The file.
         path: PathBuf,
