@@ -173,6 +173,9 @@ impl Neutral {
     }
 }
 
+/// Largest `generation_config.json` read by [`GenerationConfig::from_path`].
+const MAX_CONFIG_BYTES: u64 = 16 * 1024 * 1024;
+
 /// A parsed `generation_config.json`.
 ///
 /// Unknown keys are tolerated (transformers keeps them as custom entries);
@@ -216,10 +219,25 @@ impl GenerationConfig {
 
     /// Read and parse a `generation_config.json` file.
     pub fn from_path(p: &Path) -> Result<Self, HfError> {
-        let text = std::fs::read_to_string(p).map_err(|source| HfError::Io {
+        use std::io::Read;
+        let io = |source| HfError::Io {
             path: p.to_path_buf(),
             source,
-        })?;
+        };
+        // Bounded read: a path such as /dev/zero never ends, and reading it
+        // whole would exhaust memory. Real configs are a few hundred bytes.
+        let mut bytes = Vec::new();
+        std::fs::File::open(p)
+            .and_then(|f| f.take(MAX_CONFIG_BYTES + 1).read_to_end(&mut bytes))
+            .map_err(io)?;
+        if bytes.len() as u64 > MAX_CONFIG_BYTES {
+            return Err(io(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("more than {MAX_CONFIG_BYTES} bytes: not a generation_config.json"),
+            )));
+        }
+        let text = String::from_utf8(bytes)
+            .map_err(|e| io(std::io::Error::new(std::io::ErrorKind::InvalidData, e)))?;
         Self::from_json_str(&text)
     }
 
