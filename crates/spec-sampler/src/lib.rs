@@ -50,7 +50,9 @@
 //! also written to standard error with its line number). Exit status 0 when
 //! every line was valid, 1 when any was not, 2 on an I/O or usage error; a
 //! closed standard output ends the run quietly. A line that is not UTF-8 is an
-//! invalid line (status 1), not an I/O failure. `examples/spec-examples.jsonl`
+//! invalid line (status 1), not an I/O failure. So is a line longer than
+//! 64 MiB, which is skipped without being buffered (parsing holds ~20 bytes
+//! per input byte, so a 100 MB line would need ~2 GB). `examples/spec-examples.jsonl`
 //! holds the spec's three examples.
 //!
 //! # Validation

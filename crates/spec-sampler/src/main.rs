@@ -4,6 +4,8 @@
 //! exactly one output line: `{"token_id": .., "probs": [...]}`, or
 //! `{"error": "..."}` when the line is invalid (the message also goes to
 //! standard error, prefixed with the line number). Blank lines are skipped.
+//! A line longer than 64 MiB (`MAX_LINE_BYTES`) is answered with an error without
+//! being kept in memory (a 100 MB line would otherwise take ~2 GB to parse).
 //! Exit status: 0 when every line was valid, 1 when any was not, 2 on an I/O
 //! failure or a usage error. A closed standard output (broken pipe) ends the
 //! run quietly with the status earned so far.
@@ -12,6 +14,10 @@ use std::io::{self, BufRead, BufReader, BufWriter, ErrorKind, Read, Write};
 use std::process::ExitCode;
 
 use spec_sampler::{Input, sample};
+
+/// Longest input line accepted, as in `compare dist`: a 262,144-entry
+/// vocabulary written with full precision is about 6 MB.
+const MAX_LINE_BYTES: usize = 64 * 1024 * 1024;
 
 const USAGE: &str = "\
 usage: spec-sampler < inputs.jsonl
@@ -80,30 +86,31 @@ fn run(input: impl Read, output: impl Write) -> Result<Outcome, IoFailure> {
     };
 
     loop {
-        line.clear();
-        let read = reader
-            .read_until(b'\n', &mut line)
-            .map_err(|error| IoFailure {
+        let read = read_line_bounded(&mut reader, &mut line, MAX_LINE_BYTES).map_err(|error| {
+            IoFailure {
                 context: "reading standard input",
                 error,
-            })?;
-        if read == 0 {
-            break;
-        }
+            }
+        })?;
+        let parsed = match read {
+            LineRead::Eof => break,
+            LineRead::TooLong => Err(format!(
+                "line is longer than {MAX_LINE_BYTES} bytes; refusing to read it"
+            )),
+            LineRead::Line if line.iter().all(u8::is_ascii_whitespace) => {
+                line_number += 1;
+                continue;
+            }
+            LineRead::Line => Input::from_json_slice(&line).map_err(|e| e.to_string()),
+        };
         line_number += 1;
-        if line.iter().all(u8::is_ascii_whitespace) {
-            continue;
-        }
 
-        let written = match Input::from_json_slice(&line) {
+        let written = match parsed {
             Ok(input) => serde_json::to_writer(&mut writer, &sample(&input)),
-            Err(error) => {
+            Err(message) => {
                 all_valid = false;
-                report(format_args!("line {line_number}: {error}"));
-                serde_json::to_writer(
-                    &mut writer,
-                    &serde_json::json!({ "error": error.to_string() }),
-                )
+                report(format_args!("line {line_number}: {message}"));
+                serde_json::to_writer(&mut writer, &serde_json::json!({ "error": message }))
             }
         }
         .map_err(io::Error::from)
@@ -126,6 +133,59 @@ fn run(input: impl Read, output: impl Write) -> Result<Outcome, IoFailure> {
         Ok(()) => Ok(outcome(all_valid)),
         Err(error) => write_failure(error, outcome(all_valid)),
     }
+}
+
+/// What [`read_line_bounded`] found.
+enum LineRead {
+    /// A line (without its `\n`) is in the buffer.
+    Line,
+    /// A line over the limit was read to its end and dropped.
+    TooLong,
+    /// No more input.
+    Eof,
+}
+
+/// Reads the next line into `line`, without its `\n`. A line of more than
+/// `max` bytes is consumed to its end but not kept, so memory stays bounded
+/// whatever the input.
+fn read_line_bounded(
+    reader: &mut impl BufRead,
+    line: &mut Vec<u8>,
+    max: usize,
+) -> io::Result<LineRead> {
+    line.clear();
+    let mut length = 0usize;
+    let mut any = false;
+    loop {
+        let buf = match reader.fill_buf() {
+            Ok(buf) => buf,
+            Err(error) if error.kind() == ErrorKind::Interrupted => continue,
+            Err(error) => return Err(error),
+        };
+        if buf.is_empty() {
+            break;
+        }
+        any = true;
+        let (content, used, end) = match buf.iter().position(|&b| b == b'\n') {
+            Some(i) => (&buf[..i], i + 1, true),
+            None => (buf, buf.len(), false),
+        };
+        length = length.saturating_add(content.len());
+        if length <= max {
+            line.extend_from_slice(content);
+        } else {
+            line.clear();
+        }
+        reader.consume(used);
+        if end {
+            break;
+        }
+    }
+    Ok(match (any, length > max) {
+        (false, _) => LineRead::Eof,
+        (true, true) => LineRead::TooLong,
+        (true, false) => LineRead::Line,
+    })
 }
 
 /// Writes one diagnostic line to standard error. Unlike `eprintln!`, a closed

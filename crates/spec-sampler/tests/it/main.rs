@@ -3,6 +3,7 @@
 mod cases;
 mod cli;
 mod properties;
+mod robustness;
 mod spec_examples;
 mod validation;
 
