@@ -820,11 +820,7 @@ fn scan_top_k(
         if bm < thr {
             continue;
         }
-        for (j, &y) in ys[..xs.len()].iter().enumerate() {
-            if y >= thr {
-                cand.push((y, (c * BLOCK + j) as u32));
-            }
-        }
+        push_ge(&ys[..xs.len()], thr, c * BLOCK, cand);
         if cand.len() >= cap {
             thr = kth_largest(cand, k);
             cand.retain(|c| c.0 >= thr);
@@ -862,14 +858,22 @@ fn scan_min_p(
         if bm < thr {
             continue;
         }
-        for (j, &y) in ys[..xs.len()].iter().enumerate() {
-            if y >= thr {
-                cand.push((y, (c * BLOCK + j) as u32));
-            }
-        }
+        push_ge(&ys[..xs.len()], thr, c * BLOCK, cand);
     }
     cand.retain(|c| c.0 >= thr);
     (m, ok)
+}
+
+/// Append every `(y, base + j)` with `y >= thr`, branch-free.
+#[inline(always)]
+fn push_ge(ys: &[f32], thr: f32, base: usize, cand: &mut Vec<(f32, u32)>) {
+    let mut buf = [(0.0f32, 0u32); BLOCK];
+    let mut n = 0;
+    for (j, &y) in ys.iter().enumerate() {
+        buf[n] = (y, (base + j) as u32);
+        n += usize::from(y >= thr);
+    }
+    cand.extend_from_slice(&buf[..n]);
 }
 
 /// Every `(f(x), i)` with `f(x) >= thr`.
@@ -881,11 +885,7 @@ fn collect_ge(x: &[f32], f: impl Fn(f32) -> f32 + Copy, thr: f32, cand: &mut Vec
         if bm < thr {
             continue;
         }
-        for (j, &y) in ys[..xs.len()].iter().enumerate() {
-            if y >= thr {
-                cand.push((y, (c * BLOCK + j) as u32));
-            }
-        }
+        push_ge(&ys[..xs.len()], thr, c * BLOCK, cand);
     }
 }
 
