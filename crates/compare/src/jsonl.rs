@@ -68,7 +68,7 @@ pub fn drive<R: BufRead, W: Write, E: Write>(
                 summary.failed += 1;
                 serde_json::to_writer(&mut out, &serde_json::json!({ "error": message }))?;
                 out.write_all(b"\n")?;
-                writeln!(err, "error: line {number}: {message}")?;
+                writeln!(err, "error: line {number}: {}", one_line(&message))?;
             }
         }
         if status == LineStatus::Eof {
@@ -77,6 +77,29 @@ pub fn drive<R: BufRead, W: Write, E: Write>(
     }
     out.flush()?;
     Ok(summary)
+}
+
+/// The message as one line of plain text for standard error: control
+/// characters are written as escapes (`\n`, `\u{1b}`). serde quotes an
+/// unknown key as it was decoded, so `{"a\nb": 0}` would otherwise split one
+/// record's error over two lines, and an escape sequence in a key would reach
+/// the terminal. (The JSON answer on stdout is escaped by serde_json.)
+fn one_line(message: &str) -> std::borrow::Cow<'_, str> {
+    if message.chars().any(char::is_control) {
+        message
+            .chars()
+            .map(|c| {
+                if c.is_control() {
+                    c.escape_default().to_string()
+                } else {
+                    c.to_string()
+                }
+            })
+            .collect::<String>()
+            .into()
+    } else {
+        message.into()
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -403,6 +426,22 @@ mod tests {
                 .is_some_and(|l| l.contains("unknown field `input_id`")),
             "{out}"
         );
+    }
+
+    #[test]
+    fn control_characters_in_a_message_stay_on_one_stderr_line() {
+        // Found by fuzzing (compare_dist): a key holding a JSON-escaped
+        // newline (and here an escape sequence) was printed raw to stderr.
+        let (out, err, s) = run(concat!(r#"{"logits": [0], "\nx\u001b[2J": 1}"#, "\n"));
+        assert_eq!(s.failed, 1);
+        assert_eq!(
+            err,
+            concat!(
+                r#"error: line 1: invalid record: unknown field `\nx\u{1b}[2J`, "#,
+                "expected one of `logits`, `input_ids`, `params` at line 1 column 30\n"
+            )
+        );
+        assert!(out.contains(r#"unknown field `\nx\u001b[2J`"#), "{out}");
     }
 
     #[test]
