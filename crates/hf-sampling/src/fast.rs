@@ -703,28 +703,24 @@ use with_map;
 const BLOCK: usize = 64;
 
 /// Max and "all < +inf" of `f` over one block, in 8 independent lanes (so
-/// it vectorises); `ys` receives the mapped values.
+/// it vectorises).
 #[inline(always)]
-fn block_max(xs: &[f32], f: impl Fn(f32) -> f32, ys: &mut [f32; BLOCK]) -> (f32, bool) {
+fn block_max(xs: &[f32], f: impl Fn(f32) -> f32) -> (f32, bool) {
     let mut m = [f32::NEG_INFINITY; 8];
     let mut ok = [true; 8];
-    if xs.len() == BLOCK {
-        for (y, &x) in ys.iter_mut().zip(xs) {
-            *y = f(x);
+    let chunks = xs.chunks_exact(8);
+    let rest = chunks.remainder();
+    for c in chunks {
+        for l in 0..8 {
+            let y = f(c[l]);
+            ok[l] &= y < f32::INFINITY;
+            m[l] = if y > m[l] { y } else { m[l] };
         }
-        for c in ys.chunks_exact(8) {
-            for l in 0..8 {
-                ok[l] &= c[l] < f32::INFINITY;
-                m[l] = if c[l] > m[l] { c[l] } else { m[l] };
-            }
-        }
-    } else {
-        for (j, &x) in xs.iter().enumerate() {
-            let y = f(x);
-            ys[j] = y;
-            ok[0] &= y < f32::INFINITY;
-            m[0] = if y > m[0] { y } else { m[0] };
-        }
+    }
+    for &x in rest {
+        let y = f(x);
+        ok[0] &= y < f32::INFINITY;
+        m[0] = if y > m[0] { y } else { m[0] };
     }
     let mut best = m[0];
     for &v in &m[1..] {
@@ -812,15 +808,14 @@ fn scan_top_k(
     let mut cap = (4 * k).max(512);
     let mut thr = f32::NEG_INFINITY;
     let (mut m, mut ok) = (f32::NEG_INFINITY, true);
-    let mut ys = [0.0f32; BLOCK];
     for (c, xs) in x.chunks(BLOCK).enumerate() {
-        let (bm, bok) = block_max(xs, f, &mut ys);
+        let (bm, bok) = block_max(xs, f);
         ok &= bok;
         m = if bm > m { bm } else { m };
         if bm < thr {
             continue;
         }
-        push_ge(&ys[..xs.len()], thr, c * BLOCK, cand);
+        push_ge(xs, f, thr, c * BLOCK, cand);
         if cand.len() >= cap {
             thr = kth_largest(cand, k);
             cand.retain(|c| c.0 >= thr);
@@ -846,10 +841,9 @@ fn scan_min_p(
 ) -> (f32, bool) {
     cand.clear();
     let (mut m, mut ok) = (f32::NEG_INFINITY, true);
-    let mut ys = [0.0f32; BLOCK];
     let mut thr = f32::NEG_INFINITY;
     for (c, xs) in x.chunks(BLOCK).enumerate() {
-        let (bm, bok) = block_max(xs, f, &mut ys);
+        let (bm, bok) = block_max(xs, f);
         ok &= bok;
         if bm > m {
             m = bm;
@@ -858,18 +852,19 @@ fn scan_min_p(
         if bm < thr {
             continue;
         }
-        push_ge(&ys[..xs.len()], thr, c * BLOCK, cand);
+        push_ge(xs, f, thr, c * BLOCK, cand);
     }
     cand.retain(|c| c.0 >= thr);
     (m, ok)
 }
 
-/// Append every `(y, base + j)` with `y >= thr`, branch-free.
+/// Append every `(f(x), base + j)` with `f(x) >= thr`, branch-free.
 #[inline(always)]
-fn push_ge(ys: &[f32], thr: f32, base: usize, cand: &mut Vec<(f32, u32)>) {
+fn push_ge(xs: &[f32], f: impl Fn(f32) -> f32, thr: f32, base: usize, cand: &mut Vec<(f32, u32)>) {
     let mut buf = [(0.0f32, 0u32); BLOCK];
     let mut n = 0;
-    for (j, &y) in ys.iter().enumerate() {
+    for (j, &x) in xs.iter().enumerate() {
+        let y = f(x);
         buf[n] = (y, (base + j) as u32);
         n += usize::from(y >= thr);
     }
@@ -879,13 +874,12 @@ fn push_ge(ys: &[f32], thr: f32, base: usize, cand: &mut Vec<(f32, u32)>) {
 /// Every `(f(x), i)` with `f(x) >= thr`.
 fn collect_ge(x: &[f32], f: impl Fn(f32) -> f32 + Copy, thr: f32, cand: &mut Vec<(f32, u32)>) {
     cand.clear();
-    let mut ys = [0.0f32; BLOCK];
     for (c, xs) in x.chunks(BLOCK).enumerate() {
-        let (bm, _) = block_max(xs, f, &mut ys);
+        let (bm, _) = block_max(xs, f);
         if bm < thr {
             continue;
         }
-        push_ge(&ys[..xs.len()], thr, c * BLOCK, cand);
+        push_ge(xs, f, thr, c * BLOCK, cand);
     }
 }
 

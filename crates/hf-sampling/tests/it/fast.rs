@@ -383,3 +383,15 @@ fn fast_exp_bound_exhaustive() {
     let (n, worst) = check_fast_exp(0x8000_0000u32..=0xc2d0_0000);
     eprintln!("fast exp: {n} values, worst relative error {worst:e}");
 }
+
+/// `scripts/bench-torch.py` re-generates the benchmark logits in Python; these
+/// values are what it prints for V = 1000, seed 0 (f32 bit patterns, f64 sum).
+#[test]
+fn heavy_tailed_logits_match_the_python_port() {
+    let x = heavy_tailed(1000, 0);
+    let bits: Vec<u32> = x[..4].iter().map(|v| v.to_bits()).collect();
+    assert_eq!(bits, [0x4075_7f66, 0x3f12_8d8c, 0x4004_1656, 0x3d6f_b186]);
+    let sum: f64 = x.iter().map(|&v| v as f64).sum();
+    // 363.28592687041964 in Python (same f32 values, same order).
+    assert!((sum - 363.285_926_870_419_64).abs() < 1e-9, "{sum}");
+}
