@@ -2,5 +2,6 @@
 //! binary (`CARGO_BIN_EXE_compare`) and checks exit status, stdout and stderr.
 
 mod cli;
+mod differential;
 mod report;
 mod robustness;
