@@ -805,7 +805,7 @@ fn scan_top_k(
 ) -> (f32, bool) {
     let k = k.min(x.len());
     cand.clear();
-    let mut cap = (4 * k).max(512);
+    let mut cap = (3 * k).max(128);
     let mut thr = f32::NEG_INFINITY;
     let (mut m, mut ok) = (f32::NEG_INFINITY, true);
     for (c, xs) in x.chunks(BLOCK).enumerate() {
