@@ -395,3 +395,29 @@ fn heavy_tailed_logits_match_the_python_port() {
     // 363.28592687041964 in Python (same f32 values, same order).
     assert!((sum - 363.285_926_870_419_64).abs() < 1e-9, "{sum}");
 }
+
+/// The benchmark's steps (docs/performance.md) never fall back to the reference.
+#[test]
+fn benchmark_settings_take_the_fast_path() {
+    let settings = [
+        sampling(|p| p.temperature = 0.7),
+        sampling(|p| p.top_k = Some(40)),
+        sampling(|p| p.top_p = 0.9),
+        sampling(|p| {
+            p.top_k = Some(40);
+            p.top_p = 0.9;
+        }),
+        sampling(|p| p.min_p = Some(0.05)),
+        sampling(|p| p.repetition_penalty = 1.3),
+    ];
+    for v in [32_000, 49_152, 151_936, 262_144] {
+        let logits = heavy_tailed(v, 0);
+        let ctx: Vec<i64> = (0..1000).map(|i| (i * 7919 % v) as i64).collect();
+        for params in &settings {
+            let mut s = HfSampler::new(params).expect("valid");
+            let mut rng = StdRng::seed_from_u64(0);
+            s.sample(&logits, &ctx, &mut rng).expect("valid");
+            assert_ne!(s.last_path(), StepPath::Reference, "V {v} {params:?}");
+        }
+    }
+}
