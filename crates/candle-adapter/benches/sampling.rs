@@ -14,9 +14,10 @@
 //! | `minp005`     | min-p 0.05                   | `All { 1.0 }` (candle has no min-p)|
 //! | `rep13_ctx1k` | penalty 1.3, 1,000-id context| `apply_repeat_penalty` + `All {1.0}`|
 //!
-//! `cargo bench -p candle-adapter --bench sampling` (short measurement times;
-//! see docs/performance.md for results and `scripts/bench-table.py`-free
-//! reading of `target/criterion/*/*/new/estimates.json`).
+//! `cargo bench -p candle-adapter --bench sampling` (short measurement times).
+//! Criterion's medians land in
+//! `target/criterion/V<vocab>/<setting>_{ours,candle}/new/estimates.json`;
+//! docs/performance.md holds the table, machine and date.
 
 use std::hint::black_box;
 use std::time::Duration;
