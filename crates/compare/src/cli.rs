@@ -28,6 +28,8 @@ pub enum Command {
     Translate(TranslateArgs),
     /// Show how each semantics breaks top-k ties (default: [3, 2, 2, 1] with k = 2).
     Ties(TiesArgs),
+    /// Time hf-sampling's fast sampler beside candle's LogitsProcessor on this machine.
+    Bench(BenchCliArgs),
 }
 
 /// Output format.
@@ -150,6 +152,20 @@ pub struct TiesArgs {
     /// Seed of candle's LogitsProcessor.
     #[arg(long, default_value_t = 42, value_name = "S")]
     pub seed: u64,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Format,
+}
+
+/// Arguments of `compare bench`.
+#[derive(Debug, Clone, Args)]
+pub struct BenchCliArgs {
+    /// Vocabulary sizes, comma-separated [default: 32000,49152,151936,262144].
+    #[arg(long, value_delimiter = ',', value_name = "V")]
+    pub vocab: Vec<usize>,
+    /// Timed repetitions per cell; the median is reported.
+    #[arg(long, default_value_t = 31, value_name = "N")]
+    pub reps: usize,
     /// Output format.
     #[arg(long, value_enum, default_value_t)]
     pub format: Format,

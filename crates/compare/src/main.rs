@@ -47,6 +47,17 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             out.flush()?;
             Ok(ExitCode::SUCCESS)
         }
+        Command::Bench(args) => {
+            let mut out = stdout.lock();
+            let args = commands::bench::BenchArgs {
+                vocab: args.vocab,
+                format: args.format,
+                reps: args.reps,
+            };
+            commands::bench::run(&args, &mut out)?;
+            out.flush()?;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Ties(args) => {
             let mut out = stdout.lock();
             commands::ties::run(&args, &mut out)?;

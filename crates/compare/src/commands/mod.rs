@@ -1,6 +1,7 @@
 //! One module per subcommand. Each takes its parsed arguments and writers, so
 //! tests and `main` drive them the same way.
 
+pub mod bench;
 pub mod dist;
 pub mod report;
 pub mod ties;

@@ -239,3 +239,37 @@ fn usage_errors_exit_2() {
         text(&out.stderr)
     );
 }
+
+#[test]
+fn bench_json_rows_have_the_documented_fields() {
+    let out = compare(
+        &[
+            "bench", "--vocab", "2000", "--reps", "3", "--format", "json",
+        ],
+        "",
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(v["schema"], 1);
+    let rows = v["rows"].as_array().expect("rows");
+    assert!(rows.len() >= 6, "{rows:?}");
+    for row in rows {
+        let keys: Vec<&str> = row
+            .as_object()
+            .expect("object")
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(
+            keys,
+            ["candle_us", "ours_us", "ratio", "setting", "vocab"],
+            "{row}"
+        );
+        assert_eq!(row["vocab"], 2000);
+        let (ours, candle) = (
+            row["ours_us"].as_f64().expect("num"),
+            row["candle_us"].as_f64().expect("num"),
+        );
+        assert!(ours > 0.0 && candle > 0.0, "{row}");
+    }
+}
