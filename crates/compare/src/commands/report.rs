@@ -523,7 +523,11 @@ fn side_dist(
                 one_hot(fx.vocab_size(), argmax_first(&setting.scores))
             };
             let penalised = (params.repetition_penalty != 1.0).then(|| {
-                // Greedy scores are exactly the penalised logits.
+                // Greedy scores are exactly transformers' penalised logits.
+                // Sampling scores also went through temperature and
+                // truncation, so the penalty is recomputed with hf-sampling's,
+                // which is bit-identical to transformers' on every greedy
+                // fixture (crates/hf-sampling/tests/it/fixtures.rs).
                 if params.do_sample {
                     let mut l = fx.logits.clone();
                     hf_sampling::ops::repetition_penalty(
