@@ -1,0 +1,224 @@
+//! The fuzz harnesses of sampling-parity, one function per target.
+//!
+//! Each function feeds arbitrary bytes through a public entry point and checks
+//! what comes back: it must be an answer or a clear error, never a panic, and
+//! an answer must be a real distribution (finite probabilities in [0, 1] that
+//! sum to 1), so a silently wrong number fails the run too.
+//!
+//! The same file is compiled twice: as this crate's library, called by the
+//! libFuzzer targets in `fuzz_targets/`, and as a module of the `compare`
+//! integration tests (`crates/compare/tests/it/robustness.rs`, via `#[path]`),
+//! which replay every file of `fuzz/corpus/<target>/` and `fuzz/regressions/`
+//! on each `cargo test`. It may only use crates both places have: `compare`,
+//! `spec_sampler`, `parity_core` and `serde_json`.
+
+use std::io::Cursor;
+use std::path::Path;
+
+use compare::cli::{DistArgs, Semantics};
+use serde_json::Value;
+
+/// Tolerance on the sum of a distribution's probabilities (hf-sampling sums
+/// f32 values; 1e-3 is far above its rounding for the input sizes fuzzed).
+const SUM_TOLERANCE: f64 = 1e-3;
+
+/// Target `compare_dist`: the bytes as a `compare dist` JSON-lines batch, run
+/// through `compare::commands::dist::run` under every semantics.
+pub fn compare_dist(data: &[u8]) {
+    for semantics in [Semantics::Hf, Semantics::Spec, Semantics::Candle] {
+        let args = DistArgs {
+            semantics,
+            generation_config: None,
+        };
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let summary = compare::commands::dist::run(&args, Cursor::new(data), &mut out, &mut err)
+            .unwrap_or_else(|e| panic!("{semantics:?}: in-memory I/O failed: {e:#}"));
+        let out = String::from_utf8(out).expect("stdout is UTF-8");
+        let err = String::from_utf8(err).expect("stderr is UTF-8");
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(
+            lines.len(),
+            summary.records,
+            "{semantics:?}: one output line per record\n{out}"
+        );
+        assert_eq!(
+            err.lines().count(),
+            summary.failed,
+            "{semantics:?}: one stderr line per failed record\n{err}"
+        );
+        let mut failed = 0;
+        for line in lines {
+            let value: Value = serde_json::from_str(line)
+                .unwrap_or_else(|e| panic!("{semantics:?}: output is not JSON ({e}): {line}"));
+            if let Some(message) = value.get("error") {
+                failed += 1;
+                let message = message.as_str().expect("error is a string");
+                assert!(!message.is_empty(), "{semantics:?}: empty error message");
+                continue;
+            }
+            check_dist_answer(semantics, &value, line);
+        }
+        assert_eq!(failed, summary.failed, "{semantics:?}: failed count");
+    }
+}
+
+/// One successful `compare dist` answer: `probs` is a distribution and `kept`
+/// agrees with it.
+fn check_dist_answer(semantics: Semantics, value: &Value, line: &str) {
+    let probs = probabilities(value.get("probs"), line);
+    let positive = probs.iter().filter(|&&p| p > 0.0).count();
+    let kept = value
+        .get("kept")
+        .and_then(Value::as_u64)
+        .unwrap_or_else(|| panic!("{semantics:?}: no `kept` count: {line}"));
+    let kept = usize::try_from(kept).expect("kept fits usize");
+    match semantics {
+        // The spec's kept set may hold -inf tokens with probability 0, and
+        // its answer may be "no token" (token -1, all zeros).
+        Semantics::Spec => {
+            assert!(
+                kept >= positive,
+                "kept {kept} < {positive} positive: {line}"
+            );
+            let token = value
+                .get("token_id")
+                .and_then(Value::as_i64)
+                .unwrap_or_else(|| panic!("spec: no token_id: {line}"));
+            if positive == 0 {
+                assert_eq!(token, -1, "no mass but a token: {line}");
+                return;
+            }
+            let index =
+                usize::try_from(token).unwrap_or_else(|_| panic!("token -1 with mass: {line}"));
+            assert!(
+                probs.get(index).is_some_and(|&p| p > 0.0),
+                "token without mass: {line}"
+            );
+        }
+        Semantics::Hf | Semantics::Candle => {
+            assert_eq!(
+                kept, positive,
+                "{semantics:?}: kept != positive probs: {line}"
+            );
+        }
+    }
+    assert_sums_to_one(&probs, line);
+}
+
+/// Reads a `probs` array: every entry must be a number in [0, 1] (no `"nan"`,
+/// `"inf"` or `null` placeholders).
+fn probabilities(probs: Option<&Value>, line: &str) -> Vec<f64> {
+    let probs = probs
+        .and_then(Value::as_array)
+        .unwrap_or_else(|| panic!("no `probs` array: {line}"));
+    probs
+        .iter()
+        .map(|p| match p.as_f64() {
+            Some(x) if (0.0..=1.0).contains(&x) => x,
+            _ => panic!("probability {p} is not a number in [0, 1]: {line}"),
+        })
+        .collect()
+}
+
+fn assert_sums_to_one(probs: &[f64], context: &str) {
+    let sum: f64 = probs.iter().sum();
+    assert!(
+        (sum - 1.0).abs() <= SUM_TOLERANCE,
+        "probabilities sum to {sum}, not 1 (±{SUM_TOLERANCE}): {context}"
+    );
+}
+
+/// Target `spec_line`: the bytes as one `spec-sampler` input line, through
+/// `spec_sampler::Input::from_json_slice` and `spec_sampler::sample`.
+pub fn spec_line(data: &[u8]) {
+    let input = match spec_sampler::Input::from_json_slice(data) {
+        Ok(input) => input,
+        Err(error) => {
+            assert!(!error.to_string().is_empty(), "empty error message");
+            return;
+        }
+    };
+    let output = spec_sampler::sample(&input);
+    let context = || format!("{}", input.to_json());
+    let v = input.logits().as_slice().len();
+    assert_eq!(
+        output.probs.len(),
+        v,
+        "one probability per logit: {}",
+        context()
+    );
+    assert!(
+        output.probs.iter().all(|p| (0.0..=1.0).contains(p)),
+        "probability outside [0, 1]: {:?} for {}",
+        output.probs,
+        context()
+    );
+    match usize::try_from(output.token_id) {
+        Ok(token) => {
+            assert!(
+                output.probs.get(token).is_some_and(|&p| p > 0.0),
+                "token {token} has no mass: {:?} for {}",
+                output.probs,
+                context()
+            );
+            assert_sums_to_one(&output.probs, &context());
+        }
+        Err(_) => {
+            assert_eq!(output.token_id, -1, "token id: {}", context());
+            assert!(
+                output.probs.iter().all(|&p| p == 0.0),
+                "token -1 but some mass: {:?} for {}",
+                output.probs,
+                context()
+            );
+        }
+    }
+    // The output line is JSON, and the input survives its own JSON form.
+    let line = output.to_json_line();
+    let back: Value = serde_json::from_str(&line).expect("output line is JSON");
+    assert!(back.get("error").is_none(), "serialisation failed: {line}");
+    let again = spec_sampler::Input::from_json(&input.to_json()).expect("round trip validates");
+    assert_eq!(again, input, "round trip changed the input");
+}
+
+/// Target `fixture`: the bytes as a fixture file, through
+/// `parity_core::fixture::Fixture::from_bytes`. An error must name the file;
+/// a loaded fixture must hold the invariants the loader promises.
+pub fn fixture(data: &[u8]) {
+    let path = Path::new("fuzz/input.safetensors");
+    match parity_core::fixture::Fixture::from_bytes(path, data) {
+        Err(error) => {
+            let message = error.to_string();
+            assert!(
+                message.starts_with("fuzz/input.safetensors: "),
+                "error does not name the file: {message}"
+            );
+        }
+        Ok(fixture) => {
+            assert!(!fixture.logits.is_empty(), "empty logits loaded");
+            assert!(
+                fixture
+                    .logits
+                    .iter()
+                    .all(|x| !x.is_nan() && *x != f32::INFINITY),
+                "NaN or +inf logit loaded"
+            );
+            for setting in &fixture.settings {
+                assert_eq!(
+                    setting.scores.len(),
+                    fixture.vocab_size(),
+                    "{}",
+                    setting.name
+                );
+                assert!(
+                    setting.scores.iter().all(|x| !x.is_nan()),
+                    "{}",
+                    setting.name
+                );
+            }
+            if let Some(model) = &fixture.model {
+                assert_eq!(model.prompt_len + model.k, fixture.input_ids.len());
+            }
+        }
+    }
+}
