@@ -90,12 +90,15 @@ impl GumbelDistribution {
         let softmax = softmax_f64(&x);
         let v = x.len();
         let mut probs = vec![0f64; v];
-        let x_max = x.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        if !x_max.is_finite() {
+        // Decided on the f32 logits, not on `x`: a tiny temperature can
+        // overflow a finite logit to ±inf in `logits / T`, which candle never
+        // computes (it scales the noise instead, see below).
+        let top = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+        if !top.is_finite() {
             // All -inf (candle's argmax picks index 0) or a +inf logit (the
             // first +inf wins whatever the noise): a one-hot.
-            let idx = if x_max == f64::INFINITY {
-                x.iter().position(|&xi| xi == f64::INFINITY).unwrap_or(0)
+            let idx = if top == f32::INFINITY {
+                logits.iter().position(|&l| l == f32::INFINITY).unwrap_or(0)
             } else {
                 0
             };
@@ -123,7 +126,6 @@ impl GumbelDistribution {
         // candle adds the noise in f32 (`logits + T·(-minus_g)`): when half an
         // ulp of the top logit exceeds the largest possible noise, no token
         // moves, and candle's argmax (first index among the top ties) wins.
-        let top = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
         let half_ulp = (f32::from_bits(top.abs().to_bits() + 1) - top.abs()) as f64 / 2.0;
         if half_ulp > temperature * g_lo.abs().max(g_hi) {
             let idx = logits.iter().position(|&l| l == top).unwrap_or(0);
@@ -150,6 +152,7 @@ impl GumbelDistribution {
             );
         }
         // Work relative to the maximum so that huge logits keep their precision.
+        let x_max = x.iter().copied().fold(f64::NEG_INFINITY, f64::max);
         let x: Vec<f64> = x.iter().map(|&xi| xi - x_max).collect();
         let x_max = 0.0;
         // Distinct reachable values with multiplicities (ties share a value).

@@ -431,8 +431,23 @@ fn context_text(fx: &Fixture) -> String {
             }
             s
         }
-        None => fx.description.clone(),
+        None => printable(&fx.description),
     }
+}
+
+/// `s` with control characters escaped (`\n`, `\u{1b}`, ...): metadata from
+/// a fixture file must not be able to forge report lines or drive a terminal.
+fn printable(s: &str) -> String {
+    s.chars()
+        .flat_map(|c| {
+            let escaped: Vec<char> = if c.is_control() {
+                c.escape_default().collect()
+            } else {
+                vec![c]
+            };
+            escaped
+        })
+        .collect()
 }
 
 /// The first `n` characters of `s`, with an ellipsis when cut.
@@ -1052,7 +1067,7 @@ fn write_text(report: &Report, out: &mut dyn Write) -> io::Result<()> {
             if last_fixture.is_some() {
                 writeln!(out)?;
             }
-            writeln!(out, "{}: {}", row.fixture, row.context)?;
+            writeln!(out, "{}: {}", printable(&row.fixture), row.context)?;
             writeln!(
                 out,
                 "  {:<12} {:<24} {:>12} {:>9} {:>9} {:>11} {:>8} {:>13}  verdict",
@@ -1174,5 +1189,16 @@ fn share(x: f64) -> String {
         "0".into()
     } else {
         format!("{x:.1e}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn control_characters_in_metadata_are_escaped() {
+        assert_eq!(printable("a\nb\u{1b}[31mc"), "a\\nb\\u{1b}[31mc");
+        assert_eq!(printable("ĠAI \"quoted\""), "ĠAI \"quoted\"");
     }
 }
