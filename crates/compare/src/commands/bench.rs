@@ -17,8 +17,10 @@ use std::time::Instant;
 
 use anyhow::Context as _;
 use candle_adapter::CandleSampling;
-use candle_adapter::dropin::{CandleBench, HfLogitsProcessor};
-use hf_sampling::{GenerationParams, heavy_tailed_logits};
+use candle_adapter::dropin::{
+    CandleBench, HfLogitsProcessor, argmax_floor, bench_cases, bench_context,
+};
+use hf_sampling::heavy_tailed_logits;
 use serde::Serialize;
 
 use crate::cli::Format;
@@ -58,68 +60,6 @@ struct Report<'a> {
     rows: &'a [BenchRow],
 }
 
-fn ours(f: impl FnOnce(&mut GenerationParams)) -> GenerationParams {
-    let mut p = GenerationParams {
-        do_sample: true,
-        top_k: None,
-        ..GenerationParams::default()
-    };
-    f(&mut p);
-    p
-}
-
-/// The settings: (id, transformers parameters, candle sampling, uses the
-/// 1,000-id penalty context). candle has no min-p: `minp005` runs its `All`.
-fn settings() -> Vec<(&'static str, GenerationParams, CandleSampling, bool)> {
-    let all = || CandleSampling::All { temperature: 1.0 };
-    vec![
-        (
-            "t07",
-            ours(|p| p.temperature = 0.7),
-            CandleSampling::All { temperature: 0.7 },
-            false,
-        ),
-        (
-            "k40",
-            ours(|p| p.top_k = Some(40)),
-            CandleSampling::TopK {
-                k: 40,
-                temperature: 1.0,
-            },
-            false,
-        ),
-        (
-            "p09",
-            ours(|p| p.top_p = 0.9),
-            CandleSampling::TopP {
-                p: 0.9,
-                temperature: 1.0,
-            },
-            false,
-        ),
-        (
-            "k40p09",
-            ours(|p| {
-                p.top_k = Some(40);
-                p.top_p = 0.9;
-            }),
-            CandleSampling::TopKThenTopP {
-                k: 40,
-                p: 0.9,
-                temperature: 1.0,
-            },
-            false,
-        ),
-        ("minp005", ours(|p| p.min_p = Some(0.05)), all(), false),
-        (
-            "rep13_ctx1k",
-            ours(|p| p.repetition_penalty = 1.3),
-            all(),
-            true,
-        ),
-    ]
-}
-
 fn median_us(mut f: impl FnMut() -> anyhow::Result<()>, reps: usize) -> anyhow::Result<f64> {
     for _ in 0..3 {
         f()?;
@@ -134,24 +74,6 @@ fn median_us(mut f: impl FnMut() -> anyhow::Result<()>, reps: usize) -> anyhow::
     Ok(times[times.len() / 2])
 }
 
-/// One argmax over the logits, vectorised: an 8-lane max, then the first
-/// index holding it (the floor any sampler pays to read the logits).
-fn argmax_first(y: &[f32]) -> usize {
-    let mut m = [f32::NEG_INFINITY; 8];
-    let chunks = y.chunks_exact(8);
-    let rest = chunks.remainder();
-    for c in chunks {
-        for l in 0..8 {
-            m[l] = if c[l] > m[l] { c[l] } else { m[l] };
-        }
-    }
-    let best = m
-        .iter()
-        .chain(rest)
-        .fold(f32::NEG_INFINITY, |a, &b| a.max(b));
-    y.iter().position(|&x| x == best).unwrap_or(0)
-}
-
 /// Time every setting at every vocabulary size.
 pub fn measure(args: &BenchArgs) -> anyhow::Result<Vec<BenchRow>> {
     let vocabs: &[usize] = if args.vocab.is_empty() {
@@ -164,7 +86,7 @@ pub fn measure(args: &BenchArgs) -> anyhow::Result<Vec<BenchRow>> {
     for &v in vocabs {
         anyhow::ensure!(v >= 2, "--vocab {v}: needs at least 2 tokens");
         let logits = heavy_tailed_logits(v, 0);
-        let ctx: Vec<i64> = (0..1000).map(|i| (i * 7919 % v) as i64).collect();
+        let ctx = bench_context(v);
         let ctx_u32: Vec<u32> = ctx.iter().map(|&i| i as u32).collect();
         let row = |setting: &str, ours_us: f64, candle_us: f64| BenchRow {
             vocab: v,
@@ -178,7 +100,7 @@ pub fn measure(args: &BenchArgs) -> anyhow::Result<Vec<BenchRow>> {
             .context("building candle's LogitsProcessor")?;
         let ours_us = median_us(
             || {
-                black_box(argmax_first(black_box(&logits)));
+                black_box(argmax_floor(black_box(&logits)));
                 Ok(())
             },
             reps,
@@ -186,8 +108,9 @@ pub fn measure(args: &BenchArgs) -> anyhow::Result<Vec<BenchRow>> {
         let candle_us = median_us(|| Ok(candle.sample().map(|_| ())?), reps)?;
         rows.push(row("argmax", ours_us, candle_us));
 
-        for (id, params, sampling, penalty) in settings() {
-            let mut sampler = HfLogitsProcessor::new(1, &params)?;
+        for case in bench_cases() {
+            let (id, penalty) = (case.id, case.penalty);
+            let mut sampler = HfLogitsProcessor::new(1, &case.ours)?;
             let context: &[i64] = if penalty { &ctx } else { &[] };
             let ours_us = median_us(
                 || {
@@ -198,7 +121,7 @@ pub fn measure(args: &BenchArgs) -> anyhow::Result<Vec<BenchRow>> {
             )
             .with_context(|| format!("our sampler, setting {id}, V = {v}"))?;
             let pen = penalty.then_some((1.3f32, ctx_u32.as_slice()));
-            let mut candle = CandleBench::new(1, &sampling, &logits, pen)
+            let mut candle = CandleBench::new(1, &case.candle, &logits, pen)
                 .context("building candle's LogitsProcessor")?;
             let candle_us = median_us(|| Ok(candle.sample().map(|_| ())?), reps)
                 .with_context(|| format!("candle, setting {id}, V = {v}"))?;
