@@ -65,7 +65,7 @@ pub const FAST_EXP_REL: f64 = 1.0 / (1u64 << 20) as f64;
 /// Absolute slack of the fast exp bound (covers subnormal results).
 pub const FAST_EXP_ABS: f64 = 1.0e-38;
 
-const LANES: usize = 16;
+use crate::torch::LANES;
 /// Histogram bins: f32 bit pattern of a value in `[0, 1]` shifted right by 20
 /// (exponent and 3 mantissa bits): neighbouring bin edges differ by >= 1/16.
 const BINS: usize = 1024;
@@ -949,14 +949,7 @@ fn lane_sum_at(items: impl Iterator<Item = (usize, f32)>, v: usize) -> f32 {
     for (pos, e) in items {
         acc[pos % LANES] += e;
     }
-    let mut width = LANES / 2;
-    while width >= 1 {
-        for i in 0..width {
-            acc[i] += acc[i + width];
-        }
-        width /= 2;
-    }
-    acc[0]
+    crate::torch::fold_lanes(acc)
 }
 
 fn f32_up(x: f64) -> f32 {

@@ -221,7 +221,7 @@ pub(crate) fn sleef_expf(d: f32) -> f32 {
 
 /// Number of f32 lanes of torch's `Vectorized<float>` on the reference CPU
 /// (AVX512; an AVX2 build uses 8 and rounds sums differently).
-const LANES: usize = 16;
+pub(crate) const LANES: usize = 16;
 
 /// `vec::reduce_all(x + y)` over f32 with [`LANES`] lanes: lane-wise
 /// accumulation of full vectors, the tail added into its lanes, then a
@@ -247,6 +247,12 @@ pub(crate) fn lane_sum(values: &[f32]) -> f32 {
     for (a, &v) in acc.iter_mut().zip(&values[full..]) {
         *a += v;
     }
+    fold_lanes(acc)
+}
+
+/// The end of torch's vectorised sum: the lanes added pairwise, halving the
+/// width each time (16 → 8 → 4 → 2 → 1), in f32.
+pub(crate) fn fold_lanes(mut acc: [f32; LANES]) -> f32 {
     let mut width = LANES / 2;
     while width >= 1 {
         for i in 0..width {
