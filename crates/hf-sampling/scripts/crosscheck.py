@@ -1,4 +1,12 @@
-"""Live cross-check data for hf-sampling: random logits x random kwargs through real transformers generate (stub model from scripts/reference/hf_reference.py). Usage: scripts/reference/.venv/bin/python crates/hf-sampling/scripts/crosscheck.py OUT.jsonl SEED N_CASES; then HF_SAMPLING_CROSSCHECK=OUT.jsonl cargo test -p hf-sampling crosscheck."""
+"""Cross-check data for hf-sampling: random logits x random kwargs through real transformers generate (stub model from scripts/reference/hf_reference.py).
+
+Usage: scripts/reference/.venv/bin/python crates/hf-sampling/scripts/crosscheck.py OUT.jsonl SEED N_CASES [MAX_V]
+
+The committed crosscheck.jsonl beside this script, which `cargo test -p hf-sampling` always checks, was made with
+    crosscheck.py crates/hf-sampling/scripts/crosscheck.jsonl 7 40 300
+(small vocabularies keep it near a megabyte). For a larger run (V up to 49,152) write another file and point
+HF_SAMPLING_CROSSCHECK=OUT.jsonl at it.
+"""
 import sys, json, random, warnings
 sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parents[3] / "scripts" / "reference"))
 import numpy as np, torch
@@ -20,7 +28,8 @@ def rand_setting():
     if random.random() < 0.3: kw["repetition_penalty"] = random.choice([0.5, 0.8, 1.0, 1.1, 1.3, 2.0, 2, 0.0])
     return kw
 for case in range(int(sys.argv[3]) if len(sys.argv) > 3 else 60):
-    V = int(random.choice([3, 10, 17, 100, 1000, 5000, 49152, 49152]))
+    max_v = int(sys.argv[4]) if len(sys.argv) > 4 else 49152
+    V = int(random.choice([v for v in [3, 10, 17, 100, 300, 1000, 5000, 49152, 49152] if v <= max_v]))
     kind = random.choice(["normal", "bf16", "int", "wide"])
     x = rng.normal(size=V).astype(np.float32) * random.choice([1, 3, 8])
     if kind == "bf16": x = torch.tensor(x).to(torch.bfloat16).float().numpy()
