@@ -5,7 +5,7 @@
 //! to check a larger file instead. Each line: `{"logits", "input_ids",
 //! "kwargs", "scores"}` or `{..., "error"}` (numbers or "-inf"/"inf").
 
-use hf_sampling::{process, resolve};
+use hf_sampling::{HfSampler, process, resolve};
 use serde_json::Value;
 
 fn floats(v: &Value) -> Vec<f32> {
@@ -53,7 +53,17 @@ fn crosscheck_jsonl() {
                 let bad: Vec<usize> = (0..want.len())
                     .filter(|&i| out.scores[i].to_bits() != want[i].to_bits())
                     .collect();
-                if bad.is_empty() {
+                // The fast sampler keeps exactly the tokens transformers keeps.
+                let params = resolve(kwargs, None).expect("resolved above");
+                let fast = HfSampler::new(&params)
+                    .and_then(|mut f| f.distribution(&logits, &ids).map(|d| d.kept.to_vec()));
+                let reference: Vec<u32> = out.kept.iter().map(|&i| i as u32).collect();
+                if fast.as_ref().ok() != Some(&reference) {
+                    failures.push(format!(
+                        "line {}: {kwargs:?}: HfSampler keeps {fast:?}, transformers {reference:?}",
+                        n + 1
+                    ));
+                } else if bad.is_empty() {
                     ok += 1;
                 } else {
                     failures.push(format!(
