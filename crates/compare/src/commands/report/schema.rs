@@ -1,0 +1,146 @@
+//! The JSON wire format of `compare report --format json`
+//! (`docs/report-schema.md`): every field documented there is a field here,
+//! and the tests read reports back with `deny_unknown_fields`.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// The whole JSON document.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Report {
+    /// Always [`SCHEMA`].
+    pub schema: u32,
+    /// Counts over all rows.
+    pub summary: Summary,
+    /// One row per (fixture, setting, pair[, penalty window]).
+    pub rows: Vec<Row>,
+}
+
+/// Counts over all rows.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Summary {
+    /// Rows in the report.
+    pub rows: usize,
+    /// Rows whose verdict is `same`.
+    pub same: usize,
+    /// Rows whose verdict is `differs`.
+    pub differs: usize,
+    /// Real candle draws made (every one replayed).
+    pub candle_draws: usize,
+    /// Of those, draws the replay reproduced exactly.
+    pub replay_agree: usize,
+    /// Rows over `--max-tv` / `--max-abs-diff` (0 when no threshold is set).
+    pub over_threshold: usize,
+}
+
+/// One comparison of two semantics on one fixture and setting.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Row {
+    /// Fixture name (file stem).
+    pub fixture: String,
+    /// Where the logits come from, in words.
+    pub context: String,
+    /// Setting name.
+    pub setting: String,
+    /// The generate kwargs of the setting.
+    pub kwargs: Map<String, Value>,
+    /// Left semantics.
+    pub left: String,
+    /// Right semantics.
+    pub right: String,
+    /// The candle configuration used by a candle side, if any.
+    pub candle_setup: Option<String>,
+    /// For candle rows: the repeat-penalty window (`null` = whole context).
+    pub repeat_window: Option<usize>,
+    /// Tokens the left keeps (probability > 0); null if it failed.
+    pub kept_left: Option<usize>,
+    /// Tokens the right keeps; null if it failed.
+    pub kept_right: Option<usize>,
+    /// max |p_left − p_right|; null if a side failed.
+    pub max_abs_diff: Option<f64>,
+    /// Total variation ½ Σ |p_left − p_right|; null if a side failed.
+    pub tv: Option<f64>,
+    /// Probability mass the left puts on tokens the right drops.
+    pub mass_only_left: Option<f64>,
+    /// Probability mass the right puts on tokens the left drops.
+    pub mass_only_right: Option<f64>,
+    /// The heaviest tokens only the left keeps.
+    pub only_left: Vec<TokenRow>,
+    /// The heaviest tokens only the right keeps.
+    pub only_right: Vec<TokenRow>,
+    /// `same` (max |Δp| ≤ 1e-5) or `differs`.
+    pub verdict: Verdict,
+    /// Why the sides differ, in words; null when they agree.
+    pub reason: Option<String>,
+    /// How to make candle match transformers, when there is a way.
+    pub fix: Option<String>,
+    /// Real candle draws behind a candle side.
+    pub draws: Option<Draws>,
+    /// Repetition-penalty details, for settings with a penalty.
+    pub penalty: Option<Penalty>,
+}
+
+/// A token kept by one side only.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TokenRow {
+    /// Token id.
+    pub id: usize,
+    /// Token text from the fixture's vocabulary, if known.
+    pub token: Option<String>,
+    /// Its probability on the side that keeps it.
+    pub mass: f64,
+}
+
+/// Row verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    /// Within float rounding.
+    Same,
+    /// Not.
+    Differs,
+}
+
+/// What the real candle draws said.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Draws {
+    /// Real `LogitsProcessor` draws.
+    pub n: usize,
+    /// Draws the replay (`StdRng` + `WeightedIndex` over the mirror) reproduced;
+    /// null for GumbelSoftmax, which cannot be replayed.
+    pub replay_agree: Option<usize>,
+    /// First seed (stream s uses seed + s).
+    pub seed: u64,
+    /// max over tokens |frequency − p_candle|.
+    pub max_freq_dev: f64,
+    /// Chi-square goodness-of-fit p-value of the draws against the mirror
+    /// (null when there is nothing to test, e.g. an argmax).
+    pub p_value: Option<f64>,
+    /// Share of draws outside the left side's kept set.
+    pub outside_left: f64,
+    /// Share of draws outside the right side's kept set.
+    pub outside_right: f64,
+}
+
+/// How a repetition penalty was applied on each side.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Penalty {
+    /// Context length (prompt + answer tokens).
+    pub context_len: usize,
+    /// Logits the left side's penalty changed.
+    pub changed_left: usize,
+    /// Logits the right side's penalty changed.
+    pub changed_right: usize,
+    /// max |Δ logit| between the two sides' penalised logits.
+    pub max_logit_diff: f64,
+    /// Ids penalised over the whole context but not in this window.
+    pub missed_ids: usize,
+    /// Of those, ids that occur in the templated prompt.
+    pub missed_in_prompt: usize,
+}
