@@ -29,7 +29,7 @@ pub enum Command {
     /// Show how each semantics breaks top-k ties (default: [3, 2, 2, 1] with k = 2).
     Ties(TiesArgs),
     /// Time hf-sampling's fast sampler beside candle's LogitsProcessor on this machine.
-    Bench(BenchCliArgs),
+    Bench(BenchArgs),
 }
 
 /// Output format.
@@ -159,11 +159,11 @@ pub struct TiesArgs {
 
 /// Arguments of `compare bench`.
 #[derive(Debug, Clone, Args)]
-pub struct BenchCliArgs {
-    /// Vocabulary sizes, comma-separated [default: 32000,49152,151936,262144].
+pub struct BenchArgs {
+    /// Vocabulary sizes, comma-separated (empty: 32000,49152,151936,262144).
     #[arg(long, value_delimiter = ',', value_name = "V")]
     pub vocab: Vec<usize>,
-    /// Timed repetitions per cell; the median is reported.
+    /// Timed calls per side and setting; the median is reported (at least 1).
     #[arg(long, default_value_t = 31, value_name = "N")]
     pub reps: usize,
     /// Output format.

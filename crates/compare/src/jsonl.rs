@@ -209,29 +209,28 @@ impl RawLogits {
     /// The logits as f32, as transformers and candle hold them: finite numbers
     /// that fit in f32, or `"-inf"`. Errors name the index and quote the value.
     pub fn to_f32(&self) -> Result<Vec<f32>, String> {
-        if self.0.is_empty() {
-            return Err("`logits` must not be empty".into());
-        }
-        self.0
-            .iter()
-            .enumerate()
-            .map(|(i, raw)| match raw {
-                RawLogit::Number(x) => {
-                    let y = *x as f32;
-                    if y.is_finite() {
-                        Ok(y)
-                    } else {
-                        Err(format!("`logits[{i}]` = {x:e} does not fit in float32"))
-                    }
-                }
-                other => text_logit(i, other),
-            })
-            .collect()
+        self.convert(|i, x| {
+            let y = x as f32;
+            if y.is_finite() {
+                Ok(y)
+            } else {
+                Err(format!("`logits[{i}]` = {x:e} does not fit in float32"))
+            }
+        })
     }
 
     /// The logits as f64, as the spec sampler reads them: any JSON number, or
     /// `"-inf"`. Errors name the index and quote the value.
     pub fn to_f64(&self) -> Result<Vec<f64>, String> {
+        self.convert(|_, x| Ok(x))
+    }
+
+    /// Numbers through `number(index, value)`, `"-inf"` to -inf, anything
+    /// else an error naming its index; an empty array is an error too.
+    fn convert<T: From<f32>>(
+        &self,
+        number: impl Fn(usize, f64) -> Result<T, String>,
+    ) -> Result<Vec<T>, String> {
         if self.0.is_empty() {
             return Err("`logits` must not be empty".into());
         }
@@ -239,25 +238,18 @@ impl RawLogits {
             .iter()
             .enumerate()
             .map(|(i, raw)| match raw {
-                RawLogit::Number(x) => Ok(*x),
-                other => text_logit(i, other).map(f64::from),
+                RawLogit::Number(x) => number(i, *x),
+                RawLogit::Text(s) if s == "-inf" => Ok(T::from(f32::NEG_INFINITY)),
+                RawLogit::Text(s) => Err(not_a_logit(i, &format!("{s:?}"))),
+                RawLogit::Other(what) => Err(not_a_logit(i, what)),
             })
             .collect()
     }
 }
 
-/// A logit written as something other than a number: only `"-inf"` is valid.
-fn text_logit(index: usize, raw: &RawLogit) -> Result<f32, String> {
-    match raw {
-        RawLogit::Text(s) if s == "-inf" => Ok(f32::NEG_INFINITY),
-        RawLogit::Text(s) => Err(format!(
-            "`logits[{index}]` must be a finite number or the string \"-inf\", got {s:?}"
-        )),
-        RawLogit::Other(what) => Err(format!(
-            "`logits[{index}]` must be a finite number or the string \"-inf\", got {what}"
-        )),
-        RawLogit::Number(x) => Ok(*x as f32),
-    }
+/// The error for a logit that is neither a number nor `"-inf"`.
+fn not_a_logit(index: usize, got: &str) -> String {
+    format!("`logits[{index}]` must be a finite number or the string \"-inf\", got {got}")
 }
 
 impl<'de> Deserialize<'de> for RawLogits {

@@ -22,57 +22,31 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
-    let stdout = io::stdout();
-    let stderr = io::stderr();
-    let progress = stderr.is_terminal();
-    match cli
+    let progress = io::stderr().is_terminal();
+    let mut out = io::stdout().lock();
+    let failed = match cli
         .command
         .unwrap_or_else(|| Command::Report(ReportArgs::default()))
     {
         Command::Report(args) => {
             let outcome = commands::report::run(&args, progress)?;
-            let mut out = stdout.lock();
             outcome.write(&args, &mut out)?;
-            out.flush()?;
-            Ok(status(outcome.over_threshold))
+            outcome.over_threshold()
         }
         Command::Dist(args) => {
-            let summary =
-                commands::dist::run(&args, io::stdin().lock(), stdout.lock(), stderr.lock())?;
-            Ok(status(summary.failed > 0))
+            let summary = commands::dist::run(&args, io::stdin().lock(), &mut out, io::stderr())?;
+            summary.failed > 0
         }
-        Command::Translate(args) => {
-            let mut out = stdout.lock();
-            commands::translate::run(&args, &mut out)?;
-            out.flush()?;
-            Ok(ExitCode::SUCCESS)
-        }
-        Command::Bench(args) => {
-            let mut out = stdout.lock();
-            let args = commands::bench::BenchArgs {
-                vocab: args.vocab,
-                format: args.format,
-                reps: args.reps,
-            };
-            commands::bench::run(&args, &mut out)?;
-            out.flush()?;
-            Ok(ExitCode::SUCCESS)
-        }
-        Command::Ties(args) => {
-            let mut out = stdout.lock();
-            commands::ties::run(&args, &mut out)?;
-            out.flush()?;
-            Ok(ExitCode::SUCCESS)
-        }
-    }
-}
-
-fn status(failed: bool) -> ExitCode {
-    if failed {
+        Command::Translate(args) => commands::translate::run(&args, &mut out).map(|()| false)?,
+        Command::Bench(args) => commands::bench::run(&args, &mut out).map(|()| false)?,
+        Command::Ties(args) => commands::ties::run(&args, &mut out).map(|()| false)?,
+    };
+    out.flush()?;
+    Ok(if failed {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
-    }
+    })
 }
 
 fn is_broken_pipe(err: &anyhow::Error) -> bool {

@@ -23,21 +23,10 @@ use candle_adapter::dropin::{
 use hf_sampling::heavy_tailed_logits;
 use serde::Serialize;
 
-use crate::cli::Format;
+use crate::cli::{BenchArgs, Format};
 
 /// Vocabulary sizes timed when none is given.
 pub const DEFAULT_VOCABS: [usize; 4] = [32_000, 49_152, 151_936, 262_144];
-
-/// Arguments of `compare bench` (the lead wires them into clap).
-#[derive(Debug, Clone)]
-pub struct BenchArgs {
-    /// Vocabulary sizes; empty = [`DEFAULT_VOCABS`].
-    pub vocab: Vec<usize>,
-    /// Output format.
-    pub format: Format,
-    /// Timed calls per side and setting (the median is reported); 0 = 31.
-    pub reps: usize,
-}
 
 /// One row of the report.
 #[derive(Debug, Clone, Serialize)]
@@ -81,7 +70,7 @@ pub fn measure(args: &BenchArgs) -> anyhow::Result<Vec<BenchRow>> {
     } else {
         &args.vocab
     };
-    let reps = if args.reps == 0 { 31 } else { args.reps };
+    let reps = args.reps.max(1);
     let mut rows = Vec::new();
     for &v in vocabs {
         anyhow::ensure!(v >= 2, "--vocab {v}: needs at least 2 tokens");

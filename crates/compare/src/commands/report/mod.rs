@@ -20,6 +20,7 @@
 //! format and `text` the table for people.
 
 use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 use std::io::{self, Write};
 use std::path::PathBuf;
 
@@ -101,15 +102,19 @@ impl Side {
         matches!(self, Side::Candle | Side::CandleClosure)
     }
 }
-/// The finished report and whether a threshold was exceeded.
+
+/// The finished report.
 pub struct Outcome {
     /// The report.
     pub report: Report,
-    /// Any row over `--max-tv` / `--max-abs-diff`.
-    pub over_threshold: bool,
 }
 
 impl Outcome {
+    /// Any row over `--max-tv` / `--max-abs-diff` (exit status 1).
+    pub fn over_threshold(&self) -> bool {
+        self.report.summary.over_threshold > 0
+    }
+
     /// Writes the report in the requested format.
     pub fn write(&self, args: &ReportArgs, out: &mut dyn Write) -> io::Result<()> {
         match args.format {
@@ -121,6 +126,7 @@ impl Outcome {
         }
     }
 }
+
 /// Runs the report.
 pub fn run(args: &ReportArgs, progress: bool) -> anyhow::Result<Outcome> {
     let pairs = parse_pairs(&args.pairs)?;
@@ -135,13 +141,10 @@ pub fn run(args: &ReportArgs, progress: bool) -> anyhow::Result<Outcome> {
         }
         let fx = Fixture::load(path)?;
         let vocab = match &fx.model {
-            Some(m) => {
-                if !vocabs.contains_key(&m.vocab) {
-                    let v = Vocab::load(&m.vocab)?;
-                    vocabs.insert(m.vocab.clone(), v);
-                }
-                vocabs.get(&m.vocab)
-            }
+            Some(m) => Some(match vocabs.entry(m.vocab.clone()) {
+                Entry::Occupied(e) => &*e.into_mut(),
+                Entry::Vacant(e) => &*e.insert(Vocab::load(&m.vocab)?),
+            }),
             None => None,
         };
         let settings: Vec<&Setting> = fx
@@ -202,7 +205,6 @@ pub fn run(args: &ReportArgs, progress: bool) -> anyhow::Result<Outcome> {
         over_threshold,
     };
     Ok(Outcome {
-        over_threshold: over_threshold > 0,
         report: Report {
             schema: SCHEMA,
             summary,
@@ -272,6 +274,7 @@ fn fixture_files(args: &[PathBuf]) -> anyhow::Result<Vec<(PathBuf, Option<Settin
     }
     Ok(files)
 }
+
 fn context_text(fx: &Fixture) -> String {
     match &fx.model {
         Some(m) => {
@@ -289,6 +292,7 @@ fn context_text(fx: &Fixture) -> String {
         None => printable(&fx.description),
     }
 }
+
 /// The first `n` characters of `s`, with an ellipsis when cut.
 fn clip(s: &str, n: usize) -> String {
     if s.chars().count() <= n {
@@ -303,6 +307,7 @@ fn tail(s: &str, n: usize) -> String {
     let chars: Vec<char> = s.chars().collect();
     chars[chars.len().saturating_sub(n)..].iter().collect()
 }
+
 fn setting_rows(
     fx: &Fixture,
     setting: &Setting,
@@ -513,6 +518,7 @@ fn make_row(
     }
     Ok(row)
 }
+
 /// Distinct in-vocabulary ids of the whole context that a last-`n` window
 /// misses, and how many of them occur in the templated prompt.
 fn missed(fx: &Fixture, window: Option<usize>) -> (usize, usize) {
