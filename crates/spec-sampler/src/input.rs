@@ -232,20 +232,6 @@ impl Params {
     }
 }
 
-impl TryFrom<&Value> for Params {
-    type Error = InputError;
-    fn try_from(value: &Value) -> Result<Self, InputError> {
-        Self::from_json(value)
-    }
-}
-
-impl TryFrom<Value> for Params {
-    type Error = InputError;
-    fn try_from(value: Value) -> Result<Self, InputError> {
-        Self::from_json(&value)
-    }
-}
-
 /// The logits: a non-empty vector of finite numbers and `-inf`.
 ///
 /// NaN and `+inf` are rejected (the spec has no meaning for them); `-inf`
@@ -469,20 +455,6 @@ impl Input {
     }
 }
 
-impl TryFrom<&Value> for Input {
-    type Error = InputError;
-    fn try_from(value: &Value) -> Result<Self, InputError> {
-        Self::from_json(value)
-    }
-}
-
-impl TryFrom<Value> for Input {
-    type Error = InputError;
-    fn try_from(value: Value) -> Result<Self, InputError> {
-        Self::from_json(&value)
-    }
-}
-
 impl std::str::FromStr for Input {
     type Err = InputError;
     fn from_str(text: &str) -> Result<Self, InputError> {
@@ -490,31 +462,41 @@ impl std::str::FromStr for Input {
     }
 }
 
-impl Serialize for Input {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        self.to_json().serialize(serializer)
-    }
+/// The JSON conversions shared by [`Params`] and [`Input`], both built on
+/// their `from_json` and `to_json`: `TryFrom<&Value>`, `TryFrom<Value>`,
+/// `Serialize` and `Deserialize`.
+macro_rules! json_conversions {
+    ($($name:ident),+) => {$(
+        impl TryFrom<&Value> for $name {
+            type Error = InputError;
+            fn try_from(value: &Value) -> Result<Self, InputError> {
+                Self::from_json(value)
+            }
+        }
+
+        impl TryFrom<Value> for $name {
+            type Error = InputError;
+            fn try_from(value: Value) -> Result<Self, InputError> {
+                Self::from_json(&value)
+            }
+        }
+
+        impl Serialize for $name {
+            fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                self.to_json().serialize(serializer)
+            }
+        }
+
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                let value = Value::deserialize(deserializer)?;
+                Self::from_json(&value).map_err(serde::de::Error::custom)
+            }
+        }
+    )+};
 }
 
-impl<'de> Deserialize<'de> for Input {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let value = Value::deserialize(deserializer)?;
-        Self::from_json(&value).map_err(serde::de::Error::custom)
-    }
-}
-
-impl Serialize for Params {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        self.to_json().serialize(serializer)
-    }
-}
-
-impl<'de> Deserialize<'de> for Params {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let value = Value::deserialize(deserializer)?;
-        Self::from_json(&value).map_err(serde::de::Error::custom)
-    }
-}
+json_conversions!(Params, Input);
 
 #[cfg(test)]
 mod tests {
