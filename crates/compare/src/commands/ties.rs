@@ -6,7 +6,7 @@
 use std::io::Write;
 
 use anyhow::Context;
-use candle_adapter::{CandleParams, CandleRun, CandleSampling, VerifyOptions};
+use candle_adapter::{CandleParams, CandleRun, CandleSampling};
 use serde_json::{Map, Value, json};
 
 use crate::cli::{Format, TiesArgs};
@@ -31,20 +31,15 @@ pub fn run(args: &TiesArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         temperature: 1.0,
     });
     let run = CandleRun::new(logits, &[], &cp).context("candle")?;
-    let hf_probs: Vec<f64> = hf.probs.iter().map(|&p| f64::from(p)).collect();
-    let v = run.verify(&VerifyOptions {
-        seed: args.seed,
-        draws: args.draws,
-        streams: 1,
-        other_kept: Some(&hf.kept),
-        reference: Some(&hf_probs),
-        ..VerifyOptions::default()
-    })?;
-    let real = run.real_draws(args.seed, args.draws)?;
-    let mut counts = vec![0usize; logits.len()];
-    for t in real {
-        counts[t as usize] += 1;
-    }
+    // One pass of real draws, each checked against the replay; the counts
+    // come from the same tokens.
+    let (replay, real) = run.replay(args.seed, args.draws)?;
+    let counts = candle_adapter::stats::counts(logits.len(), &real);
+    let outside_hf = (0..counts.len())
+        .filter(|i| !hf.kept.contains(i))
+        .map(|i| counts[i])
+        .sum::<u64>() as f64
+        / args.draws.max(1) as f64;
     let candle = run.mirrored();
 
     let spec_params = spec_sampler::Params::from_json(&json!({
@@ -69,8 +64,8 @@ pub fn run(args: &TiesArgs, out: &mut dyn Write) -> anyhow::Result<()> {
                     "probs": candle.probs,
                     "draws": args.draws,
                     "counts": counts,
-                    "replay_agree": v.replay.as_ref().map(|r| r.agreed),
-                    "outside_hf": v.outside_other_kept,
+                    "replay_agree": replay.as_ref().map(|r| r.agreed),
+                    "outside_hf": outside_hf,
                 },
                 "spec": { "kept": spec.kept(), "probs": spec.probs() },
             });
@@ -96,7 +91,7 @@ pub fn run(args: &TiesArgs, out: &mut dyn Write) -> anyhow::Result<()> {
                 args.draws,
                 args.seed,
                 counts,
-                v.replay.as_ref().map_or(0, |r| r.agreed)
+                replay.as_ref().map_or(0, |r| r.agreed)
             )?;
             writeln!(
                 out,
