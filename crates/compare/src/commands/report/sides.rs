@@ -191,7 +191,7 @@ fn spec_dist(fx: &Fixture, p: &GenerationParams) -> Option<Result<Vec<f64>, Stri
     Some(result)
 }
 
-pub(super) fn one_hot(v: usize, i: usize) -> Vec<f64> {
+fn one_hot(v: usize, i: usize) -> Vec<f64> {
     let mut p = vec![0.0; v];
     p[i] = 1.0;
     p
