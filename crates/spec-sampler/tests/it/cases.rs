@@ -13,15 +13,7 @@ const TOL: f64 = 1e-15;
 fn top_k_ties_go_to_the_smaller_index() {
     // [3, 2, 2, 1], k = 2: 3 (index 0), then the tie 2/2 goes to index 1.
     // e^3/(e^3+e^2) = 1/(1+e^-1) = 0.7310585786300049; e^2/(e^3+e^2) = 0.2689414213699951.
-    let out = run(&line(
-        json!([3.0, 2.0, 2.0, 1.0]),
-        1.0,
-        2,
-        1.0,
-        1.0,
-        &[],
-        0.5,
-    ));
+    let out = line(json!([3.0, 2.0, 2.0, 1.0])).top_k(2).u(0.5).run();
     assert_close(
         &out.probs,
         &[0.7310585786300049, 0.2689414213699951, 0.0, 0.0],
@@ -35,15 +27,7 @@ fn top_k_ties_go_to_the_smaller_index() {
 fn top_k_tie_across_the_cut_with_later_larger_value() {
     // [1, 5, 1, 1], k = 2: 5 (index 1), then the first of the 1s (index 0).
     // e^1/(e^5+e^1) = 1/(1+e^4) = 0.017986209962091555; e^5/(e^5+e^1) = 0.9820137900379085.
-    let out = run(&line(
-        json!([1.0, 5.0, 1.0, 1.0]),
-        1.0,
-        2,
-        1.0,
-        1.0,
-        &[],
-        0.0,
-    ));
+    let out = line(json!([1.0, 5.0, 1.0, 1.0])).top_k(2).run();
     assert_close(
         &out.probs,
         &[0.017986209962091555, 0.9820137900379085, 0.0, 0.0],
@@ -57,15 +41,7 @@ fn top_k_tie_across_the_cut_with_later_larger_value() {
 fn top_p_exactly_reached() {
     // Four equal logits: softmax 1/4 each (exact in f64). Cumulative 0.25 < 0.5,
     // 0.5 ≥ 0.5 → keep indices 0 and 1, renormalised 1/2 each.
-    let out = run(&line(
-        json!([0.0, 0.0, 0.0, 0.0]),
-        1.0,
-        0,
-        0.5,
-        1.0,
-        &[],
-        0.6,
-    ));
+    let out = line(json!([0.0, 0.0, 0.0, 0.0])).top_p(0.5).u(0.6).run();
     assert_eq!(out.probs, vec![0.5, 0.5, 0.0, 0.0]);
     // cumulative 0.5 ≤ 0.6, 1.0 > 0.6 → token 1
     assert_eq!(out.token_id, 1);
@@ -74,42 +50,21 @@ fn top_p_exactly_reached() {
 #[test]
 fn u_exactly_on_a_cumulative_boundary() {
     // Four equal logits: 1/4 each. Cumulative 0.25 is not > 0.25; 0.5 is → token 1.
-    let out = run(&line(
-        json!([7.0, 7.0, 7.0, 7.0]),
-        1.0,
-        0,
-        1.0,
-        1.0,
-        &[],
-        0.25,
-    ));
+    let out = line(json!([7.0, 7.0, 7.0, 7.0])).u(0.25).run();
     assert_eq!(out.probs, vec![0.25; 4]);
     assert_eq!(out.token_id, 1);
     // And u = 0.5 → cumulative 0.5 not > 0.5, 0.75 is → token 2.
-    let out = run(&line(
-        json!([7.0, 7.0, 7.0, 7.0]),
-        1.0,
-        0,
-        1.0,
-        1.0,
-        &[],
-        0.5,
-    ));
+    let out = line(json!([7.0, 7.0, 7.0, 7.0])).u(0.5).run();
     assert_eq!(out.token_id, 2);
 }
 
 #[test]
 fn greedy_ties_take_the_smallest_index() {
     // max 3 at indices 1 and 2 → 1; one-hot; u = 0.999 ignored.
-    let out = run(&line(
-        json!([1.0, 3.0, 3.0, 2.0]),
-        0.0,
-        0,
-        1.0,
-        1.0,
-        &[],
-        0.999,
-    ));
+    let out = line(json!([1.0, 3.0, 3.0, 2.0]))
+        .temperature(0.0)
+        .u(0.999)
+        .run();
     assert_eq!(out.token_id, 1);
     assert_eq!(out.probs, vec![0.0, 1.0, 0.0, 0.0]);
 }
@@ -117,7 +72,11 @@ fn greedy_ties_take_the_smallest_index() {
 #[test]
 fn greedy_ignores_top_k_and_top_p() {
     // top_k = 1 and top_p tiny change nothing under T = 0: argmax of [0, 2, 1] is 1.
-    let out = run(&line(json!([0.0, 2.0, 1.0]), 0.0, 1, 1e-9, 1.0, &[], 0.0));
+    let out = line(json!([0.0, 2.0, 1.0]))
+        .temperature(0.0)
+        .top_k(1)
+        .top_p(1e-9)
+        .run();
     assert_eq!(out.token_id, 1);
     assert_eq!(out.probs, vec![0.0, 1.0, 0.0]);
 }
@@ -125,42 +84,27 @@ fn greedy_ignores_top_k_and_top_p() {
 #[test]
 fn greedy_with_some_neg_inf() {
     // max of [-inf, -5, -inf, -1e6] is -5 at index 1.
-    let out = run(&line(
-        json!(["-inf", -5.0, "-inf", -1e6]),
-        0.0,
-        0,
-        1.0,
-        1.0,
-        &[],
-        0.5,
-    ));
+    let out = line(json!(["-inf", -5.0, "-inf", -1e6]))
+        .temperature(0.0)
+        .u(0.5)
+        .run();
     assert_eq!(out.token_id, 1);
     assert_eq!(out.probs, vec![0.0, 1.0, 0.0, 0.0]);
     // Only the last is finite → 2.
-    let out = run(&line(
-        json!(["-inf", "-inf", -1e6]),
-        0.0,
-        0,
-        1.0,
-        1.0,
-        &[],
-        0.5,
-    ));
+    let out = line(json!(["-inf", "-inf", -1e6]))
+        .temperature(0.0)
+        .u(0.5)
+        .run();
     assert_eq!(out.token_id, 2);
     assert_eq!(out.probs, vec![0.0, 0.0, 1.0]);
 }
 
 #[test]
 fn all_neg_inf_with_temperature_zero() {
-    let out = run(&line(
-        json!(["-inf", "-inf", "-inf"]),
-        0.0,
-        0,
-        1.0,
-        1.0,
-        &[],
-        0.5,
-    ));
+    let out = line(json!(["-inf", "-inf", "-inf"]))
+        .temperature(0.0)
+        .u(0.5)
+        .run();
     assert_eq!(out.token_id, -1);
     assert_eq!(out.probs, vec![0.0; 3]);
 }
@@ -169,15 +113,13 @@ fn all_neg_inf_with_temperature_zero() {
 fn all_neg_inf_with_positive_temperature() {
     // Whatever the filters, nothing has mass → -1 and zeros.
     for (top_k, top_p) in [(0, 1.0), (1, 1.0), (2, 0.5), (5, 1e-9)] {
-        let out = run(&line(
-            json!(["-inf", "-inf", "-inf"]),
-            0.7,
-            top_k,
-            top_p,
-            2.0,
-            &[0, 1],
-            0.0,
-        ));
+        let out = line(json!(["-inf", "-inf", "-inf"]))
+            .temperature(0.7)
+            .top_k(top_k)
+            .top_p(top_p)
+            .repetition_penalty(2.0)
+            .previous_tokens(&[0, 1])
+            .run();
         assert_eq!(out.token_id, -1, "top_k {top_k} top_p {top_p}");
         assert_eq!(out.probs, vec![0.0; 3]);
     }
@@ -188,15 +130,11 @@ fn penalty_on_zero_negative_and_positive_logits() {
     // [0, -1, 1, 0.5], penalty 2 on 0, 1, 2: 0·2 = 0, -1·2 = -2, 1/2 = 0.5, 0.5 untouched.
     // Softmax of [0, -2, 0.5, 0.5]: S = 1 + e^-2 + 2e^0.5 = 4.432777824636869;
     // 1/S = 0.2255921770863667, e^-2/S = 0.030530581181947528, e^0.5/S = 0.37193862086584284.
-    let out = run(&line(
-        json!([0.0, -1.0, 1.0, 0.5]),
-        1.0,
-        0,
-        1.0,
-        2.0,
-        &[0, 1, 2],
-        0.25,
-    ));
+    let out = line(json!([0.0, -1.0, 1.0, 0.5]))
+        .repetition_penalty(2.0)
+        .previous_tokens(&[0, 1, 2])
+        .u(0.25)
+        .run();
     assert_close(
         &out.probs,
         &[
@@ -214,13 +152,25 @@ fn penalty_on_zero_negative_and_positive_logits() {
 #[test]
 fn penalty_direction_seen_through_greedy() {
     // positive: [1.0, 0.9], penalise 0: 1.0/2 = 0.5 < 0.9 → 1
-    let out = run(&line(json!([1.0, 0.9]), 0.0, 0, 1.0, 2.0, &[0], 0.0));
+    let out = line(json!([1.0, 0.9]))
+        .temperature(0.0)
+        .repetition_penalty(2.0)
+        .previous_tokens(&[0])
+        .run();
     assert_eq!(out.token_id, 1);
     // negative: [-1.0, -1.5], penalise 0: -1·2 = -2 < -1.5 → 1
-    let out = run(&line(json!([-1.0, -1.5]), 0.0, 0, 1.0, 2.0, &[0], 0.0));
+    let out = line(json!([-1.0, -1.5]))
+        .temperature(0.0)
+        .repetition_penalty(2.0)
+        .previous_tokens(&[0])
+        .run();
     assert_eq!(out.token_id, 1);
     // zero: [0.0, -0.1], penalise 0 by 100: 0·100 = 0 > -0.1 → still 0
-    let out = run(&line(json!([0.0, -0.1]), 0.0, 0, 1.0, 100.0, &[0], 0.0));
+    let out = line(json!([0.0, -0.1]))
+        .temperature(0.0)
+        .repetition_penalty(100.0)
+        .previous_tokens(&[0])
+        .run();
     assert_eq!(out.token_id, 0);
 }
 
@@ -229,15 +179,11 @@ fn duplicate_and_out_of_range_previous_tokens() {
     // [2, 2], previous [0, 0, 0, 5, -1, 10^6], penalty 2: only token 0, once: 2/2 = 1
     // (three applications would give 0.25). Softmax of [1, 2]:
     // e/(e+e^2) = 1/(1+e) = 0.2689414213699951; 0.7310585786300049.
-    let out = run(&line(
-        json!([2.0, 2.0]),
-        1.0,
-        0,
-        1.0,
-        2.0,
-        &[0, 0, 0, 5, -1, 1_000_000],
-        0.5,
-    ));
+    let out = line(json!([2.0, 2.0]))
+        .repetition_penalty(2.0)
+        .previous_tokens(&[0, 0, 0, 5, -1, 1_000_000])
+        .u(0.5)
+        .run();
     assert_close(&out.probs, &[0.2689414213699951, 0.7310585786300049], TOL);
     // cumulative 0.269 ≤ 0.5, 1.0 > 0.5 → token 1
     assert_eq!(out.token_id, 1);
@@ -269,15 +215,7 @@ fn top_k_values_that_keep_everything() {
         0.03205860328008499,
     ];
     for k in [-1, 0, 4, 1_000_000, i64::MAX] {
-        let out = run(&line(
-            json!([2.0, 1.0, 0.0, -1.0]),
-            1.0,
-            k,
-            1.0,
-            1.0,
-            &[],
-            0.9,
-        ));
+        let out = line(json!([2.0, 1.0, 0.0, -1.0])).top_k(k).u(0.9).run();
         assert_close(&out.probs, &expected, TOL);
         // cumulative 0.644, 0.881, 0.968 > 0.9 → token 2
         assert_eq!(out.token_id, 2, "k = {k}");
@@ -288,15 +226,7 @@ fn top_k_values_that_keep_everything() {
 fn top_k_one_below_vocab_cuts() {
     // k = V - 1 = 3 drops the smallest: softmax of [2, 1, 0]:
     // S = e^2+e+1 = 11.107337927389695 → 0.6652409557748218, 0.24472847105479764, 0.09003057317038046
-    let out = run(&line(
-        json!([2.0, 1.0, 0.0, -1.0]),
-        1.0,
-        3,
-        1.0,
-        1.0,
-        &[],
-        0.99,
-    ));
+    let out = line(json!([2.0, 1.0, 0.0, -1.0])).top_k(3).u(0.99).run();
     assert_close(
         &out.probs,
         &[
@@ -313,11 +243,24 @@ fn top_k_one_below_vocab_cuts() {
 #[test]
 fn vocabulary_of_one() {
     for t in [0.0, 1.0, 100.0] {
-        let out = run(&line(json!([5.0]), t, 1, 0.1, 3.0, &[0], 0.999));
+        let out = line(json!([5.0]))
+            .temperature(t)
+            .top_k(1)
+            .top_p(0.1)
+            .repetition_penalty(3.0)
+            .previous_tokens(&[0])
+            .u(0.999)
+            .run();
         assert_eq!(out.token_id, 0);
         assert_eq!(out.probs, vec![1.0]);
     }
-    let out = run(&line(json!(["-inf"]), 1.0, 1, 0.1, 3.0, &[0], 0.999));
+    let out = line(json!(["-inf"]))
+        .top_k(1)
+        .top_p(0.1)
+        .repetition_penalty(3.0)
+        .previous_tokens(&[0])
+        .u(0.999)
+        .run();
     assert_eq!(out.token_id, -1);
     assert_eq!(out.probs, vec![0.0]);
 }
@@ -326,7 +269,7 @@ fn vocabulary_of_one() {
 fn tiny_top_p_keeps_exactly_one() {
     // [1, 2, 3]: the first in (logit desc) order is index 2, whose probability
     // 0.665 ≥ 1e-9 → only index 2 remains, renormalised to 1.
-    let out = run(&line(json!([1.0, 2.0, 3.0]), 1.0, 0, 1e-9, 1.0, &[], 0.999));
+    let out = line(json!([1.0, 2.0, 3.0])).top_p(1e-9).u(0.999).run();
     assert_eq!(out.probs, vec![0.0, 0.0, 1.0]);
     assert_eq!(out.token_id, 2);
 }
@@ -336,15 +279,11 @@ fn top_p_is_measured_on_the_set_top_k_left() {
     // [3, 2, 1, 0], k = 2, top_p = 0.7. After top-k, {0, 1} renormalised:
     // p0 = 1/(1+e^-1) = 0.731 ≥ 0.7 → keep only 0. (Measured on all four,
     // p0 = e^3/(e^3+e^2+e+1) = 0.644 < 0.7 would keep two.)
-    let out = run(&line(
-        json!([3.0, 2.0, 1.0, 0.0]),
-        1.0,
-        2,
-        0.7,
-        1.0,
-        &[],
-        0.9,
-    ));
+    let out = line(json!([3.0, 2.0, 1.0, 0.0]))
+        .top_k(2)
+        .top_p(0.7)
+        .u(0.9)
+        .run();
     assert_eq!(out.probs, vec![1.0, 0.0, 0.0, 0.0]);
     assert_eq!(out.token_id, 0);
 }
@@ -355,7 +294,7 @@ fn top_p_sorts_by_logit_but_draw_accumulates_by_index() {
     // 0.6652409557748218, 0.24472847105479764 → cumulative 0.90997 ≥ 0.9 → keep {1, 2}.
     // Final softmax of [3, 2] on indices 1, 2: 1/(1+e^-1) = 0.7310585786300049, 0.2689414213699951.
     // Draw in index order: index 1 cumulative 0.731 ≤ 0.8, index 2 1.0 > 0.8 → token 2.
-    let out = run(&line(json!([1.0, 3.0, 2.0]), 1.0, 0, 0.9, 1.0, &[], 0.8));
+    let out = line(json!([1.0, 3.0, 2.0])).top_p(0.9).u(0.8).run();
     assert_close(
         &out.probs,
         &[0.0, 0.7310585786300049, 0.2689414213699951],
@@ -367,12 +306,12 @@ fn top_p_sorts_by_logit_but_draw_accumulates_by_index() {
 #[test]
 fn temperature_scales_before_filtering() {
     // [2, 1] at T = 2 → [1, 0.5]: 1/(1+e^-0.5) = 0.6224593312018546, 0.37754066879814546.
-    let out = run(&line(json!([2.0, 1.0]), 2.0, 0, 1.0, 1.0, &[], 0.7));
+    let out = line(json!([2.0, 1.0])).temperature(2.0).u(0.7).run();
     assert_close(&out.probs, &[0.6224593312018546, 0.37754066879814546], TOL);
     assert_eq!(out.token_id, 1);
     // T = 150 (above the spec's 100, accepted): [2/150, 1/150],
     // 1/(1+e^(-1/150)) = 0.5016666604938546.
-    let out = run(&line(json!([2.0, 1.0]), 150.0, 0, 1.0, 1.0, &[], 0.0));
+    let out = line(json!([2.0, 1.0])).temperature(150.0).run();
     assert_close(&out.probs, &[0.5016666604938546, 0.4983333395061454], TOL);
 }
 
@@ -380,16 +319,7 @@ fn temperature_scales_before_filtering() {
 fn top_k_keeps_neg_inf_entries_when_too_few_are_finite() {
     // [-inf, 1, -inf], k = 2: 1 (index 1), then the -inf tie goes to index 0.
     // They carry no mass: probs [0, 1, 0].
-    let input = Input::from_json(&line(
-        json!(["-inf", 1.0, "-inf"]),
-        1.0,
-        2,
-        1.0,
-        1.0,
-        &[],
-        0.0,
-    ))
-    .expect("valid");
+    let input = line(json!(["-inf", 1.0, "-inf"])).top_k(2).input();
     let dist = distribution(&input);
     assert_eq!(dist.kept(), &[0, 1]);
     assert_eq!(dist.probs(), &[0.0, 1.0, 0.0]);
@@ -402,15 +332,10 @@ fn top_p_close_to_one_with_neg_inf_entries() {
     // 0.9999999999999999 or 1.0 — either way the three finite tokens stay, 1/3 each
     // (1/3 = 0.3333333333333333). u = 0.9999999999999999 may exceed the f64 total:
     // then the last token with mass (index 3) is drawn, never -1 or the -inf index 2.
-    let out = run(&line(
-        json!([0.0, 0.0, "-inf", 0.0]),
-        1.0,
-        0,
-        0.9999999999999999,
-        1.0,
-        &[],
-        0.9999999999999999,
-    ));
+    let out = line(json!([0.0, 0.0, "-inf", 0.0]))
+        .top_p(0.9999999999999999)
+        .u(0.9999999999999999)
+        .run();
     assert_close(
         &out.probs,
         &[
@@ -429,15 +354,7 @@ fn draw_never_returns_minus_one_when_rounding_leaves_the_sum_below_u() {
     // Ten equal logits: 1/10 = 0.1 each; summed left to right in f64 they reach
     // 0.9999999999999999, which is not > u = 0.9999999999999999. The last token
     // with mass, 9, is drawn.
-    let out = run(&line(
-        json!(vec![0.0; 10]),
-        1.0,
-        0,
-        1.0,
-        1.0,
-        &[],
-        0.9999999999999999,
-    ));
+    let out = line(json!(vec![0.0; 10])).u(0.9999999999999999).run();
     assert_eq!(out.probs, vec![0.1; 10]);
     assert_eq!(out.token_id, 9);
 }
@@ -449,15 +366,10 @@ fn extreme_logits_with_tiny_temperature_stay_exact() {
     //   = -1.0000000474974512845727;  p0 = 1/(1+e^d) = 0.73105858796857049787,
     //   p1 = 0.26894141203142950213, p2 = e^(-2e9) = 0.
     // Computing ℓ/T first rounds 1e9 to an ulp of 1.2e-7 and is off by 1.4e-8.
-    let out = run(&line(
-        json!([1e6, 999999.999, -1e6]),
-        1e-3,
-        0,
-        1.0,
-        1.0,
-        &[],
-        0.7310585,
-    ));
+    let out = line(json!([1e6, 999999.999, -1e6]))
+        .temperature(1e-3)
+        .u(0.7310585)
+        .run();
     assert_close(
         &out.probs,
         &[0.7310585879685705, 0.2689414120314295, 0.0],
@@ -470,10 +382,10 @@ fn extreme_logits_with_tiny_temperature_stay_exact() {
 #[test]
 fn extreme_logits_with_large_temperature() {
     // [1e6, -1e6] at T = 100: exponents 0 and -2e4 → [1, 0] (e^-20000 underflows; exact value < 1e-8000).
-    let out = run(&line(json!([1e6, -1e6]), 100.0, 0, 1.0, 1.0, &[], 0.5));
+    let out = line(json!([1e6, -1e6])).temperature(100.0).u(0.5).run();
     assert_eq!(out.probs, vec![1.0, 0.0]);
     // [1e6, 1e6 - 100] at T = 100: 1/(1+e^-1) = 0.7310585786300049.
-    let out = run(&line(json!([1e6, 999900.0]), 100.0, 0, 1.0, 1.0, &[], 0.5));
+    let out = line(json!([1e6, 999900.0])).temperature(100.0).u(0.5).run();
     assert_close(&out.probs, &[0.7310585786300049, 0.2689414213699951], TOL);
 }
 
@@ -481,12 +393,19 @@ fn extreme_logits_with_large_temperature() {
 fn temperature_so_small_that_division_would_overflow() {
     // [1, 1, 0.5] at T = 1e-300: ℓ/T would be inf, inf, 5e299. Exactly, the two
     // equal maxima share the mass and the smaller logit gets e^(-5e299) = 0.
-    let out = run(&line(json!([1.0, 1.0, 0.5]), 1e-300, 0, 1.0, 1.0, &[], 0.5));
+    let out = line(json!([1.0, 1.0, 0.5]))
+        .temperature(1e-300)
+        .u(0.5)
+        .run();
     assert_eq!(out.probs, vec![0.5, 0.5, 0.0]);
     assert_eq!(out.token_id, 1);
     // Top-k still sees 2 > 1 even though both would overflow: [1, 2] at a
     // subnormal T, k = 1 keeps index 1.
-    let out = run(&line(json!([1.0, 2.0]), 1e-320, 1, 1.0, 1.0, &[], 0.5));
+    let out = line(json!([1.0, 2.0]))
+        .temperature(1e-320)
+        .top_k(1)
+        .u(0.5)
+        .run();
     assert_eq!(out.probs, vec![0.0, 1.0]);
     assert_eq!(out.token_id, 1);
 }
@@ -495,26 +414,19 @@ fn temperature_so_small_that_division_would_overflow() {
 fn penalty_below_one_that_overflows_to_infinity() {
     // penalty 1e-309 (subnormal, accepted: > 0): 1/1e-309 = inf for tokens 0, 1.
     // The +inf entries are the joint maxima and share the mass; greedy takes index 0.
-    let out = run(&line(
-        json!([1.0, 1.0, 2.0]),
-        1.0,
-        0,
-        1.0,
-        1e-309,
-        &[0, 1],
-        0.5,
-    ));
+    let out = line(json!([1.0, 1.0, 2.0]))
+        .repetition_penalty(1e-309)
+        .previous_tokens(&[0, 1])
+        .u(0.5)
+        .run();
     assert_eq!(out.probs, vec![0.5, 0.5, 0.0]);
     assert_eq!(out.token_id, 1);
-    let out = run(&line(
-        json!([1.0, 1.0, 2.0]),
-        0.0,
-        0,
-        1.0,
-        1e-309,
-        &[0, 1],
-        0.5,
-    ));
+    let out = line(json!([1.0, 1.0, 2.0]))
+        .temperature(0.0)
+        .repetition_penalty(1e-309)
+        .previous_tokens(&[0, 1])
+        .u(0.5)
+        .run();
     assert_eq!(out.token_id, 0);
 }
 
@@ -522,16 +434,11 @@ fn penalty_below_one_that_overflows_to_infinity() {
 fn distribution_matches_sample_and_exposes_the_kept_set() {
     // [3, 2, 1, 0], k = 3, top_p = 0.9: top-k keeps {0, 1, 2}; softmax of [3, 2, 1]
     // cumulative 0.665, 0.910 ≥ 0.9 → kept {0, 1}.
-    let input = Input::from_json(&line(
-        json!([3.0, 2.0, 1.0, 0.0]),
-        1.0,
-        3,
-        0.9,
-        1.0,
-        &[],
-        0.2,
-    ))
-    .expect("valid");
+    let input = line(json!([3.0, 2.0, 1.0, 0.0]))
+        .top_k(3)
+        .top_p(0.9)
+        .u(0.2)
+        .input();
     let dist = distribution(&input);
     assert_eq!(dist.kept(), &[0, 1]);
     assert!(dist.has_mass());
@@ -553,16 +460,14 @@ fn params_and_parts_build_the_same_input_as_the_spec_line() {
         Input::from_json_parts(&record["logits"], vec![0, 2, 2], params).expect("valid");
     let from_vec =
         Input::from_parts(vec![2.0, f64::NEG_INFINITY, 0.5], vec![0, 2, 2], params).expect("valid");
-    let from_line = Input::from_json(&line(
-        json!([2.0, "-inf", 0.5]),
-        0.8,
-        2,
-        0.95,
-        1.3,
-        &[0, 2, 2],
-        0.4,
-    ))
-    .expect("valid");
+    let from_line = line(json!([2.0, "-inf", 0.5]))
+        .temperature(0.8)
+        .top_k(2)
+        .top_p(0.95)
+        .repetition_penalty(1.3)
+        .previous_tokens(&[0, 2, 2])
+        .u(0.4)
+        .input();
     assert_eq!(from_json, from_line);
     assert_eq!(from_vec, from_line);
     assert_eq!(sample(&from_json), sample(&from_line));
