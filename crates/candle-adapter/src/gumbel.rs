@@ -89,7 +89,6 @@ impl GumbelDistribution {
         let x: Vec<f64> = logits.iter().map(|&l| l as f64 / temperature).collect();
         let softmax = softmax_f64(&x);
         let v = x.len();
-        let mut probs = vec![0f64; v];
         // Decided on the f32 logits, not on `x`: a tiny temperature can
         // overflow a finite logit to ±inf in `logits / T`, which candle never
         // computes (it scales the noise instead, see below).
@@ -102,26 +101,7 @@ impl GumbelDistribution {
             } else {
                 0
             };
-            probs[idx] = 1.0;
-            let tv = 0.5
-                * probs
-                    .iter()
-                    .zip(&softmax)
-                    .map(|(p, q)| (p - q).abs())
-                    .sum::<f64>();
-            return (
-                GumbelDistribution {
-                    temperature,
-                    softmax,
-                    tv_vs_softmax: tv,
-                    support: 1,
-                    unreachable_tokens: 0,
-                    unreachable_softmax_mass: 0.0,
-                    noise_range: (g_lo, g_hi),
-                    quadrature_mass: 1.0,
-                },
-                probs,
-            );
+            return one_hot(temperature, softmax, idx, 0, 0.0, (g_lo, g_hi));
         }
         // candle adds the noise in f32 (`logits + T·(-minus_g)`): when half an
         // ulp of the top logit exceeds the largest possible noise, no token
@@ -129,28 +109,17 @@ impl GumbelDistribution {
         let half_ulp = (f32::from_bits(top.abs().to_bits() + 1) - top.abs()) as f64 / 2.0;
         if half_ulp > temperature * g_lo.abs().max(g_hi) {
             let idx = logits.iter().position(|&l| l == top).unwrap_or(0);
-            probs[idx] = 1.0;
-            let tv = 0.5
-                * probs
-                    .iter()
-                    .zip(&softmax)
-                    .map(|(p, q)| (p - q).abs())
-                    .sum::<f64>();
             let unreachable_softmax_mass = 1.0 - softmax[idx];
-            return (
-                GumbelDistribution {
-                    temperature,
-                    softmax,
-                    tv_vs_softmax: tv,
-                    support: 1,
-                    unreachable_tokens: v - 1,
-                    unreachable_softmax_mass,
-                    noise_range: (g_lo, g_hi),
-                    quadrature_mass: 1.0,
-                },
-                probs,
+            return one_hot(
+                temperature,
+                softmax,
+                idx,
+                v - 1,
+                unreachable_softmax_mass,
+                (g_lo, g_hi),
             );
         }
+        let mut probs = vec![0f64; v];
         // Work relative to the maximum so that huge logits keep their precision.
         let x_max = x.iter().copied().fold(f64::NEG_INFINITY, f64::max);
         let x: Vec<f64> = x.iter().map(|&xi| xi - x_max).collect();
@@ -212,17 +181,11 @@ impl GumbelDistribution {
                 unreachable_softmax_mass += softmax[i];
             }
         }
-        let tv = 0.5
-            * probs
-                .iter()
-                .zip(&softmax)
-                .map(|(p, q)| (p - q).abs())
-                .sum::<f64>();
         (
             GumbelDistribution {
                 temperature,
+                tv_vs_softmax: total_variation(&probs, &softmax),
                 softmax,
-                tv_vs_softmax: tv,
                 support,
                 unreachable_tokens,
                 unreachable_softmax_mass,
@@ -232,6 +195,37 @@ impl GumbelDistribution {
             probs,
         )
     }
+}
+
+/// The distribution when candle's draw is deterministic: all mass on `idx`.
+fn one_hot(
+    temperature: f64,
+    softmax: Vec<f64>,
+    idx: usize,
+    unreachable_tokens: usize,
+    unreachable_softmax_mass: f64,
+    noise_range: (f64, f64),
+) -> (GumbelDistribution, Vec<f64>) {
+    let mut probs = vec![0f64; softmax.len()];
+    probs[idx] = 1.0;
+    (
+        GumbelDistribution {
+            temperature,
+            tv_vs_softmax: total_variation(&probs, &softmax),
+            softmax,
+            support: 1,
+            unreachable_tokens,
+            unreachable_softmax_mass,
+            noise_range,
+            quadrature_mass: 1.0,
+        },
+        probs,
+    )
+}
+
+/// ½ Σ |p − q|.
+fn total_variation(p: &[f64], q: &[f64]) -> f64 {
+    0.5 * p.iter().zip(q).map(|(a, b)| (a - b).abs()).sum::<f64>()
 }
 
 /// Softmax in f64 (-inf → 0).
