@@ -3,7 +3,7 @@
 use std::io::Write;
 use std::process::{Command, Output, Stdio};
 
-const BIN: &str = env!("CARGO_BIN_EXE_spec-sampler");
+use crate::{BIN, spawn};
 
 const EXAMPLE_1: &str = r#"{"logits": [2.0, 1.0, 0.0, -1.0], "temperature": 1.0, "top_k": 2, "top_p": 1.0, "repetition_penalty": 1.0, "previous_tokens": [], "u": 0.3}"#;
 const EXAMPLE_1_OUT: &str =
@@ -12,13 +12,7 @@ const EXAMPLE_2: &str = r#"{"logits": [0.5, 3.0, 1.0], "temperature": 0.0, "top_
 const EXAMPLE_2_OUT: &str = r#"{"token_id":1,"probs":[0.0,1.0,0.0]}"#;
 
 fn run_with(stdin: &[u8], args: &[&str]) -> Output {
-    let mut child = Command::new(BIN)
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn spec-sampler");
+    let mut child = spawn(args);
     let mut pipe = child.stdin.take().expect("stdin");
     let data = stdin.to_vec();
     let writer = std::thread::spawn(move || {
@@ -170,12 +164,7 @@ fn unwritable_stdout_exits_2() {
 
 #[test]
 fn closed_stdout_is_not_a_panic() {
-    let mut child = Command::new(BIN)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn");
+    let mut child = spawn(&[]);
     // Close the read end before anything is written.
     drop(child.stdout.take());
     let mut stdin = child.stdin.take().expect("stdin");
@@ -236,12 +225,7 @@ fn bundled_examples_file() {
 
 #[test]
 fn closed_stderr_is_not_a_panic() {
-    let mut child = Command::new(BIN)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn");
+    let mut child = spawn(&[]);
     drop(child.stderr.take());
     let mut stdin = child.stdin.take().expect("stdin");
     stdin.write_all(b"not json\n").expect("write");

@@ -7,8 +7,24 @@ mod robustness;
 mod spec_examples;
 mod validation;
 
+use std::process::{Child, Command, Stdio};
+
 use serde_json::{Value, json};
 use spec_sampler::{Input, Output, sample};
+
+/// The `spec-sampler` binary built for these tests.
+pub const BIN: &str = env!("CARGO_BIN_EXE_spec-sampler");
+
+/// Starts the binary with `args` and its three standard streams piped.
+pub fn spawn(args: &[&str]) -> Child {
+    Command::new(BIN)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn spec-sampler")
+}
 
 /// A spec input line for `logits` (numbers and "-inf") with neutral
 /// parameters: temperature 1, top_k 0, top_p 1, repetition_penalty 1, no

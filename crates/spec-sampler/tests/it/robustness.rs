@@ -4,26 +4,15 @@
 //! (`empty_input_is_success_with_no_output`, `closed_stdout_is_not_a_panic`).
 
 use std::io::Write;
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 
 use serde_json::Value;
-
-const BIN: &str = env!("CARGO_BIN_EXE_spec-sampler");
 
 /// The parameters of a valid line, after `"logits": [...]`.
 const REST: &str = r#""temperature": 1.0, "top_k": 0, "top_p": 1.0, "repetition_penalty": 1.0, "previous_tokens": [], "u": 0.5"#;
 
-fn spawn() -> std::process::Child {
-    Command::new(BIN)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn spec-sampler")
-}
-
 fn run(input: String) -> Output {
-    let mut child = spawn();
+    let mut child = crate::spawn(&[]);
     let mut pipe = child.stdin.take().expect("stdin");
     let writer = std::thread::spawn(move || pipe.write_all(input.as_bytes()));
     let output = child.wait_with_output().expect("wait");
@@ -230,7 +219,7 @@ const ANSWER_1_0_M1: &str =
 fn a_100_mb_line_is_refused_without_buffering_and_the_next_line_answered() {
     // Regression: the line was read whole and parsed (~2 GB for 100 MB);
     // now anything over 64 MiB is skipped as it streams past.
-    let mut child = spawn();
+    let mut child = crate::spawn(&[]);
     let mut pipe = child.stdin.take().expect("stdin");
     let writer = std::thread::spawn(move || -> std::io::Result<()> {
         pipe.write_all(b"{\"logits\": [")?;
