@@ -2,6 +2,8 @@
 
 use spec_sampler::{Input, Output, sample};
 
+const EXAMPLE_1: &str = r#"{"logits": [2.0, 1.0, 0.0, -1.0], "temperature": 1.0, "top_k": 2, "top_p": 1.0, "repetition_penalty": 1.0, "previous_tokens": [], "u": 0.3}"#;
+
 fn check(input: &str, expected: &str) {
     let output = sample(&Input::from_json_str(input).expect("valid example"));
     let expected: Output = serde_json::from_str(expected).expect("expected output parses");
@@ -14,7 +16,7 @@ fn example_1_top_k_two() {
     // top-k = 2 keeps 0 and 1: e^2/(e^2+e^1) = 1/(1+e^-1) = 0.7310585786300049,
     // e^1/(e^2+e^1) = 0.2689414213699951; u = 0.3 < 0.7311 → token 0.
     check(
-        r#"{"logits": [2.0, 1.0, 0.0, -1.0], "temperature": 1.0, "top_k": 2, "top_p": 1.0, "repetition_penalty": 1.0, "previous_tokens": [], "u": 0.3}"#,
+        EXAMPLE_1,
         r#"{"token_id": 0, "probs": [0.7310585786300049, 0.2689414213699951, 0.0, 0.0]}"#,
     );
 }
@@ -42,10 +44,7 @@ fn example_3_penalty() {
 
 #[test]
 fn example_1_serialises_as_the_spec_prints_it() {
-    let input = Input::from_json_str(
-        r#"{"logits": [2.0, 1.0, 0.0, -1.0], "temperature": 1.0, "top_k": 2, "top_p": 1.0, "repetition_penalty": 1.0, "previous_tokens": [], "u": 0.3}"#,
-    )
-    .expect("valid");
+    let input = Input::from_json_str(EXAMPLE_1).expect("valid");
     assert_eq!(
         sample(&input).to_json_line(),
         r#"{"token_id":0,"probs":[0.7310585786300049,0.2689414213699951,0.0,0.0]}"#
