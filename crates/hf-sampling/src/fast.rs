@@ -702,39 +702,14 @@ use with_map;
 
 const BLOCK: usize = 64;
 
-/// Max and "all < +inf" of `f` over one block, in 8 independent lanes (so
-/// it vectorises).
+/// Max, min and "no NaN / +inf" of `f` over `xs`, in 8 independent lanes
+/// (so it vectorises); the remainder goes to lane 0.
 #[inline(always)]
-fn block_max(xs: &[f32], f: impl Fn(f32) -> f32) -> (f32, bool) {
-    let mut m = [f32::NEG_INFINITY; 8];
-    let mut ok = [true; 8];
-    let chunks = xs.chunks_exact(8);
-    let rest = chunks.remainder();
-    for c in chunks {
-        for l in 0..8 {
-            let y = f(c[l]);
-            ok[l] &= y < f32::INFINITY;
-            m[l] = if y > m[l] { y } else { m[l] };
-        }
-    }
-    for &x in rest {
-        let y = f(x);
-        ok[0] &= y < f32::INFINITY;
-        m[0] = if y > m[0] { y } else { m[0] };
-    }
-    let mut best = m[0];
-    for &v in &m[1..] {
-        best = if v > best { v } else { best };
-    }
-    (best, ok.iter().all(|&b| b))
-}
-
-/// Max, min and "no NaN / +inf" of `f(x)`.
-fn scan_max(x: &[f32], f: impl Fn(f32) -> f32 + Copy) -> (f32, f32, bool) {
+fn scan_max(xs: &[f32], f: impl Fn(f32) -> f32) -> (f32, f32, bool) {
     let mut mx = [f32::NEG_INFINITY; 8];
     let mut mn = [f32::INFINITY; 8];
     let mut ok = [true; 8];
-    let chunks = x.chunks_exact(8);
+    let chunks = xs.chunks_exact(8);
     let rest = chunks.remainder();
     for c in chunks {
         for l in 0..8 {
@@ -744,53 +719,26 @@ fn scan_max(x: &[f32], f: impl Fn(f32) -> f32 + Copy) -> (f32, f32, bool) {
             mn[l] = if y < mn[l] { y } else { mn[l] };
         }
     }
-    let (mut best, mut least, mut good) = (f32::NEG_INFINITY, f32::INFINITY, ok.iter().all(|&b| b));
-    for &y in rest
-        .iter()
-        .map(|&s| f(s))
-        .collect::<SmallVec8>()
-        .as_slice()
-        .iter()
-        .chain(&mx)
-    {
-        good &= y < f32::INFINITY;
-        best = if y > best { y } else { best };
+    for &x in rest {
+        let y = f(x);
+        ok[0] &= y < f32::INFINITY;
+        mx[0] = if y > mx[0] { y } else { mx[0] };
+        mn[0] = if y < mn[0] { y } else { mn[0] };
     }
-    for &y in rest
-        .iter()
-        .map(|&s| f(s))
-        .collect::<SmallVec8>()
-        .as_slice()
-        .iter()
-        .chain(&mn)
-    {
-        least = if y < least { y } else { least };
+    let (mut best, mut least) = (mx[0], mn[0]);
+    for l in 1..8 {
+        best = if mx[l] > best { mx[l] } else { best };
+        least = if mn[l] < least { mn[l] } else { least };
     }
-    (best, least, good)
+    (best, least, ok.iter().all(|&b| b))
 }
 
-/// Up to 8 floats on the stack (a chunk remainder).
-#[derive(Default)]
-struct SmallVec8 {
-    v: [f32; 8],
-    n: usize,
-}
-
-impl SmallVec8 {
-    fn as_slice(&self) -> &[f32] {
-        &self.v[..self.n]
-    }
-}
-
-impl FromIterator<f32> for SmallVec8 {
-    fn from_iter<I: IntoIterator<Item = f32>>(iter: I) -> Self {
-        let mut s = Self::default();
-        for x in iter.into_iter().take(8) {
-            s.v[s.n] = x;
-            s.n += 1;
-        }
-        s
-    }
+/// Max and "all < +inf" of `f` over one block (the min, unused, is
+/// optimised away).
+#[inline(always)]
+fn block_max(xs: &[f32], f: impl Fn(f32) -> f32) -> (f32, bool) {
+    let (m, _, ok) = scan_max(xs, f);
+    (m, ok)
 }
 
 /// One pass: max and validity of `f(x)`, and every `(f(x), i)` `>=` the k-th
