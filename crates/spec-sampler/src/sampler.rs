@@ -344,6 +344,8 @@ mod tests {
 
     #[test]
     fn compensated_sum_recovers_small_terms() {
+        // Exactly 1 + 4e-16, whose nearest f64 is 1 + 2 ulp = 1.0000000000000004;
+        // a plain left-to-right sum drops each 1e-16 (< ½ ulp) and gives 1.0.
         let values = [1.0, 1e-16, 1e-16, 1e-16, 1e-16];
         assert_eq!(compensated_sum(values.into_iter()), 1.0000000000000004);
     }

@@ -242,6 +242,8 @@ fn top_k_one_below_vocab_cuts() {
 
 #[test]
 fn vocabulary_of_one() {
+    // One finite logit: the softmax (or one-hot) of a single entry is [1.0],
+    // and cumulative 1.0 > u = 0.999 → token 0. A lone -inf has no mass → -1.
     for t in [0.0, 1.0, 100.0] {
         let out = line(json!([5.0]))
             .temperature(t)
@@ -310,7 +312,7 @@ fn temperature_scales_before_filtering() {
     assert_close(&out.probs, &[0.6224593312018546, 0.37754066879814546], TOL);
     assert_eq!(out.token_id, 1);
     // T = 150 (above the spec's 100, accepted): [2/150, 1/150],
-    // 1/(1+e^(-1/150)) = 0.5016666604938546.
+    // 1/(1+e^(-1/150)) = 0.5016666604938546, e^(-1/150)/(1+e^(-1/150)) = 0.4983333395061454.
     let out = line(json!([2.0, 1.0])).temperature(150.0).run();
     assert_close(&out.probs, &[0.5016666604938546, 0.4983333395061454], TOL);
 }

@@ -218,6 +218,7 @@ fn bundled_examples_file() {
         vec![
             EXAMPLE_1_OUT,
             EXAMPLE_2_OUT,
+            // Spec example 3, worked out in spec_examples.rs (example_3_penalty).
             r#"{"token_id":1,"probs":[0.38365173119055074,0.23269653761889864,0.38365173119055074]}"#,
         ]
     );

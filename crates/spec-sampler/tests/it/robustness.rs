@@ -235,6 +235,8 @@ fn a_100_mb_line_is_refused_without_buffering_and_the_next_line_answered() {
     let output = child.wait_with_output().expect("wait");
     writer.join().expect("writer").expect("all input read");
     assert_eq!(output.status.code(), Some(1));
+    // 67108864 = 64 MiB. [0, 0]: equal logits, 1/2 each; cumulative 0.5 is
+    // not > u = 0.5, 1.0 is → token 1.
     assert_eq!(
         String::from_utf8_lossy(&output.stdout),
         "{\"error\":\"line is longer than 67108864 bytes; refusing to read it\"}\n\
@@ -261,6 +263,7 @@ fn a_line_just_under_the_limit_is_read() {
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
+    // [0, 0]: 1/2 each; cumulative 0.5 is not > u = 0.5 → token 1.
     assert_eq!(
         String::from_utf8_lossy(&output.stdout),
         "{\"token_id\":1,\"probs\":[0.5,0.5]}\n"

@@ -45,6 +45,7 @@ fn example_3_penalty() {
 #[test]
 fn example_1_serialises_as_the_spec_prints_it() {
     let input = Input::from_json_str(EXAMPLE_1).expect("valid");
+    // The probabilities worked out in example_1_top_k_two.
     assert_eq!(
         sample(&input).to_json_line(),
         r#"{"token_id":0,"probs":[0.7310585786300049,0.2689414213699951,0.0,0.0]}"#
