@@ -224,18 +224,8 @@ impl CandleParams {
                 value: v.to_string(),
             });
         }
-        let name = match obj.get("sampling") {
-            Some(Value::String(s)) => s.as_str(),
-            other => {
-                return Err(AdapterError::Params {
-                    field: "sampling",
-                    problem: "must be one of \"ArgMax\", \"All\", \"TopK\", \"TopP\", \
-                              \"TopKThenTopP\", \"GumbelSoftmax\""
-                        .into(),
-                    value: show(other),
-                });
-            }
-        };
+        // Not a string: "" falls through to the error below.
+        let name = obj.get("sampling").and_then(Value::as_str).unwrap_or("");
         let (needs_t, needs_k, needs_p) = match name {
             "ArgMax" => (false, false, false),
             "All" | "GumbelSoftmax" => (true, false, false),
@@ -300,7 +290,7 @@ impl CandleParams {
             }),
         };
         let hf_top_k = optional(obj, "hf_top_k", integer)?;
-        if hf_top_k.is_some() && !needs_t || matches!(name, "GumbelSoftmax") && hf_top_k.is_some() {
+        if hf_top_k.is_some() && !sampling.is_weighted() {
             return Err(AdapterError::Params {
                 field: "hf_top_k",
                 problem: format!("{name} never calls the sample_f closure"),
@@ -325,24 +315,20 @@ impl CandleParams {
     pub fn to_json(&self) -> Value {
         let mut m = Map::new();
         m.insert("sampling".into(), self.sampling.name().into());
-        match self.sampling {
-            CandleSampling::ArgMax => {}
-            CandleSampling::All { temperature } | CandleSampling::GumbelSoftmax { temperature } => {
-                m.insert("temperature".into(), temperature.into());
-            }
-            CandleSampling::TopK { k, temperature } => {
-                m.insert("temperature".into(), temperature.into());
-                m.insert("k".into(), k.into());
-            }
-            CandleSampling::TopP { p, temperature } => {
-                m.insert("temperature".into(), temperature.into());
-                m.insert("p".into(), p.into());
-            }
-            CandleSampling::TopKThenTopP { k, p, temperature } => {
-                m.insert("temperature".into(), temperature.into());
-                m.insert("k".into(), k.into());
-                m.insert("p".into(), p.into());
-            }
+        if let Some(temperature) = self.sampling.temperature() {
+            m.insert("temperature".into(), temperature.into());
+        }
+        let (k, p) = match self.sampling {
+            CandleSampling::TopK { k, .. } => (Some(k), None),
+            CandleSampling::TopP { p, .. } => (None, Some(p)),
+            CandleSampling::TopKThenTopP { k, p, .. } => (Some(k), Some(p)),
+            _ => (None, None),
+        };
+        if let Some(k) = k {
+            m.insert("k".into(), k.into());
+        }
+        if let Some(p) = p {
+            m.insert("p".into(), p.into());
         }
         if let Some(rp) = self.repeat_penalty {
             m.insert("repeat_penalty".into(), rp.penalty.into());
