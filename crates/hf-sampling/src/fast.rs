@@ -649,14 +649,7 @@ impl HfSampler {
             self.chunk_sums.push(now - total);
             total = now;
         }
-        let mut width = LANES / 2;
-        while width >= 1 {
-            for i in 0..width {
-                lanes[i] += lanes[i + width];
-            }
-            width /= 2;
-        }
-        (total, lanes[0])
+        (total, torch::fold_lanes(lanes))
     }
 }
 
@@ -897,7 +890,7 @@ fn lane_sum_at(items: impl Iterator<Item = (usize, f32)>, v: usize) -> f32 {
     for (pos, e) in items {
         acc[pos % LANES] += e;
     }
-    crate::torch::fold_lanes(acc)
+    torch::fold_lanes(acc)
 }
 
 fn f32_up(x: f64) -> f32 {
