@@ -219,16 +219,13 @@ pub fn bundled_fixtures() -> Result<Vec<PathBuf>, FixtureError> {
 
 /// The `*.safetensors` files directly inside `dir`, sorted by name.
 pub fn list_dir(dir: &Path) -> Result<Vec<PathBuf>, FixtureError> {
-    let entries = std::fs::read_dir(dir).map_err(|source| FixtureError::ListDir {
+    let list_error = |source| FixtureError::ListDir {
         path: dir.to_path_buf(),
         source,
-    })?;
+    };
     let mut files = Vec::new();
-    for entry in entries {
-        let entry = entry.map_err(|source| FixtureError::ListDir {
-            path: dir.to_path_buf(),
-            source,
-        })?;
+    for entry in std::fs::read_dir(dir).map_err(list_error)? {
+        let entry = entry.map_err(list_error)?;
         let path = entry.path();
         if path.extension().is_some_and(|e| e == "safetensors") {
             files.push(path);
