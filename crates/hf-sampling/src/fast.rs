@@ -447,9 +447,7 @@ impl HfSampler {
     /// Softmax over the candidates (sorted by index, all others `-inf`), as
     /// `torch::softmax` over V: lane `index % 16`. Writes `probs`.
     fn softmax_by_index(&mut self, v: usize, m: f32) {
-        self.exps.clear();
-        self.exps
-            .extend(self.cand.iter().map(|c| sleef_expf(c.0 - m)));
+        exact_exps(&self.cand, m, &mut self.exps);
         let pos = self.cand.iter().map(|c| c.1 as usize);
         let sum = lane_sum_at(pos.zip(self.exps.iter().copied()), v);
         let r = 1.0f32 / sum;
@@ -461,9 +459,7 @@ impl HfSampler {
     /// Leaves the survivors in `cand`. `false` on a tie at the cut.
     fn top_p_sparse(&mut self, v: usize, m: f32, thr: f32) -> bool {
         let n = self.cand.len();
-        self.exps.clear();
-        self.exps
-            .extend(self.cand.iter().map(|c| sleef_expf(c.0 - m)));
+        exact_exps(&self.cand, m, &mut self.exps);
         let sum = lane_sum_at((v - n..v).zip(self.exps.iter().copied()), v);
         let r = 1.0f32 / sum;
         match cut(&self.cand, &self.exps, thr, (r, r), (0.0, 0.0)) {
@@ -535,11 +531,8 @@ impl HfSampler {
             return false;
         }
         self.cand.sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
-        let mut cand_exps = std::mem::take(&mut self.exps);
-        cand_exps.truncate(0);
         // `exps` held the fast exps; from here it holds the candidates' exact ones.
-        cand_exps.extend(self.cand.iter().map(|c| sleef_expf(c.0 - m)));
-        self.exps = cand_exps;
+        exact_exps(&self.cand, m, &mut self.exps);
         let cand_exact: f64 = self.exps.iter().map(|&e| e as f64).sum();
 
         // Tail sum of exact exps, from the fast ones.
@@ -651,6 +644,12 @@ impl HfSampler {
         }
         (total, torch::fold_lanes(lanes))
     }
+}
+
+/// The reference's exps of the candidates, `sleef_expf(y - m)`, into `exps`.
+fn exact_exps(cand: &[(f32, u32)], m: f32, exps: &mut Vec<f32>) {
+    exps.clear();
+    exps.extend(cand.iter().map(|c| sleef_expf(c.0 - m)));
 }
 
 /// `y` = penalty (on seen ids) then temperature, as the reference applies them.
