@@ -377,7 +377,7 @@ impl HfSampler {
         }
 
         // Candidates (ascending by score after top-k); `false` = not certified.
-        let (m, ok, certified) = if let Some(k) = plan.top_k {
+        let (m, certified) = if let Some(k) = plan.top_k {
             let (m, ok) = with_map!(t, |f| scan_top_k(x, f, k, &mut self.cand));
             let mut certified = ok && m > f32::NEG_INFINITY;
             if certified {
@@ -386,19 +386,18 @@ impl HfSampler {
                     certified = self.top_p_sparse(v, m, thr);
                 }
             }
-            (m, ok, certified)
+            (m, certified)
         } else if let (None, Some(mp)) = (plan.top_p, plan.min_p) {
             let off = ((mp as f64).ln() - 0.01) as f32;
             let (m, ok) = with_map!(t, |f| scan_min_p(x, f, off, &mut self.cand));
-            let ok2 = ok && m > f32::NEG_INFINITY;
-            (m, ok, ok2 && self.min_p_dense(m, mp))
+            (m, ok && m > f32::NEG_INFINITY && self.min_p_dense(m, mp))
         } else {
             let (m, min, ok) = with_map!(t, |f| scan_max(x, f));
             if !ok || m == f32::NEG_INFINITY {
                 return self.reference(logits, context);
             }
             if let Some(thr) = plan.top_p {
-                (m, ok, with_map!(t, |f| self.top_p_dense(x, f, m, thr)))
+                (m, with_map!(t, |f| self.top_p_dense(x, f, m, thr)))
             } else if v >= LANES && min - m >= -87.0 {
                 let (total, lane_sum) = with_map!(t, |f| self.fast_exps(x, f, m));
                 self.dense_total = total;
@@ -406,10 +405,9 @@ impl HfSampler {
                 self.path = StepPath::Dense;
                 return Ok(());
             } else {
-                (m, ok, false)
+                (m, false)
             }
         };
-        let _ = ok;
         if !certified {
             return self.reference(logits, context);
         }
