@@ -367,7 +367,8 @@ impl HfSampler {
             if !ok {
                 return self.reference(logits, context);
             }
-            let best = argmax_first(x);
+            // `ok`: no NaN, so the plain first argmax is torch's.
+            let best = torch::argmax_first(x);
             self.kept.clear();
             self.kept.push(best as u32);
             self.probs.clear();
@@ -819,17 +820,6 @@ fn collect_ge(x: &[f32], f: impl Fn(f32) -> f32 + Copy, thr: f32, cand: &mut Vec
         }
         push_ge(xs, f, thr, c * BLOCK, cand);
     }
-}
-
-/// `torch.argmax` on CPU: the first index of the maximum.
-fn argmax_first(y: &[f32]) -> usize {
-    let mut best = 0;
-    for (i, &s) in y.iter().enumerate() {
-        if s > y[best] {
-            best = i;
-        }
-    }
-    best
 }
 
 fn kth_largest(cand: &mut [(f32, u32)], k: usize) -> f32 {

@@ -252,16 +252,10 @@ fn positive(x: f64) -> bool {
 /// larger than any number (torch's reductions propagate NaN), so a NaN score
 /// (a penalty that rounds to 0 in f32 on a logit of 0) is what greedy picks.
 fn argmax_first(scores: &[f32]) -> usize {
-    if let Some(i) = scores.iter().position(|x| x.is_nan()) {
-        return i;
-    }
-    let mut best = 0;
-    for (i, &s) in scores.iter().enumerate() {
-        if s > scores[best] {
-            best = i;
-        }
-    }
-    best
+    scores
+        .iter()
+        .position(|x| x.is_nan())
+        .unwrap_or_else(|| torch::argmax_first(scores))
 }
 
 /// Draw one index with probability proportional to `probs` (inverse CDF over

@@ -268,6 +268,18 @@ pub(crate) fn max(values: &[f32]) -> f32 {
     values.iter().copied().fold(f32::NEG_INFINITY, f32::max)
 }
 
+/// `torch.argmax` on CPU for NaN-free input: the first index of the maximum
+/// (0 when every entry is `-inf`).
+pub(crate) fn argmax_first(values: &[f32]) -> usize {
+    let mut best = 0;
+    for (i, &s) in values.iter().enumerate() {
+        if s > values[best] {
+            best = i;
+        }
+    }
+    best
+}
+
 /// `torch.softmax(x, dim=-1)` on CPU (`_vec_softmax_lastdim`):
 /// `e = exp(x - max)` with SLEEF's exp, `sum = reduce_all(e)`, `e * (1 / sum)`.
 /// Bit-identical to torch 2.15 on an AVX512 CPU.
