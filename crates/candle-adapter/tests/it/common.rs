@@ -17,6 +17,12 @@ pub fn params(json: &str) -> CandleParams {
         .unwrap_or_else(|e| panic!("params {json}: {e}"))
 }
 
+/// The real processor and its mirror on a fixture's logits and input ids.
+pub fn run(fx: &Fixture, json: &str) -> CandleRun {
+    CandleRun::new(&fx.logits, &fx.input_ids, &params(json))
+        .unwrap_or_else(|e| panic!("{} {json}: {e}", fx.name))
+}
+
 /// transformers' distribution from recorded scores: softmax, or the one-hot of
 /// the first argmax for a greedy setting.
 pub fn hf_probs(scores: &[f32], greedy: bool) -> Vec<f64> {

@@ -1,9 +1,9 @@
 //! GumbelSoftmax: candle's device RNG, so frequencies only, against the
 //! clipped-Gumbel distribution it really samples.
 
-use candle_adapter::{CandleRun, Draw, GumbelDistribution, VerifyOptions};
+use candle_adapter::{Draw, GumbelDistribution, VerifyOptions};
 
-use crate::common::{fixture, params, verify_mirror};
+use crate::common::{fixture, run, verify_mirror};
 
 #[test]
 fn clipping_makes_far_tokens_unreachable() {
@@ -47,12 +47,7 @@ fn real_draws_fit_the_clipped_distribution() {
         ("edge", "huge_1e30", 500),
     ] {
         let fx = fixture(group, name);
-        let run = CandleRun::new(
-            &fx.logits,
-            &fx.input_ids,
-            &params(r#"{"sampling":"GumbelSoftmax","temperature":1.0}"#),
-        )
-        .expect("run");
+        let run = run(&fx, r#"{"sampling":"GumbelSoftmax","temperature":1.0}"#);
         let Draw::Gumbel(g) = &run.mirrored().draw else {
             panic!("not gumbel");
         };

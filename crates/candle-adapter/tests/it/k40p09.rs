@@ -1,9 +1,9 @@
 //! top-k then top-p: candle measures p on the raw top-k mass, transformers on
 //! the renormalised one. The closure brings candle to transformers.
 
-use candle_adapter::{CandleRun, VerifyOptions};
+use candle_adapter::VerifyOptions;
 
-use crate::common::{ALPHA, fixture, hf_probs, kept, params, verify_mirror};
+use crate::common::{ALPHA, fixture, hf_probs, kept, run, verify_mirror};
 
 #[test]
 fn candle_keeps_more_and_the_closure_fixes_it() {
@@ -14,12 +14,10 @@ fn candle_keeps_more_and_the_closure_fixes_it() {
         let hf_p = hf_probs(&hf.scores, false);
         let hf_kept = kept(&hf_p);
 
-        let plain = CandleRun::new(
-            &fx.logits,
-            &fx.input_ids,
-            &params(r#"{"sampling":"TopKThenTopP","temperature":0.7,"k":40,"p":0.9}"#),
-        )
-        .expect("plain");
+        let plain = run(
+            &fx,
+            r#"{"sampling":"TopKThenTopP","temperature":0.7,"k":40,"p":0.9}"#,
+        );
         let m = plain.mirrored();
         let top40_mass: f64 = {
             let mut p = parity_core::metrics::softmax_f64(
@@ -52,12 +50,10 @@ fn candle_keeps_more_and_the_closure_fixes_it() {
             assert!(outside > 0.0, "{name}");
         }
 
-        let fixed = CandleRun::new(
-            &fx.logits,
-            &fx.input_ids,
-            &params(r#"{"sampling":"TopP","temperature":0.7,"p":0.9,"hf_top_k":40}"#),
-        )
-        .expect("closure");
+        let fixed = run(
+            &fx,
+            r#"{"sampling":"TopP","temperature":0.7,"p":0.9,"hf_top_k":40}"#,
+        );
         let fm = fixed.mirrored();
         let ours: Vec<usize> = fm.kept.iter().map(|&t| t as usize).collect();
         assert_eq!(ours, hf_kept, "{name}");

@@ -2,7 +2,7 @@
 
 use candle_adapter::{CandleRun, VerifyOptions};
 
-use crate::common::{fixture, hf_probs, kept, params, verify_mirror};
+use crate::common::{fixture, hf_probs, kept, params, run, verify_mirror};
 
 #[test]
 fn top_k_2_on_3221_keeps_exactly_two() {
@@ -93,20 +93,10 @@ fn int_ties_top_k_5() {
     let fx = fixture("edge", "int_ties_v1000");
     let hf = fx.setting("top_k5").expect("top_k5");
     let hf_kept = kept(&hf_probs(&hf.scores, false));
-    let run = CandleRun::new(
-        &fx.logits,
-        &fx.input_ids,
-        &params(r#"{"sampling":"TopK","temperature":1.0,"k":5}"#),
-    )
-    .expect("run");
-    assert_eq!(run.mirrored().kept.len(), 5);
+    let plain = run(&fx, r#"{"sampling":"TopK","temperature":1.0,"k":5}"#);
+    assert_eq!(plain.mirrored().kept.len(), 5);
     assert!(hf_kept.len() > 5, "{}", hf_kept.len());
-    let with_closure = CandleRun::new(
-        &fx.logits,
-        &fx.input_ids,
-        &params(r#"{"sampling":"All","temperature":1.0,"hf_top_k":5}"#),
-    )
-    .expect("closure");
+    let with_closure = run(&fx, r#"{"sampling":"All","temperature":1.0,"hf_top_k":5}"#);
     let ours: Vec<usize> = with_closure
         .mirrored()
         .kept

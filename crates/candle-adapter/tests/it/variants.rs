@@ -2,7 +2,7 @@
 
 use candle_adapter::{CandleRun, VerifyOptions};
 
-use crate::common::{fixture, params, verify_mirror};
+use crate::common::{fixture, params, run, verify_mirror};
 
 const VARIANTS: [&str; 9] = [
     r#"{"sampling":"ArgMax"}"#,
@@ -81,7 +81,7 @@ fn repeat_penalty_and_window_on_real_logits() {
         r#"{"sampling":"TopK","temperature":0.7,"k":40,"repeat_penalty":1.3}"#,
         r#"{"sampling":"All","temperature":0.7,"repeat_penalty":1.3,"repeat_last_n":64}"#,
     ] {
-        let run = CandleRun::new(&fx.logits, &fx.input_ids, &params(json)).expect(json);
+        let run = run(&fx, json);
         let opts = VerifyOptions {
             seed: 7,
             draws: 1000,
