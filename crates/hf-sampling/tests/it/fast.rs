@@ -258,6 +258,10 @@ fn heavy_tailed(v: usize, seed: u64) -> Vec<f32> {
     hf_sampling::heavy_tailed_logits(v, seed)
 }
 
+/// The generator keeps the shape the benchmarks rely on at every V. Measured
+/// (seed 1): V 32,000: max - mean 15.8, nucleus 53; V 151,936: 17.4, 57. The
+/// SmolLM2 fixtures span max - mean 16.7-25.1 (nucleus 7-472, one per prompt
+/// and step), so the bands only pin the generator, not a single fixture.
 #[test]
 fn heavy_tailed_logits_look_like_smollm2() {
     for v in [32_000, 151_936] {
@@ -265,11 +269,17 @@ fn heavy_tailed_logits_look_like_smollm2() {
         let out = process(&x, &[], &sampling(|p| p.top_p = 0.9)).expect("valid");
         let mean = x.iter().map(|&a| a as f64).sum::<f64>() / v as f64;
         let max = x.iter().copied().fold(f32::NEG_INFINITY, f32::max) as f64;
+        let nucleus = out.kept.len();
         eprintln!(
-            "V {v}: max - mean {:.1}, top-p 0.9 nucleus {}",
-            max - mean,
-            out.kept.len()
+            "V {v}: max - mean {:.1}, top-p 0.9 nucleus {nucleus}",
+            max - mean
         );
+        assert!(
+            (15.0..=19.0).contains(&(max - mean)),
+            "V {v}: {}",
+            max - mean
+        );
+        assert!((40..=80).contains(&nucleus), "V {v}: nucleus {nucleus}");
     }
 }
 
