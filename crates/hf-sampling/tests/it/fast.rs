@@ -137,15 +137,7 @@ fn settings_grid() -> Vec<GenerationParams> {
             (None, 0.95, Some(0.1)),
         ] {
             for pen in [1.0, 1.3] {
-                out.push(GenerationParams {
-                    do_sample: true,
-                    temperature: t,
-                    top_k: k,
-                    top_p: p,
-                    min_p: mp,
-                    repetition_penalty: pen,
-                    ..GenerationParams::default()
-                });
+                out.push(sampling_with(t, k, p, mp, pen));
             }
         }
     }
@@ -189,15 +181,26 @@ fn params_strategy() -> impl Strategy<Value = GenerationParams> {
         prop_oneof![Just(None), (0.0f64..0.5).prop_map(Some)],
         prop_oneof![Just(1.0), 0.5f64..2.0],
     )
-        .prop_map(|(t, k, p, mp, pen)| GenerationParams {
-            do_sample: true,
-            temperature: t,
-            top_k: k,
-            top_p: p,
-            min_p: mp,
-            repetition_penalty: pen,
-            ..GenerationParams::default()
-        })
+        .prop_map(|(t, k, p, mp, pen)| sampling_with(t, k, p, mp, pen))
+}
+
+/// Sampling with temperature, top-k, top-p, min-p and repetition penalty.
+fn sampling_with(
+    temperature: f64,
+    top_k: Option<usize>,
+    top_p: f64,
+    min_p: Option<f64>,
+    repetition_penalty: f64,
+) -> GenerationParams {
+    GenerationParams {
+        do_sample: true,
+        temperature,
+        top_k,
+        top_p,
+        min_p,
+        repetition_penalty,
+        ..GenerationParams::default()
+    }
 }
 
 proptest! {
