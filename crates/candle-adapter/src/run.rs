@@ -51,8 +51,10 @@ impl Real {
         })
     }
 
-    fn processor(&self, seed: u64) -> LogitsProcessor {
-        LogitsProcessor::from_sampling(seed, self.sampling.to_candle())
+    /// `n` draws of a fresh `LogitsProcessor::from_sampling(seed, ..)`.
+    fn draws(&self, seed: u64, n: usize) -> Result<Vec<u32>, AdapterError> {
+        let mut lp = LogitsProcessor::from_sampling(seed, self.sampling.to_candle());
+        (0..n).map(|_| self.sample(&mut lp)).collect()
     }
 
     fn sample(&self, lp: &mut LogitsProcessor) -> Result<u32, AdapterError> {
@@ -74,9 +76,7 @@ pub fn real_draws(
     seed: u64,
     n: usize,
 ) -> Result<Vec<u32>, AdapterError> {
-    let real = Real::new(logits, input_ids, params)?;
-    let mut lp = real.processor(seed);
-    (0..n).map(|_| real.sample(&mut lp)).collect()
+    Real::new(logits, input_ids, params)?.draws(seed, n)
 }
 
 /// The mirrored distribution of candle on these logits: see [`Mirrored`].
@@ -265,8 +265,7 @@ impl CandleRun {
 
     /// `n` draws of the real `LogitsProcessor::from_sampling(seed, ..)`.
     pub fn real_draws(&self, seed: u64, n: usize) -> Result<Vec<u32>, AdapterError> {
-        let mut lp = self.real.processor(seed);
-        (0..n).map(|_| self.real.sample(&mut lp)).collect()
+        self.real.draws(seed, n)
     }
 
     /// `n` draws of the replay alone: `StdRng::seed_from_u64(seed)` and a
