@@ -1,18 +1,31 @@
-//! Shared ground for every semantics in sampling-parity: the fixture files that
-//! carry real logits and transformers' recorded scores, the vocabulary used to
-//! print tokens, and the metrics that compare two distributions.
+//! Shared ground for every semantics in sampling-parity: the [`Semantics`]
+//! trait and the one [`Distribution`] type every engine answers with, the
+//! record fields they share ([`record`]), the JSON-lines driver both binaries
+//! use ([`jsonl`]), the fixture files that carry real logits and recorded
+//! engine outputs, the vocabulary used to print tokens, and the metrics that
+//! compare two distributions.
 //!
 //! This crate deliberately knows nothing about any engine: it neither samples
 //! nor depends on candle or on the semantic crates. Each semantics turns logits
-//! into a full distribution on its own; this crate only says how far two such
-//! distributions are apart and where the data they start from lives.
+//! into a full distribution on its own; this crate only says what shape the
+//! answer has, how far two answers are apart and where the data they start
+//! from lives.
 
 #![deny(missing_docs)]
 
 pub mod fixture;
+pub mod jsonl;
 pub mod metrics;
+pub mod record;
+pub mod semantics;
+pub mod text;
 pub mod vocab;
 
 pub use fixture::{Fixture, FixtureError, FixtureKind, ModelMeta, Rejected, Setting};
 pub use metrics::{Comparison, TokenMass};
+pub use record::{Logits, Record};
+pub use semantics::{
+    Against, AnySemantics, Context, Distribution, DrawCheck, DrawOptions, Error, Explanation, Fix,
+    Info, ParamInfo, Precision, Prepared, Semantics, Variant,
+};
 pub use vocab::Vocab;

@@ -1,0 +1,270 @@
+//! The record every semantics reads, and the logits in it.
+//!
+//! One JSON object per line (`compare dist`, `compare diff`):
+//!
+//! ```json
+//! {"logits": [3, 2, "-inf"], "input_ids": [1, 2], "prompt_len": 1, "params": {"top_k": 2}}
+//! ```
+//!
+//! `logits`, `input_ids` and `prompt_len` mean the same for every semantics
+//! and are parsed here, once; `params` is the semantics' own business
+//! ([`crate::semantics::Semantics::parse_params`]). Unknown top-level fields
+//! are refused, so a misspelt `input_ids` cannot silently mean "no context".
+
+use serde::Deserialize;
+use serde::de::{self, Deserializer, IgnoredAny, SeqAccess, Visitor};
+use serde_json::{Map, Value};
+
+use crate::semantics::Error;
+
+/// One step's logits as the record wrote them: finite numbers or `-inf`, in
+/// f64 (a JSON number's own precision). Engines that compute in f32 read
+/// them with [`Logits::to_f32`], which refuses values f32 cannot hold.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Logits(Vec<f64>);
+
+impl Logits {
+    /// f32 logits (a fixture's), widened exactly.
+    pub fn from_f32(values: &[f32]) -> Self {
+        Self(values.iter().map(|&x| f64::from(x)).collect())
+    }
+
+    /// The values, in f64.
+    pub fn as_f64(&self) -> &[f64] {
+        &self.0
+    }
+
+    /// Vocabulary size.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// No logits at all.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The logits as f32, as transformers and candle hold them: `-inf`, or
+    /// finite values that fit in f32. Errors name the index and quote the value.
+    pub fn to_f32(&self) -> Result<Vec<f32>, Error> {
+        self.0
+            .iter()
+            .enumerate()
+            .map(|(i, &x)| {
+                let y = x as f32;
+                if y.is_finite() || x == f64::NEG_INFINITY {
+                    Ok(y)
+                } else {
+                    Err(Error::new(format_args!(
+                        "`logits[{i}]` = {x:e} does not fit in float32"
+                    )))
+                }
+            })
+            .collect()
+    }
+}
+
+/// One `compare dist` record: the logits, the context and the semantics'
+/// own parameters. Unknown top-level fields are refused so a misspelt
+/// `input_ids` cannot silently mean "no context".
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Record {
+    /// Logits: numbers or the string `"-inf"`.
+    pub logits: RawLogits,
+    /// The context (prompt and generated tokens so far).
+    #[serde(default)]
+    pub input_ids: Vec<Value>,
+    /// How many of `input_ids` are prompt; absent: all of them.
+    #[serde(default)]
+    pub prompt_len: Option<Value>,
+    /// The semantics' parameters.
+    #[serde(default)]
+    pub params: Map<String, Value>,
+}
+
+impl Record {
+    /// Parses one line.
+    pub fn parse(line: &[u8]) -> Result<Self, String> {
+        serde_json::from_slice(line).map_err(|e| format!("invalid record: {e}"))
+    }
+
+    /// The context as integers, naming the first entry that is not one.
+    pub fn input_ids(&self) -> Result<Vec<i64>, String> {
+        self.input_ids
+            .iter()
+            .enumerate()
+            .map(|(i, v)| {
+                v.as_i64()
+                    .ok_or_else(|| format!("`input_ids[{i}]` must be an integer, got {v}"))
+            })
+            .collect()
+    }
+
+    /// `prompt_len` as a count, naming the value when it is not one.
+    pub fn prompt_len(&self) -> Result<Option<usize>, String> {
+        match &self.prompt_len {
+            None | Some(Value::Null) => Ok(None),
+            Some(v) => v
+                .as_u64()
+                .and_then(|n| usize::try_from(n).ok())
+                .map(Some)
+                .ok_or_else(|| format!("`prompt_len` must be a non-negative integer, got {v}")),
+        }
+    }
+}
+
+/// Logits as written in the record, before any semantics decides which
+/// precision they are read in.
+#[derive(Debug, Default)]
+pub struct RawLogits(Vec<RawLogit>);
+
+/// One logit as written: a number, or a string (only `"-inf"` is valid).
+#[derive(Debug, Clone, PartialEq)]
+pub enum RawLogit {
+    /// A JSON number.
+    Number(f64),
+    /// A JSON string.
+    Text(String),
+    /// Any other JSON value, described.
+    Other(&'static str),
+}
+
+impl RawLogits {
+    /// The logits as written: any JSON number, or `"-inf"`. Errors name the
+    /// index and quote the value; an empty array is an error too.
+    pub fn to_logits(&self) -> Result<Logits, String> {
+        self.convert(|_, x| Ok(x)).map(Logits)
+    }
+
+    /// Numbers through `number(index, value)`, `"-inf"` to -inf, anything
+    /// else an error naming its index; an empty array is an error too.
+    fn convert<T: From<f32>>(
+        &self,
+        number: impl Fn(usize, f64) -> Result<T, String>,
+    ) -> Result<Vec<T>, String> {
+        if self.0.is_empty() {
+            return Err("`logits` must not be empty".into());
+        }
+        self.0
+            .iter()
+            .enumerate()
+            .map(|(i, raw)| match raw {
+                RawLogit::Number(x) => number(i, *x),
+                RawLogit::Text(s) if s == "-inf" => Ok(T::from(f32::NEG_INFINITY)),
+                RawLogit::Text(s) => Err(not_a_logit(i, &format!("{s:?}"))),
+                RawLogit::Other(what) => Err(not_a_logit(i, what)),
+            })
+            .collect()
+    }
+}
+
+/// The error for a logit that is neither a number nor `"-inf"`.
+fn not_a_logit(index: usize, got: &str) -> String {
+    format!("`logits[{index}]` must be a finite number or the string \"-inf\", got {got}")
+}
+
+impl<'de> Deserialize<'de> for RawLogits {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Seq;
+        impl<'de> Visitor<'de> for Seq {
+            type Value = RawLogits;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an array of numbers or \"-inf\"")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<RawLogits, A::Error> {
+                let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(1 << 20));
+                while let Some(x) = seq.next_element::<RawLogit>()? {
+                    out.push(x);
+                }
+                Ok(RawLogits(out))
+            }
+        }
+        d.deserialize_seq(Seq)
+    }
+}
+
+impl<'de> Deserialize<'de> for RawLogit {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct One;
+        impl<'de> Visitor<'de> for One {
+            type Value = RawLogit;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a number or \"-inf\"")
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<RawLogit, E> {
+                Ok(RawLogit::Number(v))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<RawLogit, E> {
+                Ok(RawLogit::Number(v as f64))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<RawLogit, E> {
+                Ok(RawLogit::Number(v as f64))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<RawLogit, E> {
+                Ok(RawLogit::Text(v.to_string()))
+            }
+            fn visit_bool<E: de::Error>(self, _: bool) -> Result<RawLogit, E> {
+                Ok(RawLogit::Other("a boolean"))
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<RawLogit, E> {
+                Ok(RawLogit::Other("null"))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<RawLogit, A::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(RawLogit::Other("an array"))
+            }
+            fn visit_map<A: de::MapAccess<'de>>(self, mut map: A) -> Result<RawLogit, A::Error> {
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(RawLogit::Other("an object"))
+            }
+        }
+        d.deserialize_any(One)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn logits(line: &str) -> Result<Logits, String> {
+        Record::parse(line.as_bytes())?.logits.to_logits()
+    }
+
+    #[test]
+    fn overflowing_and_odd_logits_name_their_index() {
+        let big = logits(r#"{"logits": [0, 1e39]}"#).expect("f64 holds 1e39");
+        assert_eq!(
+            big.to_f32().unwrap_err().to_string(),
+            "`logits[1]` = 1e39 does not fit in float32"
+        );
+        assert_eq!(
+            logits(r#"{"logits": [0, true]}"#).unwrap_err(),
+            "`logits[1]` must be a finite number or the string \"-inf\", got a boolean"
+        );
+        assert_eq!(
+            logits(r#"{"logits": []}"#).unwrap_err(),
+            "`logits` must not be empty"
+        );
+        let with_inf = logits(r#"{"logits": [1, "-inf"]}"#).expect("valid");
+        assert_eq!(with_inf.to_f32().expect("fits"), vec![1.0, f32::NEG_INFINITY]);
+    }
+
+    #[test]
+    fn prompt_len_is_a_count() {
+        let r = Record::parse(br#"{"logits": [0], "input_ids": [1, 2], "prompt_len": 1}"#)
+            .expect("valid");
+        assert_eq!(r.prompt_len(), Ok(Some(1)));
+        let r = Record::parse(br#"{"logits": [0], "prompt_len": -1}"#).expect("valid JSON");
+        assert_eq!(
+            r.prompt_len().unwrap_err(),
+            "`prompt_len` must be a non-negative integer, got -1"
+        );
+    }
+
+    #[test]
+    fn unknown_fields_are_refused() {
+        let err = Record::parse(br#"{"logits": [0], "input_id": []}"#).unwrap_err();
+        assert!(err.contains("unknown field `input_id`"), "{err}");
+    }
+}

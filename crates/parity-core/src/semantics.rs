@@ -1,0 +1,524 @@
+//! The one interface every sampling semantics implements.
+//!
+//! A *semantics* is a pure function from (logits, context, parameters) to the
+//! full next-token [`Distribution`] an engine draws from. Each engine's rules
+//! live in its own crate, behind [`Semantics`]; `compare` holds a list of them
+//! (`crates/compare/src/registry.rs`) and never needs to know which engine it
+//! is talking to. `docs/architecture.md` walks through adding one.
+//!
+//! Parameters arrive as a JSON object in the engine's own vocabulary (generate
+//! kwargs for transformers, a `Sampling` variant for candle, llama-server
+//! request fields for llama.cpp, ...). The record fields every semantics
+//! shares — `logits`, `input_ids`, `prompt_len` — are parsed once, by
+//! [`crate::record`], and reach the semantics as [`Logits`] and [`Context`].
+
+use serde_json::{Map, Value};
+
+use crate::metrics::Comparison;
+use crate::record::Logits;
+
+/// Why a semantics could not answer: its parameters were refused, the input
+/// does not suit it, or the engine itself would raise. The message names the
+/// field or index and quotes the bad value.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Error(pub String);
+
+impl Error {
+    /// An error with this message.
+    pub fn new(message: impl std::fmt::Display) -> Self {
+        Self(message.to_string())
+    }
+}
+
+/// Where a record's tokens came from: the prompt and the tokens generated so
+/// far. Engines differ in which part a penalty sees (llama.cpp: the last n of
+/// both; vLLM: repetition over both, frequency/presence over the generated
+/// part only), so every semantics gets both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Context<'a> {
+    input_ids: &'a [i64],
+    prompt_len: usize,
+}
+
+impl<'a> Context<'a> {
+    /// `input_ids` with the first `prompt_len` of them the prompt; `None`
+    /// means all of them are prompt (nothing generated yet).
+    pub fn new(input_ids: &'a [i64], prompt_len: Option<usize>) -> Result<Self, Error> {
+        let prompt_len = prompt_len.unwrap_or(input_ids.len());
+        if prompt_len > input_ids.len() {
+            return Err(Error::new(format_args!(
+                "`prompt_len` = {prompt_len} is more than the {} entries of `input_ids`",
+                input_ids.len()
+            )));
+        }
+        Ok(Self {
+            input_ids,
+            prompt_len,
+        })
+    }
+
+    /// Every id, prompt first.
+    pub fn input_ids(&self) -> &'a [i64] {
+        self.input_ids
+    }
+
+    /// How many of [`Self::input_ids`] are prompt.
+    pub fn prompt_len(&self) -> usize {
+        self.prompt_len
+    }
+
+    /// The prompt ids.
+    pub fn prompt(&self) -> &'a [i64] {
+        &self.input_ids[..self.prompt_len]
+    }
+
+    /// The ids generated so far.
+    pub fn generated(&self) -> &'a [i64] {
+        &self.input_ids[self.prompt_len..]
+    }
+
+    /// Distinct ids in `0..vocab` that occur in the context but not in its
+    /// last `window` ids (what a last-n penalty window misses), and how many
+    /// of those occur in the prompt.
+    pub fn missed_by_window(&self, window: usize, vocab: usize) -> (usize, usize) {
+        use std::collections::HashSet;
+        let ids = self.input_ids;
+        let recent: HashSet<i64> = ids[ids.len().saturating_sub(window)..]
+            .iter()
+            .copied()
+            .collect();
+        let missed: HashSet<i64> = ids
+            .iter()
+            .copied()
+            .filter(|&t| usize::try_from(t).is_ok_and(|t| t < vocab) && !recent.contains(&t))
+            .collect();
+        let prompt: HashSet<i64> = self.prompt().iter().copied().collect();
+        let in_prompt = missed.iter().filter(|t| prompt.contains(t)).count();
+        (missed.len(), in_prompt)
+    }
+}
+
+/// The precision an engine computes its probabilities in. Probabilities are
+/// held as f64 either way (an f32 widens exactly); this says how to print
+/// them so that a printed value reads back to the engine's own number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Precision {
+    /// float32 (torch, candle, llama.cpp).
+    F32,
+    /// float64 (the written spec).
+    F64,
+}
+
+/// A full next-token distribution: what one semantics draws from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Distribution {
+    probs: Vec<f64>,
+    kept: Vec<usize>,
+    precision: Precision,
+    scores: Option<Vec<f32>>,
+    penalised: Option<Vec<f32>>,
+    tokens: Option<Vec<i64>>,
+}
+
+impl Distribution {
+    /// From each token's probability (length V). Kept tokens are those with
+    /// a strictly positive probability.
+    pub fn new(probs: Vec<f64>, precision: Precision) -> Self {
+        let kept = (0..probs.len()).filter(|&i| probs[i] > 0.0).collect();
+        Self {
+            probs,
+            kept,
+            precision,
+            scores: None,
+            penalised: None,
+            tokens: None,
+        }
+    }
+
+    /// From f32 probabilities, widened exactly.
+    pub fn from_f32(probs: &[f32]) -> Self {
+        Self::new(probs.iter().map(|&p| f64::from(p)).collect(), Precision::F32)
+    }
+
+    /// The one-hot distribution of a deterministic pick.
+    pub fn one_hot(vocab: usize, token: usize, precision: Precision) -> Self {
+        let mut probs = vec![0.0; vocab];
+        probs[token] = 1.0;
+        Self::new(probs, precision)
+    }
+
+    /// With the engine's processed scores (what it hands to its final softmax,
+    /// e.g. transformers' `output_scores`).
+    pub fn with_scores(mut self, scores: Vec<f32>) -> Self {
+        self.scores = Some(scores);
+        self
+    }
+
+    /// With the logits after this semantics' penalties (before temperature
+    /// and truncation), for comparing penalty scopes.
+    pub fn with_penalised(mut self, logits: Vec<f32>) -> Self {
+        self.penalised = Some(logits);
+        self
+    }
+
+    /// With tokens drawn by a replay of the engine's own RNG.
+    pub fn with_tokens(mut self, tokens: Vec<i64>) -> Self {
+        self.tokens = Some(tokens);
+        self
+    }
+
+    /// Probability of each token id.
+    pub fn probs(&self) -> &[f64] {
+        &self.probs
+    }
+
+    /// Token ids with positive probability, ascending.
+    pub fn kept(&self) -> &[usize] {
+        &self.kept
+    }
+
+    /// The precision the engine computed in.
+    pub fn precision(&self) -> Precision {
+        self.precision
+    }
+
+    /// Processed scores, when the engine exposes them.
+    pub fn scores(&self) -> Option<&[f32]> {
+        self.scores.as_deref()
+    }
+
+    /// Penalised logits, when the semantics penalises.
+    pub fn penalised(&self) -> Option<&[f32]> {
+        self.penalised.as_deref()
+    }
+
+    /// Replayed draws, when asked for.
+    pub fn tokens(&self) -> Option<&[i64]> {
+        self.tokens.as_deref()
+    }
+
+    /// The probabilities, by value.
+    pub fn into_probs(self) -> Vec<f64> {
+        self.probs
+    }
+}
+
+/// One parameter a semantics reads, for `compare semantics`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct ParamInfo {
+    /// The field name in `params`.
+    pub name: &'static str,
+    /// The value the engine uses when the field is absent, as JSON text
+    /// (`"required"` when it has none).
+    pub default: &'static str,
+    /// What it does, in a few words.
+    pub meaning: &'static str,
+}
+
+/// What a semantics is, for people and for `compare semantics`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct Info {
+    /// The name used in `--semantics`, `--pairs` and reports.
+    pub name: &'static str,
+    /// The engine and version it reproduces.
+    pub engine: &'static str,
+    /// One line: what it computes.
+    pub summary: &'static str,
+    /// What it was verified against, and how.
+    pub verified_against: &'static str,
+    /// Its parameters, with their defaults.
+    pub params: &'static [ParamInfo],
+}
+
+/// A variant of a setting worth its own report row (for example candle with
+/// the repeat-penalty windows its examples use).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Variant {
+    /// The repeat-penalty window of the variant (last n ids).
+    pub repeat_window: usize,
+}
+
+/// Why a semantics differs from transformers on one row, and how to fix it.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Explanation {
+    /// One clause per rule the two are known to disagree on.
+    pub reasons: Vec<String>,
+    /// The setup that reproduces transformers, when there is one.
+    pub fix: Option<Fix>,
+}
+
+/// A setup of this semantics that reproduces transformers, in words and as
+/// the params that `dist`/`diff` accept.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Fix {
+    /// What to write, in words.
+    pub text: String,
+    /// The same setup as this semantics' params.
+    pub params: Map<String, Value>,
+}
+
+/// What a row knows when asking a semantics to explain itself against
+/// transformers.
+#[derive(Debug, Clone, Copy)]
+pub struct Against<'a> {
+    /// The generate kwargs of the setting.
+    pub kwargs: &'a Map<String, Value>,
+    /// The logits both sides started from.
+    pub logits: &'a [f32],
+    /// The context.
+    pub context: Context<'a>,
+    /// transformers' distribution.
+    pub transformers: &'a Distribution,
+    /// This semantics' distribution.
+    pub this: &'a Distribution,
+    /// transformers (left) against this semantics (right).
+    pub comparison: &'a Comparison,
+    /// The variant this row runs, if any.
+    pub variant: Option<&'a Variant>,
+}
+
+/// Real draws from the engine itself, each replayed by the mirror.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DrawCheck {
+    /// Real draws made.
+    pub n: usize,
+    /// Draws the replay reproduced exactly (`None`: not replayable).
+    pub replay_agree: Option<usize>,
+    /// max over tokens |frequency − p|.
+    pub max_freq_dev: f64,
+    /// Chi-square goodness-of-fit p-value against the distribution (`None`
+    /// when there is nothing to test, e.g. an argmax).
+    pub p_value: Option<f64>,
+    /// Share of draws outside this semantics' own kept set (must be 0).
+    pub outside_own: f64,
+    /// Share of draws outside the other side's kept set.
+    pub outside_other: f64,
+}
+
+/// How many real draws to make, and from which seed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DrawOptions<'a> {
+    /// First seed.
+    pub seed: u64,
+    /// Total draws.
+    pub draws: usize,
+    /// The other side's kept set.
+    pub other_kept: &'a [usize],
+}
+
+/// A sampling semantics. Implement this, add one line to compare's registry,
+/// and every command can use it.
+pub trait Semantics: Send + Sync {
+    /// The parsed, validated parameters.
+    type Params;
+
+    /// Name, engine, what it was verified against, parameters.
+    fn info(&self) -> &'static Info;
+
+    /// Parses `params` (the engine's own field names and defaults). Unknown
+    /// fields and out-of-range values are errors naming the field.
+    fn parse_params(&self, params: &Map<String, Value>) -> Result<Self::Params, Error>;
+
+    /// The distribution the engine draws from for these logits and context.
+    fn distribution(
+        &self,
+        logits: &Logits,
+        context: &Context<'_>,
+        params: &Self::Params,
+    ) -> Result<Distribution, Error>;
+
+    /// The parameters a user porting `generate(**kwargs)` to this engine
+    /// would write by reading the kwargs literally; `None` when the engine
+    /// cannot express them at all (the row is skipped).
+    fn from_generate(&self, kwargs: &Map<String, Value>) -> Option<Result<Self::Params, Error>>;
+
+    /// Settings worth a row of their own besides `params` itself.
+    fn variants(&self, _params: &Self::Params) -> Vec<(Variant, Self::Params)> {
+        Vec::new()
+    }
+
+    /// The params as JSON, for reports.
+    fn describe(&self, params: &Self::Params) -> Option<String> {
+        let _ = params;
+        None
+    }
+
+    /// Why this semantics differs from transformers on a row.
+    fn explain(&self, _row: &Against<'_>, _params: &Self::Params) -> Explanation {
+        Explanation::default()
+    }
+
+    /// Real draws from the engine, replayed; `None` when the engine cannot
+    /// be run here.
+    fn check_draws(
+        &self,
+        _logits: &Logits,
+        _context: &Context<'_>,
+        _params: &Self::Params,
+        _options: &DrawOptions<'_>,
+    ) -> Option<Result<DrawCheck, Error>> {
+        None
+    }
+}
+
+/// A semantics with its parameters already parsed: what a report row runs.
+pub trait Prepared: Send + Sync {
+    /// The semantics' name.
+    fn name(&self) -> &'static str;
+    /// Runs it.
+    fn distribution(&self, logits: &Logits, context: &Context<'_>) -> Result<Distribution, Error>;
+    /// The setup in words.
+    fn describe(&self) -> Option<String>;
+    /// See [`Semantics::explain`].
+    fn explain(&self, row: &Against<'_>) -> Explanation;
+    /// See [`Semantics::check_draws`].
+    fn check_draws(
+        &self,
+        logits: &Logits,
+        context: &Context<'_>,
+        options: &DrawOptions<'_>,
+    ) -> Option<Result<DrawCheck, Error>>;
+    /// See [`Semantics::variants`].
+    fn variants(&self) -> Vec<(Variant, Box<dyn Prepared + '_>)>;
+}
+
+struct WithParams<'s, S: Semantics> {
+    semantics: &'s S,
+    params: S::Params,
+}
+
+impl<S: Semantics> Prepared for WithParams<'_, S>
+where
+    S::Params: Send + Sync,
+{
+    fn name(&self) -> &'static str {
+        self.semantics.info().name
+    }
+    fn distribution(&self, logits: &Logits, context: &Context<'_>) -> Result<Distribution, Error> {
+        self.semantics.distribution(logits, context, &self.params)
+    }
+    fn describe(&self) -> Option<String> {
+        self.semantics.describe(&self.params)
+    }
+    fn explain(&self, row: &Against<'_>) -> Explanation {
+        self.semantics.explain(row, &self.params)
+    }
+    fn check_draws(
+        &self,
+        logits: &Logits,
+        context: &Context<'_>,
+        options: &DrawOptions<'_>,
+    ) -> Option<Result<DrawCheck, Error>> {
+        self.semantics
+            .check_draws(logits, context, &self.params, options)
+    }
+    fn variants(&self) -> Vec<(Variant, Box<dyn Prepared + '_>)> {
+        self.semantics
+            .variants(&self.params)
+            .into_iter()
+            .map(|(v, params)| {
+                let p: Box<dyn Prepared + '_> = Box::new(WithParams {
+                    semantics: self.semantics,
+                    params,
+                });
+                (v, p)
+            })
+            .collect()
+    }
+}
+
+/// The object-safe face of a [`Semantics`]: what compare's registry holds.
+/// Implemented for every `Semantics`; nobody implements it by hand.
+pub trait AnySemantics: Send + Sync {
+    /// See [`Semantics::info`].
+    fn info(&self) -> &'static Info;
+    /// Parses `params` and runs the semantics.
+    fn run(
+        &self,
+        logits: &Logits,
+        context: &Context<'_>,
+        params: &Map<String, Value>,
+    ) -> Result<Distribution, Error>;
+    /// Parses `params` once for many runs.
+    fn prepare(&self, params: &Map<String, Value>) -> Result<Box<dyn Prepared + '_>, Error>;
+    /// See [`Semantics::from_generate`].
+    fn prepare_generate(
+        &self,
+        kwargs: &Map<String, Value>,
+    ) -> Option<Result<Box<dyn Prepared + '_>, Error>>;
+}
+
+impl<S: Semantics> AnySemantics for S
+where
+    S::Params: Send + Sync,
+{
+    fn info(&self) -> &'static Info {
+        Semantics::info(self)
+    }
+    fn run(
+        &self,
+        logits: &Logits,
+        context: &Context<'_>,
+        params: &Map<String, Value>,
+    ) -> Result<Distribution, Error> {
+        let params = self.parse_params(params)?;
+        self.distribution(logits, context, &params)
+    }
+    fn prepare(&self, params: &Map<String, Value>) -> Result<Box<dyn Prepared + '_>, Error> {
+        let params = self.parse_params(params)?;
+        Ok(Box::new(WithParams {
+            semantics: self,
+            params,
+        }))
+    }
+    fn prepare_generate(
+        &self,
+        kwargs: &Map<String, Value>,
+    ) -> Option<Result<Box<dyn Prepared + '_>, Error>> {
+        let params = self.from_generate(kwargs)?;
+        Some(params.map(|params| {
+            let p: Box<dyn Prepared + '_> = Box::new(WithParams {
+                semantics: self,
+                params,
+            });
+            p
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn context_splits_prompt_and_generated() {
+        let ids = [5, 6, 7, 8];
+        let c = Context::new(&ids, Some(3)).expect("3 <= 4");
+        assert_eq!((c.prompt(), c.generated()), (&ids[..3], &ids[3..]));
+        let all = Context::new(&ids, None).expect("default");
+        assert_eq!(all.prompt_len(), 4);
+        assert_eq!(
+            Context::new(&ids, Some(5)).unwrap_err().to_string(),
+            "`prompt_len` = 5 is more than the 4 entries of `input_ids`"
+        );
+    }
+
+    #[test]
+    fn window_misses_only_older_in_vocabulary_ids() {
+        // ids 1 2 3 | 2 9 ; window 2 sees {2, 9}; 9 is out of a 5-token vocabulary.
+        // Missed: 1 and 3, both in the prompt (first three ids).
+        let ids = [1, 2, 3, 2, 9];
+        let c = Context::new(&ids, Some(3)).expect("valid");
+        assert_eq!(c.missed_by_window(2, 5), (2, 2));
+        assert_eq!(c.missed_by_window(5, 5), (0, 0));
+    }
+
+    #[test]
+    fn kept_is_the_positive_probabilities() {
+        let d = Distribution::new(vec![0.0, 0.25, 0.75], Precision::F64);
+        assert_eq!(d.kept(), &[1, 2]);
+        let h = Distribution::one_hot(3, 2, Precision::F32);
+        assert_eq!(h.probs(), &[0.0, 0.0, 1.0]);
+    }
+}
