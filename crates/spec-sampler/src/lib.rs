@@ -1,7 +1,8 @@
 //! The decoding-sampler spec, exactly, in `f64`.
 //!
-//! This crate is the reference semantics of sampling-parity: the written spec
-//! (`shared/seeds/004_05ef7e1da9d75bd4.txt`) turned into one pure function.
+//! This crate is the reference semantics of sampling-parity: the written
+//! sampling spec, restated in `docs/spec.md` at the root of the repository,
+//! turned into one pure function.
 //! Given logits, previously generated tokens and the parameters
 //! `temperature`, `top_k`, `top_p`, `repetition_penalty` and a uniform number
 //! `u`, it returns the filtered distribution and the sampled token:
@@ -53,7 +54,7 @@
 //! invalid line (status 1), not an I/O failure. So is a line longer than
 //! 64 MiB, which is skipped without being buffered (parsing holds ~20 bytes
 //! per input byte, so a 100 MB line would need ~2 GB). `examples/spec-examples.jsonl`
-//! holds the spec's three examples.
+//! holds the spec's three examples (worked out in `docs/spec.md`).
 //!
 //! # Validation
 //!

@@ -1,7 +1,7 @@
 use parity_core::Vocab;
 use parity_core::fixture::{Fixture, FixtureKind, bundled_fixtures};
 
-/// The thirteen settings every model fixture records (issue: real fixtures).
+/// The thirteen settings every model fixture records (docs/fixtures.md).
 const MODEL_SETTINGS: [&str; 13] = [
     "t07_default",
     "t07",
@@ -37,7 +37,7 @@ fn every_bundled_fixture_loads_and_is_consistent() {
     assert_eq!(models.len(), 6, "two prompts × three answer prefixes");
     assert!(
         edges >= 8,
-        "expected the edge cases of the fixtures issue, found {edges}"
+        "expected at least 8 edge fixtures (docs/fixtures.md), found {edges}"
     );
     for f in &all {
         assert!(!f.settings.is_empty(), "{}: no settings", f.name);

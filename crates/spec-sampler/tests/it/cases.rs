@@ -1,4 +1,5 @@
-//! The edge cases, each with its expectation worked out by hand.
+//! Edge cases of the spec (ties, `-inf`, boundaries, out-of-range values),
+//! each with its expectation worked out by hand.
 //! Tolerance is 1e-15 unless stated: the hand values are correctly rounded
 //! f64s and the implementation is within an ulp or two of them.
 

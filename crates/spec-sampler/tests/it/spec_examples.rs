@@ -1,4 +1,5 @@
-//! The spec's three examples, input and output verbatim.
+//! The spec's three examples (`docs/spec.md`, "Worked examples"), input
+//! and output verbatim.
 
 use spec_sampler::{Input, Output, sample};
 
