@@ -15,7 +15,7 @@
 use std::io::Cursor;
 use std::path::Path;
 
-use compare::cli::{DistArgs, Semantics};
+use compare::cli::DistArgs;
 use serde_json::Value;
 
 /// Tolerance on the sum of a distribution's probabilities (hf-sampling sums
@@ -25,14 +25,16 @@ const SUM_TOLERANCE: f64 = 1e-3;
 /// Target `compare_dist`: the bytes as a `compare dist` JSON-lines batch, run
 /// through `compare::commands::dist::run` under every semantics.
 pub fn compare_dist(data: &[u8]) {
-    for semantics in [Semantics::Hf, Semantics::Spec, Semantics::Candle] {
+    let registry = compare::registry::all(None);
+    for semantics in registry.iter().map(|s| s.info().name) {
         let args = DistArgs {
-            semantics,
+            semantics: semantics.to_string(),
             generation_config: None,
         };
         let (mut out, mut err) = (Vec::new(), Vec::new());
-        let summary = compare::commands::dist::run(&args, Cursor::new(data), &mut out, &mut err)
-            .unwrap_or_else(|e| panic!("{semantics:?}: in-memory I/O failed: {e:#}"));
+        let summary =
+            compare::commands::dist::run(&args, &registry, Cursor::new(data), &mut out, &mut err)
+                .unwrap_or_else(|e| panic!("{semantics:?}: in-memory I/O failed: {e:#}"));
         let out = String::from_utf8(out).expect("stdout is UTF-8");
         let err = String::from_utf8(err).expect("stderr is UTF-8");
         let lines: Vec<&str> = out.lines().collect();
@@ -62,9 +64,51 @@ pub fn compare_dist(data: &[u8]) {
     }
 }
 
-/// One successful `compare dist` answer: `probs` is a distribution and `kept`
-/// agrees with it.
-fn check_dist_answer(semantics: Semantics, value: &Value, line: &str) {
+/// Target `compare_diff`: the bytes as a `compare diff` JSON-lines batch
+/// (params read as generate kwargs) through `compare::commands::diff::run`,
+/// every pair against transformers, both candle recipes. Every record gets
+/// one line; an answer's rows carry figures in range.
+pub fn compare_diff(data: &[u8]) {
+    use compare::cli::{CandleRecipe, DiffArgs, Format};
+    let registry = compare::registry::all(None);
+    for candle in [CandleRecipe::Literal, CandleRecipe::Exact] {
+        let args = DiffArgs {
+            pairs: vec!["hf:hf-rust".into(), "hf:candle".into(), "hf:spec".into()],
+            candle,
+            format: Format::Json,
+            fail_on: None,
+            show_tokens: 3,
+        };
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let (summary, _) =
+            compare::commands::diff::run(&args, &registry, Cursor::new(data), &mut out, &mut err)
+                .unwrap_or_else(|e| panic!("{candle:?}: in-memory I/O failed: {e:#}"));
+        let out = String::from_utf8(out).expect("stdout is UTF-8");
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(
+            lines.len(),
+            summary.records,
+            "one output line per record\n{out}"
+        );
+        for line in lines {
+            let value: Value = serde_json::from_str(line)
+                .unwrap_or_else(|e| panic!("output is not JSON ({e}): {line}"));
+            if value.get("error").is_some() {
+                continue;
+            }
+            let rows = value["rows"].as_array().expect("rows");
+            for row in rows {
+                if let Some(tv) = row["tv"].as_f64() {
+                    assert!((0.0..=1.0 + 1e-9).contains(&tv), "TV out of range: {line}");
+                }
+            }
+        }
+    }
+}
+
+/// One successful `compare dist` answer: `probs` is a distribution, `kept`
+/// agrees with it, and a drawn token has mass.
+fn check_dist_answer(semantics: &str, value: &Value, line: &str) {
     let probs = probabilities(value.get("probs"), line);
     let positive = probs.iter().filter(|&&p| p > 0.0).count();
     let kept = value
@@ -72,18 +116,16 @@ fn check_dist_answer(semantics: Semantics, value: &Value, line: &str) {
         .and_then(Value::as_u64)
         .unwrap_or_else(|| panic!("{semantics:?}: no `kept` count: {line}"));
     let kept = usize::try_from(kept).expect("kept fits usize");
-    match semantics {
-        // The spec's kept set may hold -inf tokens with probability 0, and
-        // its answer may be "no token" (token -1, all zeros).
-        Semantics::Spec => {
-            assert!(
-                kept >= positive,
-                "kept {kept} < {positive} positive: {line}"
-            );
-            let token = value
-                .get("token_id")
-                .and_then(Value::as_i64)
-                .unwrap_or_else(|| panic!("spec: no token_id: {line}"));
+    assert_eq!(
+        kept, positive,
+        "{semantics:?}: kept != positive probs: {line}"
+    );
+    // The spec draws with its `u`; its answer may be "no token" (-1, all zeros).
+    if let Some(tokens) = value.get("tokens").and_then(Value::as_array) {
+        for token in tokens {
+            let token = token
+                .as_i64()
+                .unwrap_or_else(|| panic!("{semantics:?}: token is not an integer: {line}"));
             if positive == 0 {
                 assert_eq!(token, -1, "no mass but a token: {line}");
                 return;
@@ -95,12 +137,14 @@ fn check_dist_answer(semantics: Semantics, value: &Value, line: &str) {
                 "token without mass: {line}"
             );
         }
-        Semantics::Hf | Semantics::Candle => {
-            assert_eq!(
-                kept, positive,
-                "{semantics:?}: kept != positive probs: {line}"
-            );
-        }
+    }
+    if positive == 0 {
+        // Only an answer that drew "no token" may have no mass at all.
+        assert!(
+            value.get("tokens").is_some(),
+            "{semantics:?}: no mass and no token: {line}"
+        );
+        return;
     }
     assert_sums_to_one(&probs, line);
 }

@@ -148,6 +148,50 @@ impl std::fmt::Display for CandleSampling {
     }
 }
 
+/// The setup in one line, as a report row shows it:
+/// `Sampling::TopK { k: 40, temperature: 0.7 } + sample_f(transformers top-k 50),
+/// repeat_penalty 1.3 on the last 64 ids`.
+impl std::fmt::Display for CandleParams {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.sampling)?;
+        if let Some(k) = self.hf_top_k {
+            write!(f, " + sample_f(transformers top-k {k})")?;
+        }
+        if let Some(rp) = &self.repeat_penalty {
+            match rp.window {
+                Window::Whole => write!(f, ", repeat_penalty {} on all input_ids", rp.penalty)?,
+                Window::LastN(n) => {
+                    write!(f, ", repeat_penalty {} on the last {n} ids", rp.penalty)?
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl CandleParams {
+    /// The setup as the calls a port makes, in words.
+    pub fn recipe(&self) -> String {
+        let mut s = format!("LogitsProcessor::from_sampling(seed, {})", self.sampling);
+        if let Some(k) = self.hf_top_k {
+            s.push_str(&format!(
+                ", sampled with sample_f and a closure that keeps transformers' top {k} (ties included) and renormalises"
+            ));
+        }
+        if let Some(rp) = &self.repeat_penalty {
+            s.push_str(&format!(
+                "; first apply_repeat_penalty(logits, {}, {})",
+                rp.penalty,
+                match rp.window {
+                    Window::Whole => "all input_ids".to_string(),
+                    Window::LastN(n) => format!("the last {n} input_ids"),
+                }
+            ));
+        }
+        s
+    }
+}
+
 /// Which input ids the repeat penalty sees.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Window {

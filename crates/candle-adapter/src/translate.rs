@@ -172,6 +172,44 @@ pub struct Translation {
     pub warnings: Vec<TranslateWarning>,
 }
 
+/// The candle configuration a porter writes by reading generate kwargs
+/// literally: `do_sample=False` → ArgMax; otherwise the temperature given
+/// (1.0 if none), top_k and top_p as given (TopK, TopP or TopKThenTopP; none →
+/// All), and the repetition penalty over the whole context. transformers'
+/// hidden defaults (top_k=50) are exactly what this misses.
+pub fn literal(kwargs: &serde_json::Map<String, serde_json::Value>) -> CandleParams {
+    use serde_json::Value;
+    let num = |k: &str| kwargs.get(k).and_then(Value::as_f64);
+    let temperature = num("temperature").unwrap_or(1.0);
+    let top_k = kwargs
+        .get("top_k")
+        .and_then(Value::as_u64)
+        .filter(|&k| k > 0)
+        .map(|k| k as usize);
+    let top_p = num("top_p").filter(|&p| p < 1.0);
+    let sampling = if kwargs.get("do_sample").and_then(Value::as_bool) != Some(true) {
+        CandleSampling::ArgMax
+    } else {
+        match (top_k, top_p) {
+            (Some(k), Some(p)) => CandleSampling::TopKThenTopP { k, p, temperature },
+            (Some(k), None) => CandleSampling::TopK { k, temperature },
+            (None, Some(p)) => CandleSampling::TopP { p, temperature },
+            (None, None) => CandleSampling::All { temperature },
+        }
+    };
+    let repeat_penalty = num("repetition_penalty")
+        .filter(|&p| p != 1.0)
+        .map(|penalty| RepeatPenalty {
+            penalty,
+            window: Window::Whole,
+        });
+    CandleParams {
+        sampling,
+        repeat_penalty,
+        hf_top_k: None,
+    }
+}
+
 /// Resolve transformers generate kwargs (and an optional model
 /// `generation_config.json`) with `hf_sampling::resolve`, then [`translate`].
 pub fn translate_kwargs(

@@ -6,7 +6,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 /// Check that LLM engines turn the same logits into the same next-token
 /// distribution: transformers (recorded and re-implemented), candle (the real
-/// crate) and an exact written spec, side by side.
+/// crate) and an exact written spec (docs/spec.md), side by side.
 ///
 /// Without a subcommand, runs the default report on the bundled fixtures.
 #[derive(Debug, Parser)]
@@ -24,12 +24,16 @@ pub enum Command {
     Report(ReportArgs),
     /// Read JSON-lines records on stdin; print one semantics' distribution for each.
     Dist(DistArgs),
+    /// Read JSON-lines records (params = generate kwargs) on stdin; compare pairs of semantics on each.
+    Diff(DiffArgs),
     /// Translate transformers generate kwargs into the candle setup that reproduces them.
     Translate(TranslateArgs),
     /// Show how each semantics breaks top-k ties (default: [3, 2, 2, 1] with k = 2).
     Ties(TiesArgs),
     /// Time hf-sampling's fast sampler beside candle's LogitsProcessor on this machine.
     Bench(BenchArgs),
+    /// List every semantics: engine, version, what it was verified against, params.
+    Semantics(SemanticsArgs),
 }
 
 /// Output format.
@@ -47,7 +51,9 @@ pub enum Format {
 pub struct ReportArgs {
     /// Fixture files or folders of fixtures [default: the bundled SmolLM2 fixtures and the tie case].
     pub fixtures: Vec<PathBuf>,
-    /// Only these settings, comma-separated (e.g. t07,k40,p09) [default: the article's six].
+    /// Only these settings, comma-separated (e.g. t07,k40,p09); a name no fixture records is an
+    /// error [default: on model fixtures the six settings of the transformers-vs-candle article
+    /// (t07_default,t07,k40,p09,k40p09,rep13); on edge fixtures all they record].
     #[arg(long, value_delimiter = ',', value_name = "NAMES")]
     pub settings: Vec<String>,
     /// Run every setting a fixture recorded instead of the default six.
@@ -57,7 +63,7 @@ pub struct ReportArgs {
     /// candle+hf-closure, spec (e.g. hf:candle,hf:spec) [default: hf against each other one].
     #[arg(long, value_delimiter = ',', value_name = "PAIRS")]
     pub pairs: Vec<String>,
-    /// Real candle draws per candle row; every draw is replayed and must agree.
+    /// Real candle draws per candle row; every draw is replayed and must agree (0: none).
     #[arg(long, default_value_t = 1000, value_name = "N")]
     pub draws: usize,
     /// Seed of candle's LogitsProcessor (and of the replay).
@@ -72,6 +78,10 @@ pub struct ReportArgs {
     /// Exit with status 1 if any row's max |p_left - p_right| exceeds X.
     #[arg(long, value_name = "X")]
     pub max_abs_diff: Option<f64>,
+    /// Exit with status 1 if any row's verdict is not `same` (a kept set that
+    /// differs by one token of tiny mass fails too, unlike --max-tv).
+    #[arg(long, value_enum, value_name = "WHAT")]
+    pub fail_on: Option<FailOn>,
     /// Tokens listed per row that one side keeps and the other does not.
     #[arg(long, default_value_t = 3, value_name = "N")]
     pub show_tokens: usize,
@@ -89,32 +99,76 @@ impl Default for ReportArgs {
             format: Format::Text,
             max_tv: None,
             max_abs_diff: None,
+            fail_on: None,
             show_tokens: 3,
         }
     }
 }
 
-/// Which semantics `compare dist` runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Semantics {
-    /// transformers' generate (hf-sampling); params are generate kwargs.
-    Hf,
-    /// candle's LogitsProcessor (the real crate, mirrored); params name a Sampling variant.
-    Candle,
-    /// The written spec; params are temperature, top_k, top_p, repetition_penalty and u.
-    Spec,
-}
-
 /// Arguments of `compare dist`.
 #[derive(Debug, Clone, Args)]
 pub struct DistArgs {
-    /// The semantics that turns each record's logits into a distribution.
-    #[arg(long, value_enum)]
-    pub semantics: Semantics,
-    /// A model's generation_config.json, whose values sit between the kwargs and
-    /// transformers' defaults (hf only).
+    /// The semantics that turns each record's logits into a distribution
+    /// (`compare semantics` lists them with their params).
+    #[arg(long, value_parser = semantics_name)]
+    pub semantics: String,
+    /// A model's generation_config.json, for the semantics whose engine reads
+    /// one (transformers: between the kwargs and its defaults).
     #[arg(long, value_name = "FILE")]
     pub generation_config: Option<PathBuf>,
+}
+
+/// A name from the registry; anything else is a usage error listing them.
+fn semantics_name(name: &str) -> Result<String, String> {
+    let known = crate::registry::names();
+    if known.split(", ").any(|n| n == name) {
+        Ok(name.to_string())
+    } else {
+        Err(format!("unknown semantics (known: {known})"))
+    }
+}
+
+/// Which candle setup `compare diff` gives the `candle` side.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum)]
+pub enum CandleRecipe {
+    /// The kwargs read literally, as a naive port does.
+    #[default]
+    Literal,
+    /// `compare translate`'s exact setup (the `candle+hf-closure` semantics).
+    Exact,
+}
+
+/// Arguments of `compare diff`.
+#[derive(Debug, Clone, Args)]
+pub struct DiffArgs {
+    /// Pairs of semantics, comma-separated LEFT:RIGHT (`compare semantics` lists them).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        value_name = "PAIRS",
+        default_value = "hf:candle"
+    )]
+    pub pairs: Vec<String>,
+    /// The candle side's setup.
+    #[arg(long, value_enum, default_value_t)]
+    pub candle: CandleRecipe,
+    /// Output: a block per record for people, or one JSON object per record
+    /// (`{"record": N, "rows": [...]}`, rows as in docs/report-schema.md).
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Format,
+    /// Exit with status 1 if any row's verdict is not `same`.
+    #[arg(long, value_enum, value_name = "WHAT")]
+    pub fail_on: Option<FailOn>,
+    /// Tokens listed per row that one side keeps and the other does not.
+    #[arg(long, default_value_t = 3, value_name = "N")]
+    pub show_tokens: usize,
+}
+
+/// What fails a check besides the thresholds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FailOn {
+    /// Any row whose verdict is not `same`.
+    Differs,
 }
 
 /// Arguments of `compare translate`.
@@ -157,6 +211,14 @@ pub struct TiesArgs {
     pub format: Format,
 }
 
+/// Arguments of `compare semantics`.
+#[derive(Debug, Clone, Args)]
+pub struct SemanticsArgs {
+    /// Output format.
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Format,
+}
+
 /// Arguments of `compare bench`.
 #[derive(Debug, Clone, Args)]
 pub struct BenchArgs {
@@ -164,7 +226,7 @@ pub struct BenchArgs {
     #[arg(long, value_delimiter = ',', value_name = "V")]
     pub vocab: Vec<usize>,
     /// Timed calls per side and setting; the median is reported (at least 1).
-    #[arg(long, default_value_t = 31, value_name = "N")]
+    #[arg(long, default_value_t = 31, value_name = "N", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     pub reps: usize,
     /// Output format.
     #[arg(long, value_enum, default_value_t)]

@@ -4,7 +4,7 @@
 //! `candle-adapter`) and the exact written spec (`spec-sampler`).
 //!
 //! This crate is glue: argument types in [`cli`], one module per subcommand in
-//! [`commands`], and the JSON-lines driver in [`jsonl`]. It is a library as well
+//! [`commands`], and the list of semantics in [`registry`]. It is a library as well
 //! as a binary so that tests and fuzz targets can drive the same code. Standard
 //! output carries data only; messages and progress go to standard error.
 //!
@@ -16,4 +16,4 @@
 
 pub mod cli;
 pub mod commands;
-pub mod jsonl;
+pub mod registry;

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use clap::Parser;
 
 use compare::cli::{Cli, Command, ReportArgs};
-use compare::commands;
+use compare::{commands, registry};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -29,17 +29,37 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         .unwrap_or_else(|| Command::Report(ReportArgs::default()))
     {
         Command::Report(args) => {
-            let outcome = commands::report::run(&args, progress)?;
-            outcome.write(&args, &mut out)?;
+            let outcome =
+                commands::report::run_to(&args, &registry::all(None), progress, &mut out)?;
             outcome.over_threshold()
         }
         Command::Dist(args) => {
-            let summary = commands::dist::run(&args, io::stdin().lock(), &mut out, io::stderr())?;
+            let config = registry::generation_config(args.generation_config.as_deref())?;
+            let semantics = registry::all(config.as_ref());
+            let summary = commands::dist::run(
+                &args,
+                &semantics,
+                io::stdin().lock(),
+                &mut out,
+                io::stderr(),
+            )?;
             summary.failed > 0
+        }
+        Command::Diff(args) => {
+            let semantics = registry::all(None);
+            let (summary, differing) = commands::diff::run(
+                &args,
+                &semantics,
+                io::stdin().lock(),
+                &mut out,
+                io::stderr(),
+            )?;
+            summary.failed > 0 || (args.fail_on.is_some() && differing > 0)
         }
         Command::Translate(args) => commands::translate::run(&args, &mut out).map(|()| false)?,
         Command::Bench(args) => commands::bench::run(&args, &mut out).map(|()| false)?,
         Command::Ties(args) => commands::ties::run(&args, &mut out).map(|()| false)?,
+        Command::Semantics(args) => commands::semantics::run(&args, &mut out).map(|()| false)?,
     };
     out.flush()?;
     Ok(if failed {

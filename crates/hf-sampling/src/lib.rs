@@ -60,6 +60,7 @@ mod fast;
 mod params;
 mod processors;
 mod pyfmt;
+mod semantics;
 mod torch;
 
 pub use error::HfError;
@@ -69,6 +70,7 @@ pub use fast::{
 };
 pub use params::{GenerationConfig, GenerationParams, SAMPLING_KEYS, resolve};
 pub use processors::Processor;
+pub use semantics::{Hf, HfRust, Recorded, Source, provenance, rules};
 
 /// Individual processors, for tests and for callers composing their own chain.
 pub mod ops {

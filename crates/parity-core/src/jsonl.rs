@@ -69,12 +69,12 @@ pub fn drive<R: BufRead, W: Write, E: Write>(
         };
         summary.records += 1;
         let written = match record {
-            Ok(()) => out
-                .write_all(&answer)
-                .and_then(|()| out.write_all(b"\n")),
+            Ok(()) => out.write_all(&answer).and_then(|()| out.write_all(b"\n")),
             Err(message) => {
                 summary.failed += 1;
-                writeln!(err, "{prefix}line {number}: {}", one_line(&message))?;
+                // Best effort: a closed or full standard error must not
+                // stop the batch (the answer on stdout says the same).
+                let _ = writeln!(err, "{prefix}line {number}: {}", one_line(&message));
                 serde_json::to_writer(&mut out, &serde_json::json!({ "error": message }))
                     .map_err(io::Error::from)
                     .and_then(|()| out.write_all(b"\n"))
@@ -203,12 +203,18 @@ mod tests {
 
     fn run(input: &str) -> (String, String, Summary) {
         let (mut out, mut err) = (Vec::new(), Vec::new());
-        let s = drive(input.as_bytes(), &mut out, &mut err, "error: ", |line, answer| {
-            let r = Record::parse(line)?;
-            let l = r.logits.to_logits()?.to_f32().map_err(|e| e.to_string())?;
-            write_f32_array(answer, &l);
-            Ok(())
-        })
+        let s = drive(
+            input.as_bytes(),
+            &mut out,
+            &mut err,
+            "error: ",
+            |line, answer| {
+                let r = Record::parse(line)?;
+                let l = r.logits.to_logits()?.to_f32().map_err(|e| e.to_string())?;
+                write_f32_array(answer, &l);
+                Ok(())
+            },
+        )
         .expect("in-memory I/O");
         (
             String::from_utf8(out).expect("utf8"),

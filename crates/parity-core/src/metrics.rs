@@ -70,6 +70,18 @@ impl Comparison {
         })
     }
 
+    /// The same comparison with left and right exchanged.
+    pub fn swapped(&self) -> Self {
+        Self {
+            kept_left: self.kept_right,
+            kept_right: self.kept_left,
+            max_abs_diff: self.max_abs_diff,
+            tv: self.tv,
+            only_left: self.only_right.clone(),
+            only_right: self.only_left.clone(),
+        }
+    }
+
     /// Total probability the left puts on tokens the right does not keep.
     pub fn mass_only_left(&self) -> f64 {
         // fold from +0.0: an empty `sum()` of f64 is -0.0.
@@ -105,6 +117,29 @@ pub fn softmax_f64(scores: &[f32]) -> Vec<f64> {
     exps.into_iter().map(|e| e / sum).collect()
 }
 
+/// max |a − b| over two logit vectors, in f64; NaN differences (−inf − −inf)
+/// are skipped.
+pub fn max_logit_diff(a: &[f32], b: &[f32]) -> f64 {
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| (f64::from(*x) - f64::from(*y)).abs())
+        .filter(|d| !d.is_nan())
+        .fold(0.0, f64::max)
+}
+
+/// The first index of the largest value (`torch.argmax` and candle's CPU
+/// argmax agree on this for numbers); NaN entries are never picked, and an
+/// empty or all-NaN slice gives 0.
+pub fn argmax_first(xs: &[f32]) -> usize {
+    let mut best = 0;
+    for (i, &x) in xs.iter().enumerate() {
+        if x > xs[best] || xs[best].is_nan() && !x.is_nan() {
+            best = i;
+        }
+    }
+    best
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -134,6 +169,13 @@ mod tests {
             err.to_string(),
             "cannot compare distributions of different vocabulary sizes: 1 vs 2"
         );
+    }
+
+    #[test]
+    fn argmax_takes_the_first_maximum() {
+        assert_eq!(argmax_first(&[1.0, 3.0, 3.0]), 1);
+        assert_eq!(argmax_first(&[f32::NEG_INFINITY; 2]), 0);
+        assert_eq!(argmax_first(&[f32::NAN, 0.5, 2.0]), 2);
     }
 
     #[test]

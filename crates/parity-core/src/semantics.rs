@@ -138,7 +138,10 @@ impl Distribution {
 
     /// From f32 probabilities, widened exactly.
     pub fn from_f32(probs: &[f32]) -> Self {
-        Self::new(probs.iter().map(|&p| f64::from(p)).collect(), Precision::F32)
+        Self::new(
+            probs.iter().map(|&p| f64::from(p)).collect(),
+            Precision::F32,
+        )
     }
 
     /// The one-hot distribution of a deterministic pick.
@@ -331,7 +334,15 @@ pub trait Semantics: Send + Sync {
     /// The parameters a user porting `generate(**kwargs)` to this engine
     /// would write by reading the kwargs literally; `None` when the engine
     /// cannot express them at all (the row is skipped).
+    // Named for what it converts from (generate kwargs); `self` is the engine.
+    #[allow(clippy::wrong_self_convention)]
     fn from_generate(&self, kwargs: &Map<String, Value>) -> Option<Result<Self::Params, Error>>;
+
+    /// Whether the engine reads the model's `generation_config.json` (the
+    /// registry hands it the file when the user names one).
+    fn reads_generation_config(&self) -> bool {
+        false
+    }
 
     /// Settings worth a row of their own besides `params` itself.
     fn variants(&self, _params: &Self::Params) -> Vec<(Variant, Self::Params)> {
@@ -347,6 +358,13 @@ pub trait Semantics: Send + Sync {
     /// Why this semantics differs from transformers on a row.
     fn explain(&self, _row: &Against<'_>, _params: &Self::Params) -> Explanation {
         Explanation::default()
+    }
+
+    /// The setup of this semantics that reproduces transformers for these
+    /// generate kwargs (and variant), when there is one: what a report
+    /// prints even when this side fails.
+    fn fix(&self, _kwargs: &Map<String, Value>, _variant: Option<&Variant>) -> Option<Fix> {
+        None
     }
 
     /// Real draws from the engine, replayed; `None` when the engine cannot
@@ -372,6 +390,8 @@ pub trait Prepared: Send + Sync {
     fn describe(&self) -> Option<String>;
     /// See [`Semantics::explain`].
     fn explain(&self, row: &Against<'_>) -> Explanation;
+    /// See [`Semantics::fix`].
+    fn fix(&self, kwargs: &Map<String, Value>, variant: Option<&Variant>) -> Option<Fix>;
     /// See [`Semantics::check_draws`].
     fn check_draws(
         &self,
@@ -404,6 +424,9 @@ where
     fn explain(&self, row: &Against<'_>) -> Explanation {
         self.semantics.explain(row, &self.params)
     }
+    fn fix(&self, kwargs: &Map<String, Value>, variant: Option<&Variant>) -> Option<Fix> {
+        self.semantics.fix(kwargs, variant)
+    }
     fn check_draws(
         &self,
         logits: &Logits,
@@ -428,11 +451,22 @@ where
     }
 }
 
+/// A semantics with its parameters already parsed, for callers that hold a
+/// concrete semantics and typed params (a recorded fixture's side).
+pub fn prepared<S: Semantics>(semantics: &S, params: S::Params) -> Box<dyn Prepared + '_>
+where
+    S::Params: Send + Sync,
+{
+    Box::new(WithParams { semantics, params })
+}
+
 /// The object-safe face of a [`Semantics`]: what compare's registry holds.
 /// Implemented for every `Semantics`; nobody implements it by hand.
 pub trait AnySemantics: Send + Sync {
     /// See [`Semantics::info`].
     fn info(&self) -> &'static Info;
+    /// See [`Semantics::reads_generation_config`].
+    fn reads_generation_config(&self) -> bool;
     /// Parses `params` and runs the semantics.
     fn run(
         &self,
@@ -455,6 +489,9 @@ where
 {
     fn info(&self) -> &'static Info {
         Semantics::info(self)
+    }
+    fn reads_generation_config(&self) -> bool {
+        Semantics::reads_generation_config(self)
     }
     fn run(
         &self,

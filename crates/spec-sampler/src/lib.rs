@@ -113,7 +113,9 @@
 mod error;
 mod input;
 mod sampler;
+mod semantics;
 
 pub use error::InputError;
 pub use input::{Input, Logits, Params, RepetitionPenalty, Temperature, TopK, TopP, U};
 pub use sampler::{Distribution, Output, distribution, draw, sample};
+pub use semantics::Spec;

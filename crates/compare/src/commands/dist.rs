@@ -2,102 +2,66 @@
 
 use std::io::{BufRead, Write};
 
-use anyhow::Context;
-use hf_sampling::GenerationConfig;
-use serde_json::Value;
+use parity_core::jsonl::{self, Summary, write_f32_array, write_f64_array};
+use parity_core::{AnySemantics, Context, Distribution, Precision, Record};
 
-use crate::cli::{DistArgs, Semantics};
-use crate::jsonl::{self, Record, Summary, write_f32_array, write_f64_array};
+use crate::cli::DistArgs;
+use crate::registry;
 
-/// Runs the batch; returns how it went (exit status 1 if any record failed).
+/// Runs the batch with a semantics from `registry` (built with the
+/// `--generation-config` the args name); returns how it went (exit status 1
+/// if any record failed).
 pub fn run<R: BufRead, W: Write, E: Write>(
     args: &DistArgs,
+    registry: &[Box<dyn AnySemantics>],
     input: R,
     out: W,
     err: E,
 ) -> anyhow::Result<Summary> {
-    let config = match &args.generation_config {
-        Some(path) if args.semantics == Semantics::Hf => Some(
-            GenerationConfig::from_path(path)
-                .with_context(|| format!("reading {}", path.display()))?,
-        ),
-        Some(_) => anyhow::bail!("--generation-config only applies to --semantics hf"),
-        None => None,
-    };
-    let summary = match args.semantics {
-        Semantics::Hf => jsonl::drive(input, out, err, |line, answer| {
-            hf_record(line, config.as_ref(), answer)
-        }),
-        Semantics::Spec => jsonl::drive(input, out, err, spec_record),
-        Semantics::Candle => jsonl::drive(input, out, err, candle_record),
-    };
-    Ok(summary?)
-}
-
-fn hf_record(
-    line: &[u8],
-    config: Option<&GenerationConfig>,
-    answer: &mut Vec<u8>,
-) -> Result<(), String> {
-    let record = Record::parse(line)?;
-    let logits = record.logits.to_f32()?;
-    let input_ids = record.input_ids()?;
-    let params = hf_sampling::resolve(&record.params, config).map_err(|e| e.to_string())?;
-    let out = hf_sampling::process(&logits, &input_ids, &params).map_err(|e| e.to_string())?;
-    write!(answer, "{{\"kept\":{},\"probs\":", out.kept.len()).map_err(|e| e.to_string())?;
-    write_f32_array(answer, &out.probs);
-    answer.extend_from_slice(b",\"scores\":");
-    write_f32_array(answer, &out.scores);
-    answer.push(b'}');
-    Ok(())
-}
-
-/// The keys of a spec record's `params`.
-const SPEC_PARAMS: [&str; 5] = ["temperature", "top_k", "top_p", "repetition_penalty", "u"];
-
-fn spec_record(line: &[u8], answer: &mut Vec<u8>) -> Result<(), String> {
-    let record = Record::parse(line)?;
-    let logits = record.logits.to_f64()?;
-    let previous = record.input_ids()?;
-    // `Params::from_json` ignores unknown keys (so a whole spec line can be
-    // passed to it); here that would let `"previous_tokens"` inside `params`
-    // silently mean "no context", so keys other than the five are refused.
-    if let Some(key) = record
-        .params
-        .keys()
-        .find(|k| !SPEC_PARAMS.contains(&k.as_str()))
-    {
-        return Err(format!(
-            "params: unknown key `{key}` (the spec's parameters are {}; the context goes in `input_ids`)",
-            SPEC_PARAMS.join(", ")
-        ));
+    let semantics = registry::find(registry, &args.semantics)?;
+    if args.generation_config.is_some() && !semantics.reads_generation_config() {
+        anyhow::bail!(
+            "--generation-config: {} does not read a model's generation_config.json",
+            args.semantics
+        );
     }
-    let params = spec_sampler::Params::from_json(&Value::Object(record.params))
-        .map_err(|e| format!("params: {e}"))?;
-    let input =
-        spec_sampler::Input::from_parts(logits, previous, params).map_err(|e| e.to_string())?;
-    let dist = spec_sampler::distribution(&input);
-    let token = dist.draw(input.params().u);
-    write!(
-        answer,
-        "{{\"kept\":{},\"token_id\":{token},\"probs\":",
-        dist.kept().len()
-    )
-    .map_err(|e| e.to_string())?;
-    write_f64_array(answer, dist.probs());
-    answer.push(b'}');
-    Ok(())
+    let summary = jsonl::drive(input, out, err, "error: ", |line, answer| {
+        let dist = answer_record(semantics, line)?;
+        write_answer(answer, &dist);
+        Ok(())
+    })?;
+    Ok(summary)
 }
 
-fn candle_record(line: &[u8], answer: &mut Vec<u8>) -> Result<(), String> {
+/// Parses one record and runs the semantics on it.
+pub fn answer_record(semantics: &dyn AnySemantics, line: &[u8]) -> Result<Distribution, String> {
     let record = Record::parse(line)?;
-    let logits = record.logits.to_f32()?;
+    let logits = record.logits.to_logits()?;
     let input_ids = record.input_ids()?;
-    let params = candle_adapter::CandleParams::from_json(&Value::Object(record.params))
-        .map_err(|e| format!("params: {e}"))?;
-    let dist = candle_adapter::mirror(&logits, &input_ids, &params).map_err(|e| e.to_string())?;
-    write!(answer, "{{\"kept\":{},\"probs\":", dist.kept.len()).map_err(|e| e.to_string())?;
-    write_f64_array(answer, &dist.probs);
+    let context = Context::new(&input_ids, record.prompt_len()?).map_err(|e| e.to_string())?;
+    semantics
+        .run(&logits, &context, &record.params)
+        .map_err(|e| e.to_string())
+}
+
+/// `{"kept": N, "probs": [...], "scores": [...], "tokens": [...]}`: probs at
+/// the engine's own precision; scores and tokens when the semantics has them.
+fn write_answer(answer: &mut Vec<u8>, dist: &Distribution) {
+    answer.extend_from_slice(format!("{{\"kept\":{},\"probs\":", dist.kept().len()).as_bytes());
+    match dist.precision() {
+        Precision::F32 => {
+            let probs: Vec<f32> = dist.probs().iter().map(|&p| p as f32).collect();
+            write_f32_array(answer, &probs);
+        }
+        Precision::F64 => write_f64_array(answer, dist.probs()),
+    }
+    if let Some(scores) = dist.scores() {
+        answer.extend_from_slice(b",\"scores\":");
+        write_f32_array(answer, scores);
+    }
+    if let Some(tokens) = dist.tokens() {
+        let list: Vec<String> = tokens.iter().map(i64::to_string).collect();
+        answer.extend_from_slice(format!(",\"tokens\":[{}]", list.join(",")).as_bytes());
+    }
     answer.push(b'}');
-    Ok(())
 }

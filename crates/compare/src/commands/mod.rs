@@ -2,7 +2,9 @@
 //! tests and `main` drive them the same way.
 
 pub mod bench;
+pub mod diff;
 pub mod dist;
 pub mod report;
+pub mod semantics;
 pub mod ties;
 pub mod translate;

@@ -42,9 +42,13 @@ pub fn run(args: &TiesArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         / args.draws.max(1) as f64;
     let candle = run.mirrored();
 
-    let spec_params = spec_sampler::Params::from_json(&json!({
-        "temperature": 1.0, "top_k": args.k, "top_p": 1.0, "repetition_penalty": 1.0, "u": 0.5
-    }))?;
+    let spec_params = spec_sampler::Params {
+        temperature: spec_sampler::Temperature::new(1.0)?,
+        top_k: spec_sampler::TopK::new(i64::try_from(args.k).unwrap_or(i64::MAX)),
+        top_p: spec_sampler::TopP::new(1.0)?,
+        repetition_penalty: spec_sampler::RepetitionPenalty::new(1.0)?,
+        u: spec_sampler::U::new(0.5)?,
+    };
     let spec_input = spec_sampler::Input::from_parts(
         logits.iter().map(|&l| f64::from(l)).collect(),
         Vec::new(),

@@ -23,11 +23,16 @@ pub fn run(args: &TranslateArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         .processor_names()
         .context("transformers would refuse these kwargs")?;
     let t = candle_adapter::translate(&params).context("cannot translate")?;
+    let resolved = hf_sampling::provenance(&kwargs, config.as_ref(), &params);
     match args.format {
         Format::Json => {
             let doc = json!({
                 "schema": 1,
                 "kwargs": kwargs,
+                "resolved": resolved
+                    .iter()
+                    .map(|(key, value, source)| json!({ "key": key, "value": value, "source": source }))
+                    .collect::<Vec<_>>(),
                 "transformers_processors": processors,
                 "translation": t,
             });
@@ -35,6 +40,15 @@ pub fn run(args: &TranslateArgs, out: &mut dyn Write) -> anyhow::Result<()> {
             writeln!(out)?;
         }
         Format::Text => {
+            let from = |source: hf_sampling::Source| match source {
+                hf_sampling::Source::Kwargs => "kwargs",
+                hf_sampling::Source::GenerationConfig => "generation_config.json",
+                hf_sampling::Source::Default => "transformers' default",
+            };
+            writeln!(out, "resolved:")?;
+            for (key, value, source) in &resolved {
+                writeln!(out, "  {key} = {value}  ({})", from(*source))?;
+            }
             writeln!(
                 out,
                 "transformers: {}",
@@ -53,18 +67,29 @@ pub fn run(args: &TranslateArgs, out: &mut dyn Write) -> anyhow::Result<()> {
                     "greedy argmax"
                 }
             )?;
-            writeln!(out, "candle (plain): {}", describe(&t.candle))?;
+            writeln!(out, "candle (plain): {}", t.candle.recipe())?;
             match &t.exact {
                 Some(e) if t.plain_is_exact => writeln!(
                     out,
                     "candle (exact): the plain setup already matches; {}",
-                    describe(e)
+                    e.recipe()
                 )?,
-                Some(e) => writeln!(out, "candle (exact): {}", describe(e))?,
-                None => writeln!(
-                    out,
-                    "candle (exact): none: candle cannot reproduce this distribution"
-                )?,
+                Some(e) => writeln!(out, "candle (exact): {}", e.recipe())?,
+                None => {
+                    writeln!(
+                        out,
+                        "candle (exact): LogitsProcessor has no such filter; run transformers' whole \
+                         chain behind candle's signature with candle_adapter::dropin::HfLogitsProcessor \
+                         (exact, `compare dist --semantics hf-rust` shows its distribution):"
+                    )?;
+                    writeln!(
+                        out,
+                        "    let params = hf_sampling::resolve(&kwargs, None)?;  // these kwargs\n    \
+                         let mut lp = candle_adapter::dropin::HfLogitsProcessor::new(seed, &params)?;\n    \
+                         lp.set_prompt(&prompt_ids);\n    \
+                         let token = lp.sample(&logits)?;  // logits: &candle_core::Tensor"
+                    )?;
+                }
             }
             for w in &t.warnings {
                 writeln!(out, "warning: {w}")?;
@@ -72,24 +97,4 @@ pub fn run(args: &TranslateArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         }
     }
     Ok(())
-}
-
-fn describe(cp: &candle_adapter::CandleParams) -> String {
-    let mut s = format!("LogitsProcessor::from_sampling(seed, {})", cp.sampling);
-    if let Some(k) = cp.hf_top_k {
-        s.push_str(&format!(
-            ", sampled with sample_f and a closure that keeps transformers' top {k} (ties included) and renormalises"
-        ));
-    }
-    if let Some(rp) = &cp.repeat_penalty {
-        s.push_str(&format!(
-            "; first apply_repeat_penalty(logits, {}, {})",
-            rp.penalty,
-            match rp.window {
-                candle_adapter::Window::Whole => "all input_ids".to_string(),
-                candle_adapter::Window::LastN(n) => format!("the last {n} input_ids"),
-            }
-        ));
-    }
-    s
 }

@@ -50,7 +50,7 @@ fn dist_spec_answers_the_specs_example_1() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert_eq!(
         text(&out.stdout),
-        "{\"kept\":2,\"token_id\":0,\"probs\":[0.7310585786300049,0.2689414213699951,0.0,0.0]}\n"
+        "{\"kept\":2,\"probs\":[0.7310585786300049,0.2689414213699951,0.0,0.0],\"tokens\":[0]}\n"
     );
 }
 

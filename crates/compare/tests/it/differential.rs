@@ -1,4 +1,4 @@
-//! Differential tests where the semantics must agree (issue 8).
+//! Differential tests where the semantics must agree: hf, candle and the spec on temperature-only and top-p-only settings, and the fast sampler against the reference path.
 //!
 //! On random logits without ties, a temperature-only and a top-p-only setting
 //! must give the same distribution, within 1e-5 per token, under transformers

@@ -166,8 +166,9 @@ fn text_report_is_a_readable_table() {
         "{s}"
     );
     assert!(s.contains("why: default top-k 50"), "{s}");
+    // The fix is translate's exact recipe, proven on these logits.
     assert!(
-        s.contains("fix: use Sampling::TopK { k: 50, temperature: 0.7 }"),
+        s.contains("fix: use Sampling::All { temperature: 0.7 } + sample_f(transformers top-k 50)"),
         "{s}"
     );
     assert!(s.contains("why: top-k then top-p"), "{s}");

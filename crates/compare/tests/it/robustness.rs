@@ -317,7 +317,7 @@ fn unknown_fields_are_refused() {
             semantics,
             &[(
                 r#"{"logits": [1], "input_id": [0]}"#,
-                "invalid record: unknown field `input_id`, expected one of `logits`, `input_ids`, `params`",
+                "invalid record: unknown field `input_id`, expected one of `logits`, `input_ids`, `prompt_len`, `params`",
             )],
         );
     }
@@ -400,11 +400,11 @@ fn nan_and_infinities_are_refused_with_their_index() {
         all_errors(semantics, &cases);
     }
     // f32 semantics also refuse a number that only f64 can hold.
-    for semantics in ["hf", "candle"] {
+    for (semantics, params) in [("hf", "{}"), ("candle", r#"{"sampling": "ArgMax"}"#)] {
         all_errors(
             semantics,
             &[(
-                r#"{"logits": [0, 1e39]}"#,
+                &format!(r#"{{"logits": [0, 1e39], "params": {params}}}"#),
                 "`logits[1]` = 1e39 does not fit in float32",
             )],
         );
@@ -431,7 +431,7 @@ fn every_logit_negative_infinity() {
     // The spec answers token -1 and all-zero probabilities.
     let a = answer("spec", &format!(r#"{{{l}, "params": {{{SPEC}}}}}"#));
     assert_eq!(
-        (a["token_id"].as_i64(), probs(&a)),
+        (a["tokens"][0].as_i64(), probs(&a)),
         (Some(-1), vec![0.0; 3])
     );
     // candle: its softmax is NaN and WeightedIndex refuses it (candle's error).
@@ -886,7 +886,7 @@ fn a_100_mb_line_is_refused_and_the_next_line_answered() {
     assert_eq!(
         text(&out.stdout),
         "{\"error\":\"line is longer than 67108864 bytes; refusing to read it\"}\n\
-         {\"kept\":2,\"token_id\":1,\"probs\":[0.5,0.5]}\n"
+         {\"kept\":2,\"probs\":[0.5,0.5],\"tokens\":[1]}\n"
     );
     assert_eq!(
         text(&out.stderr),
@@ -1197,7 +1197,16 @@ fn generation_config_unknown_keys_and_nulls_are_accepted() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let stdout = text(&out.stdout);
     assert!(
-        stdout.starts_with("transformers: TemperatureLogitsWarper → TopKLogitsWarper\n"),
+        stdout.contains("\ntransformers: TemperatureLogitsWarper → TopKLogitsWarper\n"),
+        "{stdout}"
+    );
+    // Each resolved value says where it came from.
+    assert!(
+        stdout.contains("temperature = 0.6  (generation_config.json)"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("top_k = 50  (transformers' default)"),
         "{stdout}"
     );
     let (status, answers, stderr) = {
@@ -1299,7 +1308,12 @@ fn generation_config_wrong_types_and_bad_json_exit_2_naming_the_key() {
         Vec::new(),
     );
     assert_eq!(out.status.code(), Some(2));
-    assert!(text(&out.stderr).contains("--generation-config only applies to --semantics hf"));
+    assert!(
+        text(&out.stderr)
+            .contains("--generation-config: spec does not read a model's generation_config.json"),
+        "{}",
+        text(&out.stderr)
+    );
 }
 
 #[cfg(unix)]
@@ -1399,6 +1413,12 @@ fn replay(target: &str, harness: fn(&[u8]), at_least: usize) {
 #[test]
 fn fuzz_corpus_compare_dist_replays() {
     replay("compare_dist", harness::compare_dist, 10);
+}
+
+#[test]
+fn fuzz_corpus_compare_diff_replays() {
+    // The dist corpus: the same records, read as generate kwargs.
+    replay("compare_dist", harness::compare_diff, 10);
 }
 
 #[test]

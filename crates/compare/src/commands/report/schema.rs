@@ -75,8 +75,14 @@ pub struct Row {
     pub verdict: Verdict,
     /// Why the sides differ, in words; null when they agree.
     pub reason: Option<String>,
-    /// How to make candle match transformers, when there is a way.
+    /// How to make the right side match transformers, in words: printed
+    /// only when `fix_verdict` is `same`.
     pub fix: Option<String>,
+    /// The fix as the right side's params (`compare dist` accepts them),
+    /// when its crate has one for this row.
+    pub fix_params: Option<Map<String, Value>>,
+    /// The verdict of the fix run on this row's logits against the left side.
+    pub fix_verdict: Option<Verdict>,
     /// Real candle draws behind a candle side.
     pub draws: Option<Draws>,
     /// Repetition-penalty details, for settings with a penalty.

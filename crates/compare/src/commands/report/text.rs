@@ -1,24 +1,29 @@
-//! The text report: a table per fixture that fits 120 columns, with the
-//! reasons, fixes and one-side-only tokens under the rows that differ.
+//! The text report: a table per fixture, its columns as wide as their
+//! content (about 90 columns for the default report), and under each row
+//! that differs the reason, the proven fix and the tokens only one side
+//! keeps, wrapped at the terminal's width (100 columns when not a terminal).
 
 use std::io::{self, Write};
 
-use super::Side;
-use super::schema::{Report, Verdict};
+use parity_core::text::one_line;
 
-/// `s` with control characters escaped (`\n`, `\u{1b}`, ...): metadata from
-/// a fixture file must not be able to forge report lines or drive a terminal.
-pub(super) fn printable(s: &str) -> String {
-    s.chars()
-        .flat_map(|c| {
-            let escaped: Vec<char> = if c.is_control() {
-                c.escape_default().collect()
-            } else {
-                vec![c]
-            };
-            escaped
-        })
-        .collect()
+use super::schema::{Row, Summary, Verdict};
+
+/// Width to wrap detail lines at when standard output is not a terminal.
+const DEFAULT_WIDTH: usize = 100;
+
+/// Indent of the detail lines under a row.
+const DETAIL: &str = "      ";
+
+/// The width detail lines are wrapped at.
+pub(super) fn wrap_width() -> usize {
+    use std::io::IsTerminal;
+    // A terminal's width is read from $COLUMNS when the shell exports it.
+    let columns = std::env::var("COLUMNS").ok().and_then(|c| c.parse().ok());
+    match columns {
+        Some(c) if io::stdout().is_terminal() => usize::max(c, 60),
+        _ => DEFAULT_WIDTH,
+    }
 }
 
 fn sci(x: Option<f64>) -> String {
@@ -29,115 +34,204 @@ fn sci(x: Option<f64>) -> String {
     }
 }
 
-pub(super) fn write_text(report: &Report, out: &mut dyn Write) -> io::Result<()> {
-    let mut last_fixture = None;
-    for row in &report.rows {
-        if last_fixture != Some(&row.fixture) {
-            if last_fixture.is_some() {
-                writeln!(out)?;
-            }
-            writeln!(out, "{}: {}", printable(&row.fixture), row.context)?;
-            writeln!(
-                out,
-                "  {:<12} {:<24} {:>12} {:>9} {:>9} {:>11} {:>8} {:>13}  verdict",
-                "setting",
-                "left:right",
-                "kept L/R",
-                "max|Δp|",
-                "TV",
-                "replayed",
-                "p-value",
-                "outside L/R",
-            )?;
-            last_fixture = Some(&row.fixture);
+fn share(x: f64) -> String {
+    if x == 0.0 {
+        "0".into()
+    } else {
+        format!("{x:.1e}")
+    }
+}
+
+/// The table's cells for one row.
+fn cells(row: &Row) -> [String; 8] {
+    let pair = match row.repeat_window {
+        Some(n) => format!("{}:{}[last {n}]", row.left, row.right),
+        None => format!("{}:{}", row.left, row.right),
+    };
+    let kept = format!(
+        "{}/{}",
+        row.kept_left.map_or("-".into(), |k| k.to_string()),
+        row.kept_right.map_or("-".into(), |k| k.to_string())
+    );
+    let (replayed, p_value) = match &row.draws {
+        Some(d) => (
+            match d.replay_agree {
+                Some(a) => format!("{a}/{}", d.n),
+                None => format!("-/{}", d.n),
+            },
+            d.p_value.map_or("-".into(), |p| format!("{p:.3}")),
+        ),
+        None => ("-".into(), "-".into()),
+    };
+    let verdict = match row.verdict {
+        Verdict::Same => "same",
+        Verdict::Differs => "differs",
+    };
+    [
+        one_line(&row.setting).into_owned(),
+        pair,
+        kept,
+        sci(row.max_abs_diff),
+        sci(row.tv),
+        replayed,
+        p_value,
+        verdict.into(),
+    ]
+}
+
+const HEADERS: [&str; 8] = [
+    "setting", "pair", "kept L/R", "max|Δp|", "TV", "replayed", "p-value", "verdict",
+];
+
+/// Numeric columns are right-aligned.
+const RIGHT: [bool; 8] = [false, false, true, true, true, true, true, false];
+
+/// One fixture's rows as a table with their details.
+pub(super) fn write_fixture(rows: &[Row], width: usize, out: &mut dyn Write) -> io::Result<()> {
+    let Some(first) = rows.first() else {
+        return Ok(());
+    };
+    writeln!(out, "{}: {}", one_line(&first.fixture), first.context)?;
+    let table: Vec<[String; 8]> = rows.iter().map(cells).collect();
+    let mut widths = HEADERS.map(|h| h.chars().count());
+    for line in &table {
+        for (w, cell) in widths.iter_mut().zip(line) {
+            *w = (*w).max(cell.chars().count());
         }
-        let pair = match row.repeat_window {
-            Some(n) => format!("{}:{}[last {n}]", row.left, row.right),
-            None => format!("{}:{}", row.left, row.right),
-        };
-        let kept = format!(
-            "{}/{}",
-            row.kept_left.map_or("-".into(), |k| k.to_string()),
-            row.kept_right.map_or("-".into(), |k| k.to_string())
-        );
-        let (replayed, p_value, outside) = match &row.draws {
-            Some(d) => (
-                match d.replay_agree {
-                    Some(a) => format!("{a}/{}", d.n),
-                    None => format!("-/{}", d.n),
-                },
-                d.p_value.map_or("-".into(), |p| format!("{p:.3}")),
-                format!("{}/{}", share(d.outside_left), share(d.outside_right)),
-            ),
-            None => ("-".into(), "-".into(), "-".into()),
-        };
-        let verdict = match row.verdict {
-            Verdict::Same => "same",
-            Verdict::Differs => "differs",
-        };
-        writeln!(
+    }
+    let format_line = |line: [&str; 8]| {
+        let mut s = String::from(" ");
+        for (i, cell) in line.iter().enumerate() {
+            let pad = widths[i].saturating_sub(cell.chars().count());
+            s.push(' ');
+            if RIGHT[i] {
+                s.push_str(&" ".repeat(pad));
+                s.push_str(cell);
+            } else {
+                s.push_str(cell);
+                if i + 1 < line.len() {
+                    s.push_str(&" ".repeat(pad));
+                }
+            }
+            s.push(' ');
+        }
+        s.trim_end().to_string()
+    };
+    writeln!(out, "{}", format_line(HEADERS))?;
+    for (row, line) in rows.iter().zip(&table) {
+        let line: [&str; 8] = std::array::from_fn(|i| line[i].as_str());
+        writeln!(out, "{}", format_line(line))?;
+        write_details(row, width, out)?;
+    }
+    Ok(())
+}
+
+/// `label: text`, the text wrapped at spaces to `width` columns with a
+/// hanging indent (a word longer than a line stands alone).
+fn detail(out: &mut dyn Write, width: usize, label: &str, text: &str) -> io::Result<()> {
+    let first = format!("{DETAIL}{label}: ");
+    let indent = first.chars().count();
+    let mut line = first;
+    let mut used = indent;
+    let mut empty = true;
+    for word in one_line(text).split(' ').filter(|w| !w.is_empty()) {
+        let n = word.chars().count();
+        if !empty && used + 1 + n > width {
+            writeln!(out, "{line}")?;
+            line = " ".repeat(indent);
+            used = indent;
+            empty = true;
+        }
+        if !empty {
+            line.push(' ');
+            used += 1;
+        }
+        line.push_str(word);
+        used += n;
+        empty = false;
+    }
+    writeln!(out, "{line}")
+}
+
+fn write_details(row: &Row, width: usize, out: &mut dyn Write) -> io::Result<()> {
+    let differs = row.verdict == Verdict::Differs;
+    if let Some(setup) = &row.candle_setup
+        && differs
+    {
+        detail(out, width, "setup", setup)?;
+    }
+    if let Some(reason) = &row.reason {
+        detail(out, width, "why", reason)?;
+    }
+    if let Some(fix) = &row.fix {
+        detail(out, width, "fix", fix)?;
+    }
+    if let Some(d) = &row.draws
+        && (d.outside_left > 0.0 || d.outside_right > 0.0)
+    {
+        detail(
             out,
-            "  {:<12} {:<24} {:>12} {:>9} {:>9} {:>11} {:>8} {:>13}  {}",
-            row.setting,
-            pair,
-            kept,
-            sci(row.max_abs_diff),
-            sci(row.tv),
-            replayed,
-            p_value,
-            outside,
-            verdict
+            width,
+            "draws",
+            &format!(
+                "{} of the real draws fall outside {}'s kept set, {} outside {}'s",
+                share(d.outside_left),
+                row.left,
+                share(d.outside_right),
+                row.right
+            ),
         )?;
-        if let Some(setup) = &row.candle_setup
-            && row.verdict == Verdict::Differs
-        {
-            writeln!(out, "      candle: {setup}")?;
-        }
-        if let Some(reason) = &row.reason {
-            writeln!(out, "      why: {reason}")?;
-        }
-        if let Some(fix) = &row.fix {
-            writeln!(out, "      fix: {fix}")?;
-        }
-        for (side, list, mass) in [
-            (&row.left, &row.only_left, row.mass_only_left),
-            (&row.right, &row.only_right, row.mass_only_right),
-        ] {
-            if !list.is_empty() {
-                let shown: Vec<String> = list
-                    .iter()
-                    .map(|t| match &t.token {
-                        Some(tok) => format!("{tok:?} ({}) {:.2e}", t.id, t.mass),
-                        None => format!("id {} {:.2e}", t.id, t.mass),
-                    })
-                    .collect();
-                writeln!(
-                    out,
-                    "      only {side} (mass {}): {}",
-                    sci(mass),
-                    shown.join(", ")
-                )?;
-            }
-        }
-        if let Some(p) = &row.penalty
-            && (row.verdict == Verdict::Differs || row.right == Side::Candle.name())
-        {
-            writeln!(
+    }
+    for (side, list, mass) in [
+        (&row.left, &row.only_left, row.mass_only_left),
+        (&row.right, &row.only_right, row.mass_only_right),
+    ] {
+        if !list.is_empty() {
+            let shown: Vec<String> = list
+                .iter()
+                .map(|t| match &t.token {
+                    Some(tok) => format!("{tok:?} ({}) {:.2e}", t.id, t.mass),
+                    None => format!("id {} {:.2e}", t.id, t.mass),
+                })
+                .collect();
+            detail(
                 out,
-                "      penalty: context {} ids, changed {} / {} logits, max |Δ logit| {}",
+                width,
+                &format!("only {side} (mass {})", sci(mass)),
+                &shown.join(", "),
+            )?;
+        }
+    }
+    if let Some(p) = &row.penalty
+        // The literal candle port shows its penalty scope even where it agrees.
+        && (differs || row.right == "candle")
+    {
+        detail(
+            out,
+            width,
+            "penalty",
+            &format!(
+                "context {} ids, changed {} / {} logits, max |Δ logit| {}",
                 p.context_len,
                 p.changed_left,
                 p.changed_right,
                 sci(Some(p.max_logit_diff))
-            )?;
-        }
+            ),
+        )?;
     }
-    let s = &report.summary;
-    writeln!(out)?;
+    Ok(())
+}
+
+/// The closing lines: counts, real draws, rows that fail the check.
+pub(super) fn write_summary(s: &Summary, out: &mut dyn Write) -> io::Result<()> {
+    let plural =
+        |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
     write!(
         out,
-        "{} rows: {} same, {} differ.",
-        s.rows, s.same, s.differs
+        "{}: {} same, {} differ.",
+        plural(s.rows, "row", "rows"),
+        s.same,
+        s.differs
     )?;
     if s.candle_draws > 0 {
         write!(
@@ -148,26 +242,11 @@ pub(super) fn write_text(report: &Report, out: &mut dyn Write) -> io::Result<()>
     }
     writeln!(out)?;
     if s.over_threshold > 0 {
-        writeln!(out, "{} rows over the threshold.", s.over_threshold)?;
+        writeln!(
+            out,
+            "{} the check.",
+            plural(s.over_threshold, "row fails", "rows fail")
+        )?;
     }
     Ok(())
-}
-
-fn share(x: f64) -> String {
-    if x == 0.0 {
-        "0".into()
-    } else {
-        format!("{x:.1e}")
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn control_characters_in_metadata_are_escaped() {
-        assert_eq!(printable("a\nb\u{1b}[31mc"), "a\\nb\\u{1b}[31mc");
-        assert_eq!(printable("ĠAI \"quoted\""), "ĠAI \"quoted\"");
-    }
 }

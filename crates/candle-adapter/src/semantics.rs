@@ -1,0 +1,390 @@
+//! candle as [`parity_core::Semantics`]: `candle` (the setup a porter writes
+//! by reading generate kwargs literally) and `candle+hf-closure` (the setup
+//! [`crate::translate`] gives to reproduce transformers). Both take the
+//! [`CandleParams`] wire form in `compare dist`; they differ only in how
+//! generate kwargs become candle params, and in what they have to explain.
+//!
+//! Every row these semantics answer is backed by real `LogitsProcessor`
+//! draws ([`Semantics::check_draws`]), each replayed by the mirror.
+
+use parity_core::metrics::{max_logit_diff, softmax_f64};
+use parity_core::{
+    Against, Context, Distribution, DrawCheck, DrawOptions, Error, Explanation, Fix, Info, Logits,
+    ParamInfo, Precision, Semantics, Variant,
+};
+use serde_json::{Map, Value};
+
+use crate::params::{CandleParams, CandleSampling, Window};
+use crate::run::{CandleRun, VerifyOptions};
+use crate::translate::{literal, translate};
+
+/// Repeat-penalty windows candle's own examples use (`repeat_last_n`: the
+/// llama example 128, phi and quantized 64), reported beside the whole context.
+pub const EXAMPLE_WINDOWS: [usize; 2] = [64, 128];
+
+const PARAMS: &[ParamInfo] = &[
+    ParamInfo {
+        name: "sampling",
+        default: "required",
+        meaning: "ArgMax, All, TopK, TopP, TopKThenTopP or GumbelSoftmax (candle's Sampling)",
+    },
+    ParamInfo {
+        name: "temperature",
+        default: "1.0",
+        meaning: "logits * (1/T) in f32 (all variants but ArgMax)",
+    },
+    ParamInfo {
+        name: "k",
+        default: "required by TopK, TopKThenTopP",
+        meaning: "exactly k tokens (select_nth_unstable_by decides ties)",
+    },
+    ParamInfo {
+        name: "p",
+        default: "required by TopP, TopKThenTopP",
+        meaning: "nucleus; TopKThenTopP measures it on the raw top-k mass",
+    },
+    ParamInfo {
+        name: "repeat_penalty",
+        default: "null",
+        meaning: "apply_repeat_penalty before sampling",
+    },
+    ParamInfo {
+        name: "repeat_last_n",
+        default: "null (all input_ids)",
+        meaning: "penalise only the last n input ids",
+    },
+    ParamInfo {
+        name: "hf_top_k",
+        default: "null",
+        meaning: "a sample_f closure doing transformers' top-k (ties kept, renormalised)",
+    },
+];
+
+const VERIFIED: &str = "the real candle 0.11.1 LogitsProcessor: every real draw replayed \
+                        exactly (StdRng + WeightedIndex over the mirror), chi-square p >= 1e-3";
+
+static CANDLE: Info = Info {
+    name: "candle",
+    engine: "candle-transformers 0.11.1 LogitsProcessor (the real crate), mirrored",
+    summary: "the setup a porter writes from generate kwargs read literally (no default top-k 50, \
+              TopKThenTopP on raw mass, the whole context penalised)",
+    verified_against: VERIFIED,
+    params: PARAMS,
+};
+
+static CANDLE_EXACT: Info = Info {
+    name: "candle+hf-closure",
+    engine: "candle-transformers 0.11.1 LogitsProcessor (the real crate), mirrored",
+    summary: "candle set up by `compare translate` to reproduce transformers (a sample_f top-k \
+              closure where plain candle cannot)",
+    verified_against: VERIFIED,
+    params: PARAMS,
+};
+
+/// `candle`: the literal port of generate kwargs.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Candle;
+
+/// `candle+hf-closure`: translate's exact setup.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CandleExact;
+
+fn parse(params: &Map<String, Value>) -> Result<CandleParams, Error> {
+    CandleParams::from_json(&Value::Object(params.clone()))
+        .map_err(|e| Error::new(format_args!("params: {e}")))
+}
+
+fn distribution(
+    logits: &Logits,
+    context: &Context<'_>,
+    params: &CandleParams,
+) -> Result<Distribution, Error> {
+    let logits = logits.to_f32()?;
+    let run = CandleRun::new(&logits, context.input_ids(), params).map_err(Error::new)?;
+    let mirrored = run.mirrored();
+    let dist = Distribution::new(mirrored.probs.clone(), Precision::F64);
+    Ok(if params.repeat_penalty.is_some() {
+        dist.with_penalised(mirrored.penalised_logits.clone())
+    } else {
+        dist
+    })
+}
+
+fn check_draws(
+    logits: &Logits,
+    context: &Context<'_>,
+    params: &CandleParams,
+    options: &DrawOptions<'_>,
+) -> Option<Result<DrawCheck, Error>> {
+    let run = || -> Result<DrawCheck, Error> {
+        let logits = logits.to_f32()?;
+        let run = CandleRun::new(&logits, context.input_ids(), params).map_err(Error::new)?;
+        let v = run
+            .verify(&VerifyOptions {
+                seed: options.seed,
+                draws: options.draws,
+                streams: 2,
+                other_kept: Some(options.other_kept),
+                reference: None,
+                ..VerifyOptions::default()
+            })
+            .map_err(|e| Error::new(format_args!("candle draws: {e}")))?;
+        Ok(DrawCheck {
+            n: v.draws,
+            replay_agree: v.replay.as_ref().map(|r| r.agreed),
+            max_freq_dev: v.vs_mirror.max_abs_diff,
+            p_value: v.vs_mirror.gof.p_value,
+            outside_own: v.outside_mirror_kept,
+            outside_other: v.outside_other_kept.unwrap_or(0.0),
+        })
+    };
+    Some(run())
+}
+
+impl Semantics for Candle {
+    type Params = CandleParams;
+
+    fn info(&self) -> &'static Info {
+        &CANDLE
+    }
+
+    fn parse_params(&self, params: &Map<String, Value>) -> Result<CandleParams, Error> {
+        parse(params)
+    }
+
+    fn distribution(
+        &self,
+        logits: &Logits,
+        context: &Context<'_>,
+        params: &CandleParams,
+    ) -> Result<Distribution, Error> {
+        distribution(logits, context, params)
+    }
+
+    fn from_generate(&self, kwargs: &Map<String, Value>) -> Option<Result<CandleParams, Error>> {
+        Some(Ok(literal(kwargs)))
+    }
+
+    fn variants(&self, params: &CandleParams) -> Vec<(Variant, CandleParams)> {
+        let Some(rp) = params.repeat_penalty else {
+            return Vec::new();
+        };
+        EXAMPLE_WINDOWS
+            .iter()
+            .map(|&n| {
+                let mut windowed = params.clone();
+                windowed.repeat_penalty = Some(crate::RepeatPenalty {
+                    window: Window::LastN(n),
+                    ..rp
+                });
+                (Variant { repeat_window: n }, windowed)
+            })
+            .collect()
+    }
+
+    fn describe(&self, params: &CandleParams) -> Option<String> {
+        Some(params.to_string())
+    }
+
+    fn explain(&self, row: &Against<'_>, params: &CandleParams) -> Explanation {
+        explain(row, params, true)
+    }
+
+    fn fix(&self, kwargs: &Map<String, Value>, variant: Option<&Variant>) -> Option<Fix> {
+        fix_for_literal(kwargs, variant)
+    }
+
+    fn check_draws(
+        &self,
+        logits: &Logits,
+        context: &Context<'_>,
+        params: &CandleParams,
+        options: &DrawOptions<'_>,
+    ) -> Option<Result<DrawCheck, Error>> {
+        check_draws(logits, context, params, options)
+    }
+}
+
+impl Semantics for CandleExact {
+    type Params = CandleParams;
+
+    fn info(&self) -> &'static Info {
+        &CANDLE_EXACT
+    }
+
+    fn parse_params(&self, params: &Map<String, Value>) -> Result<CandleParams, Error> {
+        parse(params)
+    }
+
+    fn distribution(
+        &self,
+        logits: &Logits,
+        context: &Context<'_>,
+        params: &CandleParams,
+    ) -> Result<Distribution, Error> {
+        distribution(logits, context, params)
+    }
+
+    fn from_generate(&self, kwargs: &Map<String, Value>) -> Option<Result<CandleParams, Error>> {
+        let exact = hf_sampling::resolve(kwargs, None)
+            .map_err(Error::new)
+            .and_then(|p| translate(&p).map_err(Error::new))
+            .map(|t| t.exact.unwrap_or(t.candle));
+        Some(exact)
+    }
+
+    fn describe(&self, params: &CandleParams) -> Option<String> {
+        Some(params.to_string())
+    }
+
+    fn explain(&self, row: &Against<'_>, params: &CandleParams) -> Explanation {
+        explain(row, params, false)
+    }
+
+    fn check_draws(
+        &self,
+        logits: &Logits,
+        context: &Context<'_>,
+        params: &CandleParams,
+        options: &DrawOptions<'_>,
+    ) -> Option<Result<DrawCheck, Error>> {
+        check_draws(logits, context, params, options)
+    }
+}
+
+/// The fix for the literal port: `translate`'s exact setup for these kwargs
+/// (the same recipe `compare translate` prints), when candle has one and it
+/// is not the literal setup already. Reports run it on the row's logits and
+/// print it only when it then matches transformers.
+pub fn fix_for_literal(kwargs: &Map<String, Value>, variant: Option<&Variant>) -> Option<Fix> {
+    let params = hf_sampling::resolve(kwargs, None).ok()?;
+    let exact = translate(&params).ok()?.exact?;
+    let text = match variant {
+        Some(v) => format!(
+            "use {exact} (penalising all input_ids, not the last {})",
+            v.repeat_window
+        ),
+        None if exact == literal(kwargs) => return None,
+        None => format!("use {exact}"),
+    };
+    Some(Fix {
+        text,
+        params: as_object(&exact),
+    })
+}
+
+fn as_object(params: &CandleParams) -> Map<String, Value> {
+    match params.to_json() {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    }
+}
+
+/// Why candle differs from transformers on a row. Each clause is a rule the
+/// two are known to disagree on, checked against this row's data.
+fn explain(row: &Against<'_>, params: &CandleParams, literal_port: bool) -> Explanation {
+    let Ok(p) = hf_sampling::resolve(row.kwargs, None) else {
+        return Explanation::default();
+    };
+    let cmp = row.comparison;
+    let top_k = p.top_k.filter(|&k| k != 0 && p.do_sample);
+    let top_p = (p.do_sample && p.top_p < 1.0).then_some(p.top_p);
+    let sets_differ = !cmp.only_left.is_empty() || !cmp.only_right.is_empty();
+    let mut why = Vec::new();
+    if let Some(variant) = row.variant {
+        let n = variant.repeat_window;
+        let (missed, in_prompt) = row.context.missed_by_window(n, row.logits.len());
+        let diff = match (row.transformers.penalised(), row.this.penalised()) {
+            (Some(a), Some(b)) => max_logit_diff(a, b),
+            _ => 0.0,
+        };
+        why.push(format!(
+            "repeat window: candle penalises only the last {n} ids; {missed} ids that occur only \
+             earlier ({in_prompt} of them in the prompt) keep their logits (max |Δ logit| {diff:.3e})"
+        ));
+    }
+    // Only where top-k 50 can matter: the literal setup keeps more than 50.
+    if literal_port
+        && !row.kwargs.contains_key("top_k")
+        && top_k == Some(50)
+        && row.this.kept().len() > 50
+    {
+        let what = match params.sampling {
+            CandleSampling::All { .. } => "samples the whole vocabulary".to_string(),
+            _ => format!("has no top-k and keeps {} tokens", row.this.kept().len()),
+        };
+        why.push(format!(
+            "{}; the literal candle setup {what}",
+            hf_sampling::rules::DEFAULT_TOP_K
+        ));
+    }
+    let renormalisation = literal_port && top_k.is_some() && top_p.is_some();
+    if let (true, Some(k), Some(pp)) = (renormalisation, top_k, top_p) {
+        let mass = top_k_mass(row, &p, k);
+        why.push(match params.sampling {
+            CandleSampling::TopKThenTopP { .. } => format!(
+                "top-k then top-p: candle's TopKThenTopP compares p = {pp} with the raw mass of \
+                 the top {k} ({mass:.4}); transformers renormalises the top {k} first"
+            ),
+            _ => format!(
+                "top-k then top-p: transformers renormalises its top {k} (raw mass {mass:.4}) \
+                 before measuring p = {pp}; the literal candle setup measures p on the whole \
+                 vocabulary"
+            ),
+        });
+    }
+    if let Some(k) = top_k
+        && cmp.kept_left > k
+        && literal_port
+    {
+        why.push(hf_sampling::rules::top_k_tie(cmp.kept_left, k, "candle"));
+    }
+    if top_p.is_some() && sets_differ && !renormalisation {
+        let tied = cmp.only_left.iter().any(|a| {
+            cmp.only_right
+                .iter()
+                .any(|b| row.logits[a.id].to_bits() == row.logits[b.id].to_bits())
+        });
+        why.push(if tied {
+            hf_sampling::rules::top_p_tie("candle")
+        } else {
+            hf_sampling::rules::top_p_boundary("candle")
+        });
+    }
+    for (name, on) in [
+        ("min-p", p.min_p.is_some()),
+        ("typical", p.typical_p < 1.0),
+        ("epsilon", 0.0 < p.epsilon_cutoff && p.epsilon_cutoff < 1.0),
+        ("eta", 0.0 < p.eta_cutoff && p.eta_cutoff < 1.0),
+    ] {
+        if on && p.do_sample {
+            why.push(format!("candle has no {name} sampling"));
+        }
+    }
+    let fix = if literal_port {
+        fix_for_literal(row.kwargs, row.variant)
+    } else {
+        None
+    };
+    Explanation { reasons: why, fix }
+}
+
+/// The raw (un-renormalised) probability mass of the k most likely tokens
+/// after the penalty and temperature, as candle's TopKThenTopP measures it.
+fn top_k_mass(row: &Against<'_>, p: &hf_sampling::GenerationParams, k: usize) -> f64 {
+    let mut logits = row.logits.to_vec();
+    if p.repetition_penalty != 1.0 {
+        hf_sampling::ops::repetition_penalty(
+            &mut logits,
+            row.context.input_ids(),
+            p.repetition_penalty,
+        );
+    }
+    let scaled: Vec<f32> = logits
+        .iter()
+        .map(|&x| (f64::from(x) / p.temperature) as f32)
+        .collect();
+    let mut probs = softmax_f64(&scaled);
+    probs.sort_by(|a, b| b.total_cmp(a));
+    probs.iter().take(k).sum()
+}

@@ -1,0 +1,120 @@
+//! `compare diff`: two or more semantics on your own logits, record by record.
+//!
+//! Reads the same JSON-lines records as `compare dist`; `params` holds
+//! transformers generate kwargs, which each semantics reads the way a port
+//! would ([`parity_core::Semantics::from_generate`]; `--candle exact` gives
+//! the candle side `compare translate`'s exact setup instead of the literal
+//! one). `hf` is computed by hf-rust here (a record carries no recording).
+
+use std::io::{BufRead, Write};
+
+use parity_core::jsonl::{self, Summary};
+use parity_core::{AnySemantics, Context, Record};
+
+use super::report::rows::{Case, CaseRows, RowArgs, Run};
+use super::report::{Row, Verdict, select};
+use crate::cli::{CandleRecipe, DiffArgs, Format};
+
+/// Runs the batch; returns how it went and how many rows differ.
+pub fn run<R: BufRead, W: Write, E: Write>(
+    args: &DiffArgs,
+    registry: &[Box<dyn AnySemantics>],
+    input: R,
+    out: W,
+    err: E,
+) -> anyhow::Result<(Summary, usize)> {
+    let pairs: Vec<String> = args
+        .pairs
+        .iter()
+        .map(|pair| match args.candle {
+            CandleRecipe::Literal => pair.clone(),
+            CandleRecipe::Exact => pair
+                .split(':')
+                .map(|s| {
+                    if s == "candle" {
+                        "candle+hf-closure"
+                    } else {
+                        s
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(":"),
+        })
+        .collect();
+    let pairs = select::pairs(&pairs, registry)?;
+    let recorder = hf_sampling::Hf::default();
+    let row_args = RowArgs {
+        draws: 0,
+        seed: 0,
+        show_tokens: args.show_tokens,
+    };
+    let mut number = 0usize;
+    let mut differing = 0usize;
+    let summary = jsonl::drive(input, out, err, "error: ", |line, answer| {
+        number += 1;
+        let record = Record::parse(line)?;
+        let logits = record.logits.to_logits()?;
+        let logits = logits.to_f32().map_err(|e| e.to_string())?;
+        let input_ids = record.input_ids()?;
+        let context = Context::new(&input_ids, record.prompt_len()?).map_err(|e| e.to_string())?;
+        let case = Case {
+            name: format!("record {number}"),
+            description: String::new(),
+            origin: format!("record {number}"),
+            logits: &logits,
+            context,
+            vocab: None,
+        };
+        let rows = CaseRows::new(case, &recorder, registry)
+            .setting_rows(
+                &Run {
+                    name: "params",
+                    kwargs: &record.params,
+                    recorded: None,
+                },
+                &pairs,
+                &row_args,
+            )
+            .map_err(|e| format!("{e:#}"))?;
+        differing += rows.iter().filter(|r| r.verdict != Verdict::Same).count();
+        match args.format {
+            Format::Json => {
+                let doc = serde_json::json!({ "record": number, "rows": rows });
+                serde_json::to_writer(&mut *answer, &doc).map_err(|e| e.to_string())?;
+            }
+            Format::Text => write_text(answer, number, &rows),
+        }
+        Ok(())
+    })?;
+    Ok((summary, differing))
+}
+
+fn write_text(out: &mut Vec<u8>, number: usize, rows: &[Row]) {
+    let figure = |x: Option<f64>| x.map_or("-".to_string(), |x| format!("{x:.2e}"));
+    let mut text = format!("record {number}:");
+    for row in rows {
+        let pair = match row.repeat_window {
+            Some(n) => format!("{}:{}[last {n}]", row.left, row.right),
+            None => format!("{}:{}", row.left, row.right),
+        };
+        let kept = |k: Option<usize>| k.map_or("-".to_string(), |k| k.to_string());
+        text.push_str(&format!(
+            "\n  {pair}  kept {}/{}  max|Δp| {}  TV {}  {}",
+            kept(row.kept_left),
+            kept(row.kept_right),
+            figure(row.max_abs_diff),
+            figure(row.tv),
+            match row.verdict {
+                Verdict::Same => "same",
+                Verdict::Differs => "differs",
+            }
+        ));
+        if let Some(reason) = &row.reason {
+            text.push_str(&format!("\n    why: {reason}"));
+        }
+        if let Some(fix) = &row.fix {
+            text.push_str(&format!("\n    fix: {fix}"));
+        }
+    }
+    out.extend_from_slice(text.as_bytes());
+}

@@ -1,0 +1,519 @@
+//! One report row, built in steps: each side's distribution, the metrics,
+//! real draws where an engine can be run, penalty details, the verdict, and
+//! the explanation the right side's own crate gives.
+
+use std::collections::HashMap;
+
+use anyhow::Context as _;
+use parity_core::fixture::{Fixture, Setting};
+use parity_core::metrics::max_logit_diff;
+use parity_core::semantics::prepared;
+use parity_core::text::one_line;
+use parity_core::{
+    Against, AnySemantics, Comparison, Context, Distribution, DrawOptions, Logits, Prepared,
+    Semantics, TokenMass, Variant, Vocab,
+};
+use serde_json::{Map, Value};
+
+use super::SAME_TOLERANCE;
+use super::schema::{Draws, Penalty, Row, TokenRow, Verdict};
+/// What rows need from the command line.
+pub(crate) struct RowArgs {
+    /// Real draws per row whose engine can be run.
+    pub draws: usize,
+    /// Seed of the real draws.
+    pub seed: u64,
+    /// Tokens listed per row that one side keeps and the other does not.
+    pub show_tokens: usize,
+}
+
+/// The semantics a row's differences are explained against: transformers,
+/// as recorded and as re-implemented.
+const REFERENCE: [&str; 2] = ["hf", "hf-rust"];
+
+/// One semantics' answer on one (fixture, setting).
+struct Side<'a> {
+    name: &'static str,
+    semantics: &'a dyn AnySemantics,
+    prepared: Option<Box<dyn Prepared + 'a>>,
+    dist: Result<Distribution, String>,
+}
+
+/// A side as a row sees it: the base setup or one of its variants.
+struct View<'s> {
+    name: &'static str,
+    semantics: &'s dyn AnySemantics,
+    prepared: Option<&'s dyn Prepared>,
+    dist: &'s Result<Distribution, String>,
+}
+
+impl<'a> Side<'a> {
+    fn view(&self) -> View<'_> {
+        View {
+            name: self.name,
+            semantics: self.semantics,
+            prepared: self.prepared.as_deref(),
+            dist: &self.dist,
+        }
+    }
+}
+
+/// What a row compares on: one step's logits and context, from a fixture
+/// or a user's record.
+pub(crate) struct Case<'a> {
+    /// The fixture's name, or the record's.
+    pub name: String,
+    /// Where the logits come from, in words.
+    pub description: String,
+    /// Where errors point (a file path, a line of input).
+    pub origin: String,
+    /// The logits.
+    pub logits: &'a [f32],
+    /// The context.
+    pub context: Context<'a>,
+    /// Token strings, when known.
+    pub vocab: Option<&'a Vocab>,
+}
+
+impl<'a> Case<'a> {
+    /// A fixture's case.
+    pub(crate) fn fixture(fx: &'a Fixture, vocab: Option<&'a Vocab>) -> anyhow::Result<Self> {
+        let context = Context::new(&fx.input_ids, fx.model.as_ref().map(|m| m.prompt_len))
+            .with_context(|| fx.path.display().to_string())?;
+        Ok(Self {
+            name: fx.name.clone(),
+            description: context_text(fx),
+            origin: fx.path.display().to_string(),
+            logits: &fx.logits,
+            context,
+            vocab,
+        })
+    }
+}
+
+/// A setting as a row runs it: generate kwargs and, when transformers'
+/// output was recorded for them, its scores.
+pub(crate) struct Run<'s> {
+    /// The setting's name.
+    pub name: &'s str,
+    /// The generate kwargs.
+    pub kwargs: &'s Map<String, Value>,
+    /// transformers' recorded scores; `None`: `hf` is computed by hf-rust.
+    pub recorded: Option<&'s [f32]>,
+}
+
+impl<'s> Run<'s> {
+    /// A fixture's recorded setting.
+    pub(crate) fn recorded(setting: &'s Setting) -> Self {
+        Self {
+            name: &setting.name,
+            kwargs: &setting.kwargs,
+            recorded: Some(&setting.scores),
+        }
+    }
+}
+
+/// Everything the rows of one case share.
+pub(crate) struct CaseRows<'a> {
+    case: Case<'a>,
+    recorder: &'a hf_sampling::Hf,
+    registry: &'a [Box<dyn AnySemantics>],
+    logits: Logits,
+}
+
+impl<'a> CaseRows<'a> {
+    pub(crate) fn new(
+        case: Case<'a>,
+        recorder: &'a hf_sampling::Hf,
+        registry: &'a [Box<dyn AnySemantics>],
+    ) -> Self {
+        let logits = Logits::from_f32(case.logits);
+        Self {
+            case,
+            recorder,
+            registry,
+            logits,
+        }
+    }
+
+    /// Every row of one setting: each pair, and each variant of its right side.
+    pub(crate) fn setting_rows(
+        &self,
+        setting: &Run<'_>,
+        pairs: &[(usize, usize)],
+        args: &RowArgs,
+    ) -> anyhow::Result<Vec<Row>> {
+        hf_sampling::resolve(setting.kwargs, None)
+            .with_context(|| format!("{}: setting {}", self.case.origin, setting.name))?;
+        let mut sides: HashMap<usize, Option<Side<'_>>> = HashMap::new();
+        let mut rows = Vec::new();
+        for &(l, r) in pairs {
+            for i in [l, r] {
+                sides.entry(i).or_insert_with(|| self.side(i, setting));
+            }
+            let (Some(left), Some(right)) = (&sides[&l], &sides[&r]) else {
+                continue; // the setting does not map onto one of the sides
+            };
+            rows.push(self.row(setting, left.view(), right.view(), None, args)?);
+            let variants = right.prepared.as_ref().map_or(Vec::new(), |p| p.variants());
+            for (variant, p) in &variants {
+                let dist = p
+                    .distribution(&self.logits, &self.case.context)
+                    .map_err(|e| e.to_string());
+                let view = View {
+                    name: right.name,
+                    semantics: right.semantics,
+                    prepared: Some(&**p),
+                    dist: &dist,
+                };
+                rows.push(self.row(setting, left.view(), view, Some(variant), args)?);
+            }
+        }
+        Ok(rows)
+    }
+
+    /// Semantics `index` on this setting; `None` when the setting does not
+    /// map onto it. The recorded side reads the fixture's scores.
+    fn side(&self, index: usize, setting: &Run<'_>) -> Option<Side<'_>> {
+        let semantics = &*self.registry[index];
+        let name = semantics.info().name;
+        let prepared = match setting.recorded {
+            Some(scores) if name == Semantics::info(self.recorder).name => self
+                .recorder
+                .recorded(setting.kwargs, scores.to_vec())
+                .map(|params| prepared(self.recorder, params)),
+            _ => semantics.prepare_generate(setting.kwargs)?,
+        };
+        Some(match prepared {
+            Ok(p) => {
+                let dist = p
+                    .distribution(&self.logits, &self.case.context)
+                    .map_err(|e| e.to_string());
+                Side {
+                    name,
+                    semantics,
+                    prepared: Some(p),
+                    dist,
+                }
+            }
+            Err(e) => Side {
+                name,
+                semantics,
+                prepared: None,
+                dist: Err(e.to_string()),
+            },
+        })
+    }
+
+    fn row(
+        &self,
+        setting: &Run<'_>,
+        l: View<'_>,
+        r: View<'_>,
+        variant: Option<&Variant>,
+        args: &RowArgs,
+    ) -> anyhow::Result<Row> {
+        let mut row = self.base_row(setting, &l, &r, variant);
+        let (left, right) = match (l.dist, r.dist) {
+            (Ok(a), Ok(b)) => (a, b),
+            (Err(e), _) => {
+                row.reason = Some(format!("{} fails: {e}", l.name));
+                return Ok(row);
+            }
+            (Ok(reference), Err(e)) => {
+                let mut reasons = vec![format!("{} fails: {e}", r.name)];
+                if let Some(fix) = r.prepared.and_then(|p| p.fix(setting.kwargs, variant)) {
+                    self.prove(&mut row, &mut reasons, r.semantics, fix, reference);
+                }
+                row.reason = Some(reasons.join("; "));
+                return Ok(row);
+            }
+        };
+        let cmp = Comparison::new(left.probs(), right.probs())
+            .with_context(|| format!("{}: setting {}", self.case.origin, setting.name))?;
+        self.fill_metrics(&mut row, &cmp, args.show_tokens);
+        row.draws = self
+            .draws(&l, &r, args)
+            .with_context(|| format!("{}: setting {}", self.case.origin, setting.name))?;
+        row.penalty = self.penalty(left, right, variant);
+        row.verdict = verdict(&cmp, row.penalty.as_ref());
+        if row.verdict == Verdict::Differs {
+            let (explained, explanation) =
+                self.explain(setting, (&l, left), (&r, right), &cmp, variant);
+            let mut reasons = if explanation.reasons.is_empty() {
+                vec![unexplained(&cmp, l.name, r.name)]
+            } else {
+                explanation.reasons
+            };
+            if let (Some(fix), Some((semantics, reference))) = (explanation.fix, explained) {
+                self.prove(&mut row, &mut reasons, semantics, fix, reference);
+            }
+            row.reason = Some(reasons.join("; "));
+        }
+        Ok(row)
+    }
+
+    /// The row's identity, with every figure still unknown.
+    fn base_row(
+        &self,
+        setting: &Run<'_>,
+        l: &View<'_>,
+        r: &View<'_>,
+        variant: Option<&Variant>,
+    ) -> Row {
+        let setup = [l, r]
+            .into_iter()
+            .filter(|s| s.dist.is_ok())
+            .find_map(|s| s.prepared.and_then(|p| p.describe()));
+        Row {
+            fixture: self.case.name.clone(),
+            context: self.case.description.clone(),
+            setting: setting.name.to_string(),
+            kwargs: setting.kwargs.clone(),
+            left: l.name.into(),
+            right: r.name.into(),
+            candle_setup: setup,
+            repeat_window: variant.map(|v| v.repeat_window),
+            kept_left: None,
+            kept_right: None,
+            max_abs_diff: None,
+            tv: None,
+            mass_only_left: None,
+            mass_only_right: None,
+            only_left: Vec::new(),
+            only_right: Vec::new(),
+            verdict: Verdict::Differs,
+            reason: None,
+            fix: None,
+            fix_params: None,
+            fix_verdict: None,
+            draws: None,
+            penalty: None,
+        }
+    }
+
+    fn fill_metrics(&self, row: &mut Row, cmp: &Comparison, show: usize) {
+        let tokens = |list: &[TokenMass]| {
+            list.iter()
+                .take(show)
+                .map(|t| TokenRow {
+                    id: t.id,
+                    token: self
+                        .case
+                        .vocab
+                        .and_then(|v| v.token(t.id))
+                        .map(str::to_string),
+                    mass: t.mass,
+                })
+                .collect()
+        };
+        row.kept_left = Some(cmp.kept_left);
+        row.kept_right = Some(cmp.kept_right);
+        row.max_abs_diff = Some(cmp.max_abs_diff);
+        row.tv = Some(cmp.tv);
+        row.mass_only_left = Some(cmp.mass_only_left());
+        row.mass_only_right = Some(cmp.mass_only_right());
+        row.only_left = tokens(&cmp.only_left);
+        row.only_right = tokens(&cmp.only_right);
+    }
+
+    /// Real draws from the first side whose engine can be run here, with the
+    /// share that falls outside each side's kept set.
+    fn draws(&self, l: &View<'_>, r: &View<'_>, args: &RowArgs) -> anyhow::Result<Option<Draws>> {
+        if args.draws == 0 {
+            return Ok(None);
+        }
+        for (side, other, side_is_left) in [(l, r, true), (r, l, false)] {
+            let (Some(p), Ok(_), Ok(other_dist)) = (side.prepared, side.dist, other.dist) else {
+                continue;
+            };
+            let options = DrawOptions {
+                seed: args.seed,
+                draws: args.draws,
+                other_kept: other_dist.kept(),
+            };
+            let Some(check) = p.check_draws(&self.logits, &self.case.context, &options) else {
+                continue;
+            };
+            let c = check?;
+            let (outside_left, outside_right) = if side_is_left {
+                (c.outside_own, c.outside_other)
+            } else {
+                (c.outside_other, c.outside_own)
+            };
+            return Ok(Some(Draws {
+                n: c.n,
+                replay_agree: c.replay_agree,
+                seed: args.seed,
+                max_freq_dev: c.max_freq_dev,
+                p_value: c.p_value,
+                outside_left,
+                outside_right,
+            }));
+        }
+        Ok(None)
+    }
+
+    /// How the two sides' penalties compare, when both penalise.
+    fn penalty(
+        &self,
+        left: &Distribution,
+        right: &Distribution,
+        variant: Option<&Variant>,
+    ) -> Option<Penalty> {
+        let (pl, pr) = (left.penalised()?, right.penalised()?);
+        let changed = |p: &[f32]| {
+            p.iter()
+                .zip(self.case.logits)
+                .filter(|(a, b)| a.to_bits() != b.to_bits())
+                .count()
+        };
+        let (missed_ids, missed_in_prompt) = variant.map_or((0, 0), |v| {
+            self.case
+                .context
+                .missed_by_window(v.repeat_window, self.case.logits.len())
+        });
+        Some(Penalty {
+            context_len: self.case.context.input_ids().len(),
+            changed_left: changed(pl),
+            changed_right: changed(pr),
+            max_logit_diff: max_logit_diff(pl, pr),
+            missed_ids,
+            missed_in_prompt,
+        })
+    }
+
+    /// The explanation of the side that is not transformers, asked against
+    /// transformers.
+    fn explain<'s>(
+        &self,
+        setting: &Run<'_>,
+        (l, left): (&View<'s>, &'s Distribution),
+        (r, right): (&View<'s>, &'s Distribution),
+        cmp: &Comparison,
+        variant: Option<&Variant>,
+    ) -> (
+        Option<(&'s dyn AnySemantics, &'s Distribution)>,
+        parity_core::Explanation,
+    ) {
+        let swapped;
+        let (reference, this, other, comparison) = if REFERENCE.contains(&l.name) {
+            (left, right, r, cmp)
+        } else if REFERENCE.contains(&r.name) {
+            swapped = cmp.swapped();
+            (right, left, l, &swapped)
+        } else {
+            return (None, parity_core::Explanation::default());
+        };
+        let Some(p) = other.prepared else {
+            return (None, parity_core::Explanation::default());
+        };
+        let explanation = p.explain(&Against {
+            kwargs: setting.kwargs,
+            logits: self.case.logits,
+            context: self.case.context,
+            transformers: reference,
+            this,
+            comparison,
+            variant,
+        });
+        (Some((other.semantics, reference)), explanation)
+    }
+
+    /// Runs a fix on this row's logits: it is printed as the row's fix only
+    /// when it then matches transformers; otherwise the reasons say so.
+    fn prove(
+        &self,
+        row: &mut Row,
+        reasons: &mut Vec<String>,
+        semantics: &dyn AnySemantics,
+        fix: parity_core::Fix,
+        reference: &Distribution,
+    ) {
+        let outcome = semantics
+            .run(&self.logits, &self.case.context, &fix.params)
+            .map_err(|e| e.to_string())
+            .and_then(|d| Comparison::new(reference.probs(), d.probs()).map_err(|e| e.to_string()));
+        let verdict = match &outcome {
+            Ok(cmp) => verdict(cmp, None),
+            Err(_) => Verdict::Differs,
+        };
+        row.fix_params = Some(fix.params);
+        row.fix_verdict = Some(verdict);
+        if verdict == Verdict::Same {
+            row.fix = Some(fix.text);
+        } else {
+            reasons.push(match outcome {
+                Ok(cmp) => format!(
+                    "no proven fix: translate's recipe ({}) still differs here (TV {:.2e})",
+                    fix.text.trim_start_matches("use "),
+                    cmp.tv
+                ),
+                Err(e) => format!("no proven fix: translate's recipe fails here: {e}"),
+            });
+        }
+    }
+}
+
+/// Same means: the same tokens can be drawn, with probabilities equal up to
+/// float rounding, from logits penalised alike.
+fn verdict(cmp: &Comparison, penalty: Option<&Penalty>) -> Verdict {
+    let same = cmp.only_left.is_empty()
+        && cmp.only_right.is_empty()
+        && cmp.max_abs_diff <= SAME_TOLERANCE
+        && penalty.is_none_or(|p| p.max_logit_diff <= SAME_TOLERANCE);
+    if same {
+        Verdict::Same
+    } else {
+        Verdict::Differs
+    }
+}
+
+/// What differs, plainly, when no known rule explains it.
+fn unexplained(cmp: &Comparison, left: &str, right: &str) -> String {
+    if !cmp.only_left.is_empty() || !cmp.only_right.is_empty() {
+        format!(
+            "kept sets differ ({} tokens only {left}, {} only {right}) by no rule listed here",
+            cmp.only_left.len(),
+            cmp.only_right.len(),
+        )
+    } else {
+        format!(
+            "same kept set, probabilities differ by up to {:.2e} (more than float rounding)",
+            cmp.max_abs_diff
+        )
+    }
+}
+
+fn context_text(fx: &Fixture) -> String {
+    match &fx.model {
+        Some(m) => {
+            let mut s = format!(
+                "{:?} + {} answer tokens ({} ids)",
+                clip(&m.prompt, 40),
+                m.k,
+                fx.input_ids.len()
+            );
+            if m.k > 0 {
+                s.push_str(&format!(", ending {:?}", tail(&m.answer, 20)));
+            }
+            s
+        }
+        None => one_line(&fx.description).into_owned(),
+    }
+}
+
+/// The first `n` characters of `s`, with an ellipsis when cut.
+fn clip(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        s.to_string()
+    } else {
+        s.chars().take(n - 1).chain(['…']).collect()
+    }
+}
+
+/// The last `n` characters of `s`.
+fn tail(s: &str, n: usize) -> String {
+    let chars: Vec<char> = s.chars().collect();
+    chars[chars.len().saturating_sub(n)..].iter().collect()
+}

@@ -1,0 +1,226 @@
+//! What a report runs: the pairs of semantics, the fixture files, and the
+//! settings of each fixture.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, bail};
+use parity_core::AnySemantics;
+use parity_core::fixture::{self, Fixture, FixtureKind, Setting};
+
+use crate::cli::ReportArgs;
+
+/// The settings of the seed article, run by default.
+pub const DEFAULT_SETTINGS: [&str; 6] = ["t07_default", "t07", "k40", "p09", "k40p09", "rep13"];
+
+/// The tie demonstration's settings in `fixtures/edge/ties_3221.safetensors`.
+const TIE_SETTINGS: [&str; 1] = ["top_k2"];
+
+/// The pairs a report compares when `--pairs` is not given: transformers as
+/// recorded against every other semantics of the first version.
+const DEFAULT_PAIRS: [(&str, &str); 4] = [
+    ("hf", "hf-rust"),
+    ("hf", "candle"),
+    ("hf", "candle+hf-closure"),
+    ("hf", "spec"),
+];
+
+/// `--pairs` as indices into the registry.
+pub(crate) fn pairs(
+    specs: &[String],
+    registry: &[Box<dyn AnySemantics>],
+) -> anyhow::Result<Vec<(usize, usize)>> {
+    let index = |name: &str| registry.iter().position(|s| s.info().name == name);
+    if specs.is_empty() {
+        return DEFAULT_PAIRS
+            .iter()
+            .map(|(l, r)| {
+                index(l)
+                    .zip(index(r))
+                    .with_context(|| format!("default pair {l}:{r} is not in the registry"))
+            })
+            .collect();
+    }
+    let names = || {
+        registry
+            .iter()
+            .map(|s| s.info().name)
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    specs
+        .iter()
+        .map(|spec| {
+            let (l, r) = spec
+                .split_once(':')
+                .with_context(|| format!("--pairs: {spec:?} is not LEFT:RIGHT"))?;
+            let side = |s: &str| {
+                index(s).with_context(|| {
+                    format!(
+                        "--pairs: unknown semantics {s:?} in {spec:?} (known: {})",
+                        names()
+                    )
+                })
+            };
+            let (l, r) = (side(l)?, side(r)?);
+            if l == r {
+                bail!("--pairs: {spec:?} compares a semantics with itself");
+            }
+            Ok((l, r))
+        })
+        .collect()
+}
+
+/// A fixed list of setting names.
+pub(super) type SettingNames = &'static [&'static str];
+
+/// Fixture files with the settings each runs by default (`None`: the
+/// article's six on a model fixture, every setting on an edge fixture).
+pub(super) fn fixture_files(
+    args: &[PathBuf],
+) -> anyhow::Result<Vec<(PathBuf, Option<SettingNames>)>> {
+    if args.is_empty() {
+        let dir = bundled_dir()?;
+        let mut files: Vec<_> = fixture::list_dir(&dir.join("smollm2"))?
+            .into_iter()
+            .map(|p| (p, None))
+            .collect();
+        files.push((
+            dir.join("edge/ties_3221.safetensors"),
+            Some(&TIE_SETTINGS[..]),
+        ));
+        return Ok(files);
+    }
+    let mut files = Vec::new();
+    for arg in args {
+        if arg.is_dir() {
+            files.extend(fixture::list_dir(arg)?.into_iter().map(|p| (p, None)));
+        } else {
+            files.push((arg.clone(), None));
+        }
+    }
+    Ok(files)
+}
+
+/// Every name in `--settings` must be recorded by at least one fixture: a
+/// misspelt name is an error listing the names there are, never a silently
+/// smaller check.
+pub(super) fn check_settings<'f>(
+    wanted: &[String],
+    fixtures: impl Iterator<Item = &'f Fixture>,
+) -> anyhow::Result<()> {
+    if wanted.is_empty() {
+        return Ok(());
+    }
+    let mut known: Vec<&str> = Vec::new();
+    for fx in fixtures {
+        for s in &fx.settings {
+            if !known.contains(&s.name.as_str()) {
+                known.push(&s.name);
+            }
+        }
+    }
+    let unknown: Vec<&str> = wanted
+        .iter()
+        .map(String::as_str)
+        .filter(|w| !known.contains(w))
+        .collect();
+    if !unknown.is_empty() {
+        bail!(
+            "--settings: no fixture records {} (recorded: {})",
+            unknown.join(", "),
+            known.join(", ")
+        );
+    }
+    Ok(())
+}
+
+/// Why a report has no rows, in words.
+pub(super) fn why_nothing(
+    fixtures: &[(Fixture, Option<SettingNames>)],
+    args: &ReportArgs,
+) -> String {
+    let recorded: Vec<String> = fixtures
+        .iter()
+        .map(|(fx, _)| {
+            let names: Vec<&str> = fx.settings.iter().map(|s| s.name.as_str()).collect();
+            format!("{} records {}", fx.name, names.join(", "))
+        })
+        .collect();
+    if args.settings.is_empty() && !args.all_settings {
+        format!(
+            "none of the default settings ({}) is recorded ({}); name settings with --settings \
+             or run every recorded one with --all-settings",
+            DEFAULT_SETTINGS.join(", "),
+            recorded.join("; ")
+        )
+    } else {
+        format!(
+            "no pair could run on the selected settings ({}); a semantics skips settings it \
+             cannot express",
+            recorded.join("; ")
+        )
+    }
+}
+
+/// The environment variable naming the bundled fixtures' folder.
+pub const FIXTURES_ENV: &str = "SAMPLING_PARITY_FIXTURES";
+
+/// The bundled fixtures' folder, wherever the binary runs: the folder in
+/// `SAMPLING_PARITY_FIXTURES`, the source tree it was built from, `fixtures/`
+/// in the working directory, or `fixtures/` beside the executable or one of
+/// its parents (a copied or installed binary). Otherwise an error that says
+/// where it looked.
+pub(super) fn bundled_dir() -> anyhow::Result<PathBuf> {
+    let holds_fixtures = |dir: &std::path::Path| dir.join("smollm2").is_dir();
+    let mut looked = Vec::new();
+    if let Some(dir) = std::env::var_os(FIXTURES_ENV) {
+        let dir = PathBuf::from(dir);
+        if holds_fixtures(&dir) {
+            return Ok(dir);
+        }
+        bail!(
+            "{FIXTURES_ENV}={} has no smollm2/ folder of fixtures",
+            dir.display()
+        );
+    }
+    looked.push(format!("{FIXTURES_ENV} (unset)"));
+    let mut candidates = vec![fixture::bundled_dir(), PathBuf::from("fixtures")];
+    if let Ok(exe) = std::env::current_exe() {
+        candidates.extend(exe.ancestors().skip(1).map(|d| d.join("fixtures")));
+    }
+    for dir in candidates {
+        if holds_fixtures(&dir) {
+            return Ok(dir);
+        }
+        looked.push(dir.display().to_string());
+    }
+    bail!(
+        "cannot find the bundled fixtures; looked in: {}. Set {FIXTURES_ENV} to the \
+         repository's fixtures/ folder, or name fixture files",
+        looked.join(", ")
+    )
+}
+
+/// The settings of `fx` this report runs.
+pub(super) fn settings<'f>(
+    fx: &'f Fixture,
+    default_settings: Option<SettingNames>,
+    args: &ReportArgs,
+) -> Vec<&'f Setting> {
+    fx.settings
+        .iter()
+        .filter(|s| {
+            if !args.settings.is_empty() {
+                args.settings.contains(&s.name)
+            } else if args.all_settings {
+                true
+            } else {
+                match (default_settings, fx.kind) {
+                    (Some(names), _) => names.contains(&s.name.as_str()),
+                    (None, FixtureKind::Model) => DEFAULT_SETTINGS.contains(&s.name.as_str()),
+                    (None, FixtureKind::Edge) => true,
+                }
+            }
+        })
+        .collect()
+}

@@ -1,0 +1,40 @@
+//! Counts over the rows, and which rows cross the user's thresholds.
+
+use super::schema::{Row, Summary, Verdict};
+use crate::cli::{FailOn, ReportArgs};
+
+/// Whether a row fails the check: over `--max-tv` / `--max-abs-diff` (a row
+/// with no figure, because a side failed, exceeds any threshold), or not
+/// `same` under `--fail-on differs`.
+fn over(row: &Row, args: &ReportArgs) -> bool {
+    if args.fail_on == Some(FailOn::Differs) && row.verdict != Verdict::Same {
+        return true;
+    }
+    let exceeds = |value: Option<f64>, limit: Option<f64>| match limit {
+        Some(limit) => value.is_none_or(|v| v > limit),
+        None => false,
+    };
+    exceeds(row.tv, args.max_tv) || exceeds(row.max_abs_diff, args.max_abs_diff)
+}
+
+/// The summary of `rows`.
+pub(super) fn summarise(rows: &[Row], args: &ReportArgs) -> Summary {
+    Summary {
+        rows: rows.len(),
+        same: rows.iter().filter(|r| r.verdict == Verdict::Same).count(),
+        differs: rows
+            .iter()
+            .filter(|r| r.verdict == Verdict::Differs)
+            .count(),
+        candle_draws: rows
+            .iter()
+            .filter_map(|r| r.draws.as_ref())
+            .map(|d| d.n)
+            .sum(),
+        replay_agree: rows
+            .iter()
+            .filter_map(|r| r.draws.as_ref().and_then(|d| d.replay_agree))
+            .sum(),
+        over_threshold: rows.iter().filter(|r| over(r, args)).count(),
+    }
+}

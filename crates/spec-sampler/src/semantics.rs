@@ -1,0 +1,152 @@
+//! The written spec as [`parity_core::Semantics`] (`spec`).
+//!
+//! Its params are the spec's own five fields; `from_generate` maps
+//! transformers' *resolved* generate kwargs onto them (the spec knows
+//! temperature, top-k, top-p and the repetition penalty only), so a report row
+//! `hf:spec` shows where the spec's tie and top-p rules part from
+//! transformers' on the same effective settings.
+
+use parity_core::{
+    Against, Context, Distribution, Error, Explanation, Info, Logits, ParamInfo, Precision,
+    Semantics,
+};
+use serde_json::{Map, Value};
+
+use crate::{Input, Params, RepetitionPenalty, Temperature, TopK, TopP, U};
+
+/// The keys of the spec's params.
+const KEYS: [&str; 5] = ["temperature", "top_k", "top_p", "repetition_penalty", "u"];
+
+static INFO: Info = Info {
+    name: "spec",
+    engine: "the written sampling spec (docs/spec.md), in f64",
+    summary: "penalty, temperature (0 = greedy), top-k (ties to the smaller index), top-p \
+              (through the first token reaching p), softmax; draws with the given u",
+    verified_against: "the spec's worked examples and hand computations; a 60-digit reference \
+                       on 5,300 adversarial cases (worst error 1.1e-16)",
+    params: &[
+        ParamInfo {
+            name: "temperature",
+            default: "required",
+            meaning: "0 = greedy, else logits / T",
+        },
+        ParamInfo {
+            name: "top_k",
+            default: "required",
+            meaning: "keep the k largest, ties to the smaller index; <= 0 or >= V keeps all",
+        },
+        ParamInfo {
+            name: "top_p",
+            default: "required",
+            meaning: "in (0, 1]: keep through the first token whose cumulative mass is >= p",
+        },
+        ParamInfo {
+            name: "repetition_penalty",
+            default: "required",
+            meaning: "> 0: divide positive / multiply negative logits of distinct input ids",
+        },
+        ParamInfo {
+            name: "u",
+            default: "required",
+            meaning: "in [0, 1): the uniform number of the draw",
+        },
+    ],
+};
+
+/// The written spec.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Spec;
+
+impl Semantics for Spec {
+    type Params = Params;
+
+    fn info(&self) -> &'static Info {
+        &INFO
+    }
+
+    fn parse_params(&self, params: &Map<String, Value>) -> Result<Params, Error> {
+        // `Params::from_json` ignores unknown keys (so a whole spec line can
+        // be passed to it); in a record that would let `"previous_tokens"`
+        // inside `params` silently mean "no context", so it is refused here.
+        if let Some(key) = params.keys().find(|k| !KEYS.contains(&k.as_str())) {
+            return Err(Error::new(format_args!(
+                "params: unknown key `{key}` (the spec's parameters are {}; the context goes in `input_ids`)",
+                KEYS.join(", ")
+            )));
+        }
+        Params::from_json(&Value::Object(params.clone()))
+            .map_err(|e| Error::new(format_args!("params: {e}")))
+    }
+
+    fn distribution(
+        &self,
+        logits: &Logits,
+        context: &Context<'_>,
+        params: &Params,
+    ) -> Result<Distribution, Error> {
+        let input = Input::from_parts(
+            logits.as_f64().to_vec(),
+            context.input_ids().to_vec(),
+            *params,
+        )
+        .map_err(Error::new)?;
+        let dist = crate::distribution(&input);
+        let token = dist.draw(params.u);
+        Ok(Distribution::new(dist.into_probs(), Precision::F64).with_tokens(vec![token]))
+    }
+
+    fn from_generate(&self, kwargs: &Map<String, Value>) -> Option<Result<Params, Error>> {
+        let p = match hf_sampling::resolve(kwargs, None) {
+            Ok(p) => p,
+            Err(e) => return Some(Err(Error::new(e))),
+        };
+        let only_spec_processors = p.min_p.is_none()
+            && p.typical_p >= 1.0
+            && !(0.0 < p.epsilon_cutoff && p.epsilon_cutoff < 1.0)
+            && !(0.0 < p.eta_cutoff && p.eta_cutoff < 1.0);
+        if !only_spec_processors || (p.do_sample && p.top_p <= 0.0) {
+            return None;
+        }
+        let top_k = p.top_k.filter(|_| p.do_sample).unwrap_or(0);
+        let params = (|| {
+            Ok::<_, crate::InputError>(Params {
+                temperature: Temperature::new(if p.do_sample { p.temperature } else { 0.0 })?,
+                top_k: TopK::new(i64::try_from(top_k).unwrap_or(i64::MAX)),
+                top_p: TopP::new(if p.do_sample { p.top_p.min(1.0) } else { 1.0 })?,
+                repetition_penalty: RepetitionPenalty::new(p.repetition_penalty)?,
+                u: U::new(0.5)?,
+            })
+        })();
+        Some(params.map_err(Error::new))
+    }
+
+    fn explain(&self, row: &Against<'_>, params: &Params) -> Explanation {
+        let cmp = row.comparison;
+        let mut reasons = Vec::new();
+        let top_k = params.top_k.effective(row.logits.len());
+        let sampling = params.temperature.get() > 0.0;
+        if let Some(k) = top_k.filter(|_| sampling)
+            && cmp.kept_left > k
+        {
+            reasons.push(hf_sampling::rules::top_k_tie(
+                cmp.kept_left,
+                k,
+                "the spec (smaller index first)",
+            ));
+        }
+        let sets_differ = !cmp.only_left.is_empty() || !cmp.only_right.is_empty();
+        if sampling && params.top_p.get() < 1.0 && sets_differ {
+            let tied = cmp.only_left.iter().any(|a| {
+                cmp.only_right
+                    .iter()
+                    .any(|b| row.logits[a.id].to_bits() == row.logits[b.id].to_bits())
+            });
+            reasons.push(if tied {
+                hf_sampling::rules::top_p_tie("the spec")
+            } else {
+                hf_sampling::rules::top_p_boundary("the spec")
+            });
+        }
+        Explanation { reasons, fix: None }
+    }
+}
