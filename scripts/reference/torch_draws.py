@@ -13,13 +13,15 @@ header with the versions:
                      torch.empty(n, dtype=...).exponential_() calls (float64
                      and float32), and streams of torch.multinomial(probs, 1)
                      exactly as `_sample` calls it (probs = softmax of the
-                     committed scores, shape [1, V]), 64 calls in a row.
+                     committed scores, shape [1, V]), 64 calls in a row, and
+                     16 calls on a batch of three rows ([3, V]).
   draws.jsonl        single-step draws: for every committed fixture (smollm2/
                      and edge/) and every sampling setting it stores, the
                      token of `model.generate(ids, max_new_tokens=1, **kwargs)`
                      after `torch.manual_seed(seed)`, for several seeds. The
                      model returns the fixture's logits (and the script checks
-                     that the processed scores are the committed ones).
+                     that the processed scores are the committed ones), and
+                     an FNV-1a digest of the float32 bits of torch's probs.
   generations.jsonl  multi-step generations on a fixed-logits model whose
                      logits at step t (t = 0 for the first new token) are a
                      deterministic function of t: `cycle` takes fixture
@@ -78,6 +80,8 @@ STREAMS = [
     ("edge/huge_1e30", "p05", 3),
     ("edge/v2", "p09_t1", 11),
 ]
+
+BATCH = ("smollm2/write_k60", ["t15", "default", "p09"], 99)
 
 CYCLE_A = ["smollm2/write_k60", "smollm2/write_k0", "smollm2/hello_k0", "smollm2/write_k7"]
 GEN_SETTINGS_A = ["t07_default", "t07", "k40", "p09", "k40p09", "minp05", "typ09", "eps", "eta",
@@ -166,6 +170,14 @@ def bits32(t: torch.Tensor) -> list[str]:
     return [f"{x & 0xFFFFFFFF:08x}" for x in t.view(torch.int32).tolist()]
 
 
+def fnv1a64(t: torch.Tensor) -> str:
+    """FNV-1a (64-bit) over the float32 bit patterns, each as 4 little-endian bytes."""
+    h = 0xCBF29CE484222325
+    for b in t.contiguous().reshape(-1).view(torch.uint8).tolist():
+        h = ((h ^ b) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    return f"{h:016x}"
+
+
 def record_generator(fixtures: dict) -> list[str]:
     out = [header("generator", "bits of exponential_() after torch.manual_seed, and multinomial streams")]
     for seed in GENERATOR_SEEDS:
@@ -184,6 +196,14 @@ def record_generator(fixtures: dict) -> list[str]:
         torch.manual_seed(seed)
         tokens = [int(torch.multinomial(probs, num_samples=1).squeeze(1)) for _ in range(64)]
         out.append(line({"fixture": name, "setting": setting, "seed": seed, "multinomial": tokens}))
+    # A batch: one exponential_ over the [B, V] tensor in memory order, so row
+    # r races with the draws after those of rows 0..r-1.
+    name = BATCH[0]
+    fx = fixtures[name]
+    probs = torch.nn.functional.softmax(torch.stack([fx[f"scores.{s}"] for s in BATCH[1]]), dim=-1)
+    torch.manual_seed(BATCH[2])
+    rows = [torch.multinomial(probs, num_samples=1).squeeze(1).tolist() for _ in range(16)]
+    out.append(line({"fixture": name, "settings": BATCH[1], "seed": BATCH[2], "multinomial_batch": rows}))
     return out
 
 
@@ -207,7 +227,11 @@ def record_draws(fixtures: dict) -> list[str]:
                     raise SystemExit(f"{name}/{s['name']}: scores differ from the committed fixture")
                 draws.append([seed, tokens[0]])
             n += len(draws)
-            out.append(line({"fixture": name, "setting": s["name"], "kwargs": s["kwargs"], "draws": draws}))
+            # Digest of torch's probabilities, so the Rust side can show its
+            # softmax is torch's bit for bit (not just close enough to draw alike).
+            probs = torch.nn.functional.softmax(fx[f"scores.{s['name']}"].view(1, -1), dim=-1)
+            out.append(line({"fixture": name, "setting": s["name"], "kwargs": s["kwargs"],
+                             "probs_fnv1a64": fnv1a64(probs), "draws": draws}))
         log(f"  {name}: {n} draws so far")
     return out
 
@@ -284,8 +308,9 @@ def main() -> int:
     ap.add_argument("--out-dir", type=Path, default=REPO / "fixtures" / "torch")
     ap.add_argument("--check", action="store_true",
                     help="regenerate in memory and compare with --out-dir instead of writing")
+    ap.add_argument("--threads", type=int, default=1, help="torch intra-op threads (the draws do not depend on it)")
     args = ap.parse_args()
-    torch.set_num_threads(1)
+    torch.set_num_threads(args.threads)
     transformers.logging.set_verbosity_error()
     log(f"torch {torch.__version__}, transformers {transformers.__version__}")
     files = record_all()

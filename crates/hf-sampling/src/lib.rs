@@ -66,7 +66,7 @@ pub use fast::{
 };
 pub use params::{GenerationConfig, GenerationParams, SAMPLING_KEYS, resolve};
 pub use processors::Processor;
-pub use torch_rng::{TorchGenerator, TorchSampleError};
+pub use torch_rng::{CpuCapability, TorchGenerator, TorchSampleError};
 
 /// Individual processors, for tests and for callers composing their own chain.
 pub mod ops {

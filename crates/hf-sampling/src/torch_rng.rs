@@ -42,8 +42,11 @@
 //!   once per step, with nothing else drawing from it on CPU; greedy steps
 //!   (`do_sample=False`) take `argmax` and draw nothing.
 //!
-//! [`TorchGenerator::sample`] is exactly that step: [`crate::process`] (whose
-//! softmax is torch's, bit for bit) followed by [`TorchGenerator::multinomial`].
+//! [`TorchGenerator::sample`] is exactly that step: the processors of
+//! [`crate::process`], torch's softmax of the resulting scores
+//! ([`CpuCapability::softmax`]: the vector width changes how the sum is
+//! rounded, so an AVX2 and an AVX512 torch differ in the last bit of some
+//! probabilities), then [`TorchGenerator::multinomial`].
 //! The only foreign numeric routine is `log1p` on doubles; torch calls the C
 //! library's, and so does Rust's [`f64::ln_1p`] on Linux (glibc), which is
 //! where the recorded draws were reproduced.
@@ -53,6 +56,7 @@
 //! torch computes, and the one case where it is not (`u = 0`, so `q = 0` and
 //! `0 / 0` is NaN) is detected from the raw bits.
 
+use crate::torch::sleef_expf;
 use crate::{GenerationParams, HfError, process};
 
 const N: usize = 624;
@@ -89,8 +93,70 @@ pub enum TorchSampleError {
     #[error("invalid multinomial distribution (sum of probabilities <= 0)")]
     ZeroSum,
     /// No probabilities at all (torch: cannot draw 1 sample from 0 categories).
-    #[error("cannot sample n_sample > prob_dist.size(-1) samples without replacement (probs is empty)")]
+    #[error(
+        "cannot sample n_sample > prob_dist.size(-1) samples without replacement (probs is empty)"
+    )]
     Empty,
+}
+
+/// The vector width torch's CPU kernels were dispatched to, as
+/// `torch.backends.cpu.get_cpu_capability()` reports it. It decides how
+/// `softmax` sums its exponentials, hence the last bit of some
+/// probabilities (and, rarely, which token wins a close race).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CpuCapability {
+    /// `"AVX2"`: `Vectorized<float>` has 8 lanes. The machine every committed
+    /// reference was recorded on; the default.
+    #[default]
+    Avx2,
+    /// `"AVX512"`: 16 lanes; the probabilities of [`crate::process`].
+    Avx512,
+}
+
+impl CpuCapability {
+    /// `torch.softmax(scores, dim=-1)` for float32 on CPU with this width
+    /// (`aten/src/ATen/native/cpu/SoftMaxKernel.cpp`, `_vec_softmax_lastdim`):
+    /// `e = exp(x - max)` with SLEEF's `expf_u10`, `sum` as `vec::reduce_all`
+    /// (lane-wise accumulation of whole vectors, the tail added into the first
+    /// lanes, then a halving tree over the lanes; a plain left-to-right sum
+    /// below one vector), then `e * (1 / sum)`. `scores` must not be empty.
+    pub fn softmax(self, scores: &[f32]) -> Vec<f32> {
+        match self {
+            CpuCapability::Avx2 => softmax_lanes::<8>(scores),
+            CpuCapability::Avx512 => softmax_lanes::<16>(scores),
+        }
+    }
+}
+
+fn softmax_lanes<const L: usize>(values: &[f32]) -> Vec<f32> {
+    let m = values.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let e: Vec<f32> = values.iter().map(|&x| sleef_expf(x - m)).collect();
+    let n = e.len();
+    let sum = if n < L {
+        e.iter().copied().reduce(|a, b| a + b).unwrap_or(0.0)
+    } else {
+        let mut acc = [0.0f32; L];
+        acc.copy_from_slice(&e[..L]);
+        let full = n - n % L;
+        for chunk in e[L..full].chunks_exact(L) {
+            for (a, &v) in acc.iter_mut().zip(chunk) {
+                *a += v;
+            }
+        }
+        for (a, &v) in acc.iter_mut().zip(&e[full..]) {
+            *a += v;
+        }
+        let mut width = L / 2;
+        while width >= 1 {
+            for i in 0..width {
+                acc[i] += acc[i + width];
+            }
+            width /= 2;
+        }
+        acc[0]
+    };
+    let r = 1.0 / sum;
+    e.into_iter().map(|v| v * r).collect()
 }
 
 /// torch's default CPU generator after `torch.manual_seed(seed)`: the
@@ -101,6 +167,7 @@ pub enum TorchSampleError {
 #[derive(Clone)]
 pub struct TorchGenerator {
     seed: u64,
+    capability: CpuCapability,
     state: [u32; N],
     /// Next state word to temper; `N` means the state must be regenerated.
     next: usize,
@@ -110,6 +177,7 @@ impl std::fmt::Debug for TorchGenerator {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TorchGenerator")
             .field("seed", &self.seed)
+            .field("capability", &self.capability)
             .field("next", &self.next)
             .finish_non_exhaustive()
     }
@@ -118,7 +186,8 @@ impl std::fmt::Debug for TorchGenerator {
 impl TorchGenerator {
     /// The generator as `torch.manual_seed(seed)` leaves it. Python ints are
     /// taken modulo 2^64 by torch (pass `-1` as `u64::MAX`); only the low 32
-    /// bits reach the engine, so `2^32 + 5` draws like `5`.
+    /// bits reach the engine, so `2^32 + 5` draws like `5`. [`Self::sample`]
+    /// takes the softmax of an AVX2 torch; see [`Self::with_capability`].
     pub fn manual_seed(seed: u64) -> Self {
         let mut state = [0u32; N];
         state[0] = seed as u32;
@@ -130,9 +199,17 @@ impl TorchGenerator {
         }
         Self {
             seed,
+            capability: CpuCapability::default(),
             state,
             next: N,
         }
+    }
+
+    /// The softmax [`Self::sample`] replays: that of a torch whose
+    /// `get_cpu_capability()` is `capability`.
+    pub fn with_capability(mut self, capability: CpuCapability) -> Self {
+        self.capability = capability;
+        self
     }
 
     /// The seed given to [`Self::manual_seed`] (`torch.initial_seed()`).
@@ -223,7 +300,8 @@ impl TorchGenerator {
 
     /// One step of transformers' `_sample`: run the processors on `logits`
     /// with the context `input_ids` (as [`crate::process`]); when sampling,
-    /// `torch.multinomial(softmax(scores), 1)` from this generator; when not,
+    /// `torch.multinomial(softmax(scores), 1)` from this generator, with the
+    /// softmax of the generator's [`CpuCapability`]; when not,
     /// the greedy token, drawing nothing. Append the token to the context and
     /// call again for the next step: the generator carries on as torch's does.
     pub fn sample(
@@ -235,7 +313,7 @@ impl TorchGenerator {
         let out = process(logits, input_ids, params)?;
         match out.greedy {
             Some(token) => Ok(token),
-            None => self.multinomial(&out.probs),
+            None => self.multinomial(&self.capability.softmax(&out.scores)),
         }
     }
 }
@@ -243,7 +321,9 @@ impl TorchGenerator {
 /// `transformation::exponential(uniform_real(bits, 0, 1), 1)` in double.
 fn exp1_from_bits(bits: u64) -> f64 {
     let u = (bits & MASK53) as f64 * DIVISOR53;
-    -1.0 * (-u).ln_1p()
+    // torch writes `-1.0 / lambda * log1p(-u)`; with lambda = 1 that is an
+    // exact negation.
+    -(-u).ln_1p()
 }
 
 #[cfg(test)]
@@ -291,7 +371,11 @@ mod tests {
             Err(TorchSampleError::ZeroSum)
         ));
         assert!(matches!(g.multinomial(&[]), Err(TorchSampleError::Empty)));
-        assert_eq!(g.random(), fresh, "a refused draw must not advance the engine");
+        assert_eq!(
+            g.random(),
+            fresh,
+            "a refused draw must not advance the engine"
+        );
     }
 
     #[test]
