@@ -379,6 +379,29 @@ mod tests {
     }
 
     #[test]
+    fn greedy_steps_draw_nothing() {
+        let mut g = TorchGenerator::manual_seed(3);
+        let fresh = TorchGenerator::manual_seed(3).random();
+        let token = g
+            .sample(&[0.0, 2.0, 1.0], &[], &GenerationParams::default())
+            .expect("valid");
+        assert_eq!(token, 1);
+        assert_eq!(g.random(), fresh);
+    }
+
+    #[test]
+    fn softmax_of_ties_and_minus_inf() {
+        // exp(0) = 1 and exp(-inf) = 0 are exact: the sum is 4, 1/4 = 0.25.
+        let s = [0.0, f32::NEG_INFINITY, 0.0, 0.0, 0.0];
+        for cap in [CpuCapability::Avx2, CpuCapability::Avx512] {
+            assert_eq!(cap.softmax(&s), vec![0.25, 0.0, 0.25, 0.25, 0.25]);
+        }
+        // Ten ones: sum 10 in any order; 1/10 rounds to 0x3dcccccd.
+        let p = CpuCapability::Avx2.softmax(&[7.5; 10]);
+        assert!(p.iter().all(|x| x.to_bits() == 0x3dcc_cccd));
+    }
+
+    #[test]
     fn one_draw_consumes_two_outputs_per_entry() {
         let mut g = TorchGenerator::manual_seed(42);
         let mut h = g.clone();
