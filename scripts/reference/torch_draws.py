@@ -29,7 +29,8 @@ header with the versions:
                      of one fixture. The generator state carries on between
                      steps, as in any real generation.
 
-Run with the reference venv (scripts/reference/setup.sh):
+Run with the reference venv (scripts/reference/setup.sh), after
+scripts/fetch-model.sh (or pass --no-model to skip the real-model file):
 
     scripts/reference/.venv/bin/python scripts/reference/torch_draws.py
     scripts/reference/.venv/bin/python scripts/reference/torch_draws.py --check
@@ -58,7 +59,15 @@ from transformers import GenerationMixin, PreTrainedModel  # noqa: E402
 from transformers.modeling_outputs import CausalLMOutputWithPast  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from hf_reference import FixedLogitsConfig  # noqa: E402
+from hf_reference import (  # noqa: E402
+    MODEL_NAME,
+    MODEL_SHA256,
+    PROMPTS,
+    STANDARD_SETTINGS,
+    FixedLogitsConfig,
+    load_model,
+    templated_prompt_ids,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 FORMAT = "sampling-parity-torch-draws/1"
@@ -293,14 +302,62 @@ def record_generations(fixtures: dict) -> list[str]:
     return out
 
 
-def record_all() -> dict[str, list[str]]:
+# Real SmolLM2 generations: settings whose scores are -inf outside a small
+# kept set, so each step's processed scores can be stored sparsely.
+REAL_SETTINGS = ["k40", "k40p09", "minp05", "k40p09rep"]
+REAL_SEEDS = [0, 1234]
+REAL_NEW_TOKENS = 24
+
+
+def record_real(model_dir: Path) -> list[str]:
+    """Real model generate(do_sample=True) runs: tokens and each step's scores.
+
+    The scores (finite entries only) let the Rust side replay every draw of a
+    real generation. Before storing, the draws are replayed here with torch
+    itself from the stored scores, which shows that nothing but the one
+    multinomial per step touches the generator during a real generate.
+    """
+    model, tokenizer, _ = load_model(model_dir)
+    kwargs_of = dict(STANDARD_SETTINGS)
+    out = [line({"format": FORMAT, "kind": "smollm2_generate", "torch_version": torch.__version__,
+                 "transformers_version": transformers.__version__, "model": MODEL_NAME,
+                 "gguf_sha256": MODEL_SHA256, "eos_token_id": model.generation_config.eos_token_id,
+                 "description": "real SmolLM2 generate(do_sample=True) after torch.manual_seed: "
+                                "tokens and the finite processed scores of every step"})]
+    for prompt_id, prompt in PROMPTS:
+        ids = torch.tensor([templated_prompt_ids(tokenizer, prompt)], dtype=torch.int64)
+        for setting in REAL_SETTINGS:
+            for seed in REAL_SEEDS:
+                tokens, scores = generate(model, ids, seed, REAL_NEW_TOKENS, kwargs_of[setting])
+                assert len(scores) == len(tokens)
+                torch.manual_seed(seed)
+                for t, (sc, tok) in enumerate(zip(scores, tokens)):
+                    again = int(torch.multinomial(torch.nn.functional.softmax(sc, dim=-1), 1))
+                    if again != tok:
+                        raise SystemExit(f"{prompt_id}/{setting}/{seed}: step {t} replays as {again}, not {tok}")
+                steps = []
+                for sc in scores:
+                    row = sc[0]
+                    kept = torch.nonzero(row > float("-inf")).flatten()
+                    steps.append({"kept": kept.tolist(), "scores": [float(x) for x in row[kept].tolist()]})
+                out.append(line({"prompt_id": prompt_id, "prompt_len": ids.shape[1], "setting": setting,
+                                 "kwargs": kwargs_of[setting], "seed": seed, "vocab_size": scores[0].shape[-1],
+                                 "tokens": tokens, "steps": steps}))
+                log(f"  {prompt_id}/{setting}/seed {seed}: {tokenizer.decode(tokens)!r}")
+    return out
+
+
+def record_all(model_dir: Path | None) -> dict[str, list[str]]:
     fixtures = {name: read_fixture(name) for name in fixture_names()}
     log(f"{len(fixtures)} fixtures")
-    return {
+    files = {
         "generator.jsonl": record_generator(fixtures),
         "draws.jsonl": record_draws(fixtures),
         "generations.jsonl": record_generations(fixtures),
     }
+    if model_dir is not None:
+        files["smollm2_generate.jsonl"] = record_real(model_dir)
+    return files
 
 
 def main() -> int:
@@ -308,12 +365,16 @@ def main() -> int:
     ap.add_argument("--out-dir", type=Path, default=REPO / "fixtures" / "torch")
     ap.add_argument("--check", action="store_true",
                     help="regenerate in memory and compare with --out-dir instead of writing")
+    ap.add_argument("--model-dir", type=Path, default=REPO / ".cache" / "models",
+                    help=f"folder holding {MODEL_NAME} (scripts/fetch-model.sh) for the real-model generations")
+    ap.add_argument("--no-model", action="store_true",
+                    help="skip the real-model generations (smollm2_generate.jsonl is then neither written nor checked)")
     ap.add_argument("--threads", type=int, default=1, help="torch intra-op threads (the draws do not depend on it)")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     transformers.logging.set_verbosity_error()
     log(f"torch {torch.__version__}, transformers {transformers.__version__}")
-    files = record_all()
+    files = record_all(None if args.no_model else args.model_dir)
     if args.check:
         failed = False
         for name, lines in files.items():

@@ -313,3 +313,45 @@ fn multi_step_generations_match_torch() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     assert!(generations >= 20);
 }
+
+/// Real SmolLM2 `generate(do_sample=True)` runs: each step's recorded scores
+/// (finite entries; `-inf` elsewhere) through torch's softmax and one
+/// `multinomial` per step from one generator give the recorded tokens.
+/// (The committed `smollm2/*_k0` logits cannot stand in for step 0: they were
+/// recorded on another CPU and differ from this machine's in the low bits.)
+#[test]
+fn real_smollm2_generations_replay() {
+    let path = torch_dir().join("smollm2_generate.jsonl");
+    assert!(path.exists(), "{} missing", path.display());
+    let (mut generations, mut tokens) = (0, 0);
+    for r in records("smollm2_generate.jsonl", "smollm2_generate") {
+        let prompt = r["prompt_id"].as_str().expect("prompt_id");
+        let setting = r["setting"].as_str().expect("setting");
+        let seed = u64_of(&r["seed"]);
+        let vocab = u64_of(&r["vocab_size"]) as usize;
+        let want: Vec<u64> = r["tokens"]
+            .as_array()
+            .expect("tokens")
+            .iter()
+            .map(u64_of)
+            .collect();
+        let steps = r["steps"].as_array().expect("steps");
+        assert_eq!(steps.len(), want.len());
+        let mut g = TorchGenerator::manual_seed(seed);
+        for (t, (step, &token)) in steps.iter().zip(&want).enumerate() {
+            let mut scores = vec![f32::NEG_INFINITY; vocab];
+            let kept = step["kept"].as_array().expect("kept");
+            let values = step["scores"].as_array().expect("scores");
+            for (i, v) in kept.iter().zip(values) {
+                scores[u64_of(i) as usize] = v.as_f64().expect("score") as f32;
+            }
+            let probs = CpuCapability::Avx2.softmax(&scores);
+            let got = g.multinomial(&probs).expect("valid probs") as u64;
+            assert_eq!(got, token, "{prompt}/{setting}/seed {seed}: step {t}");
+        }
+        generations += 1;
+        tokens += want.len();
+    }
+    eprintln!("{generations} real SmolLM2 generations, {tokens} tokens");
+    assert_eq!(generations, 16);
+}
