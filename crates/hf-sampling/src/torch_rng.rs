@@ -19,9 +19,9 @@
 //! - **`exponential_`** (`aten/src/ATen/native/cpu/DistributionKernels.cpp`,
 //!   `native/cpu/DistributionTemplates.h`, `core/DistributionsHelper.h`,
 //!   `core/TransformationHelper.h`). The MKL/VSL path of that file is compiled
-//!   out in the public wheels ("Disable MKL rng until
-//!   pytorch/pytorch#132395 is addressed"), so every dtype takes torch's own
-//!   serial kernel: for each element, in memory order, one
+//!   out in the public wheels (a comment there disables the MKL generator
+//!   until an upstream bug in its seeding is fixed), so every dtype takes
+//!   torch's own serial kernel: for each element, in memory order, one
 //!   `exponential_distribution<double>(1)` draw, cast to the tensor's dtype.
 //!   That draw is `u = (random64() & (2^53 - 1)) * 2^-53` (a double in
 //!   `[0, 1)`) and `q = -1.0 / lambda * log1p(-u)`, in double. No chunking, no
@@ -33,8 +33,8 @@
 //!   or if they sum to 0 (before touching the generator), then fills
 //!   `q = empty_like(probs).exponential_(1)` (so `q` is **float32**, each a
 //!   rounded double), divides `probs / q` in float32 and returns
-//!   `argmax` (first index of the maximum; a NaN wins, as in every torch
-//!   reduction). One draw over V probabilities advances the engine by exactly
+//!   `argmax` (first index of the maximum; the first NaN wins, as measured
+//!   on the wheel). One draw over V probabilities advances the engine by exactly
 //!   `2 V` outputs, whatever the probabilities are.
 //! - **transformers' `_sample`** (`transformers/generation/utils.py`, 5.23.0):
 //!   `probs = softmax(next_token_scores, dim=-1)`, then
