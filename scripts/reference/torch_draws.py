@@ -340,7 +340,7 @@ def record_real(model_dir: Path) -> list[str]:
                     row = sc[0]
                     kept = torch.nonzero(row > float("-inf")).flatten()
                     steps.append({"kept": kept.tolist(), "scores": [float(x) for x in row[kept].tolist()]})
-                out.append(line({"prompt_id": prompt_id, "prompt_len": ids.shape[1], "setting": setting,
+                out.append(line({"prompt_id": prompt_id, "prompt_ids": ids[0].tolist(), "setting": setting,
                                  "kwargs": kwargs_of[setting], "seed": seed, "vocab_size": scores[0].shape[-1],
                                  "tokens": tokens, "steps": steps}))
                 log(f"  {prompt_id}/{setting}/seed {seed}: {tokenizer.decode(tokens)!r}")

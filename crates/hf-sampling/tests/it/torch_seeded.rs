@@ -316,16 +316,29 @@ fn multi_step_generations_match_torch() {
 
 /// Real SmolLM2 `generate(do_sample=True)` runs: each step's recorded scores
 /// (finite entries; `-inf` elsewhere) through torch's softmax and one
-/// `multinomial` per step from one generator give the recorded tokens.
-/// (The committed `smollm2/*_k0` logits cannot stand in for step 0: they were
-/// recorded on another CPU and differ from this machine's in the low bits.)
+/// `multinomial` per step from one generator give the recorded tokens. The
+/// prompts are the committed `smollm2/*_k0` contexts. (Those files' logits
+/// cannot stand in for step 0: they were recorded on another CPU and differ
+/// from this machine's in the low bits.)
 #[test]
 fn real_smollm2_generations_replay() {
     let path = torch_dir().join("smollm2_generate.jsonl");
     assert!(path.exists(), "{} missing", path.display());
+    let mut fixtures = Fixtures::default();
     let (mut generations, mut tokens) = (0, 0);
     for r in records("smollm2_generate.jsonl", "smollm2_generate") {
         let prompt = r["prompt_id"].as_str().expect("prompt_id");
+        let prompt_ids: Vec<i64> = r["prompt_ids"]
+            .as_array()
+            .expect("prompt_ids")
+            .iter()
+            .map(|v| v.as_i64().expect("id"))
+            .collect();
+        assert_eq!(
+            prompt_ids,
+            fixtures.get(&format!("smollm2/{prompt}_k0")).input_ids,
+            "{prompt}: templated prompt"
+        );
         let setting = r["setting"].as_str().expect("setting");
         let seed = u64_of(&r["seed"]);
         let vocab = u64_of(&r["vocab_size"]) as usize;
