@@ -39,20 +39,16 @@
 //! The caller passes the `input_ids` the penalty should see; transformers'
 //! exclusion of left padding (via the attention mask) is the caller's job.
 //!
-//! # Drawing a token: same distribution, never the same token stream
+//! # Drawing a token
 //!
-//! [`draw`] samples an index from [`HfOutput::probs`] with any [`rand::Rng`].
-//! It can never reproduce the tokens transformers draws for a given seed:
-//! transformers draws with `torch.multinomial(probs, 1)` from torch's own
-//! global generator (a Mersenne Twister / Philox state seeded by
-//! `torch.manual_seed`), and for one sample torch's CPU kernel runs an
-//! exponential race — it fills a V-long tensor with Exp(1) variates `q` and
-//! returns `argmax(probs / q)` — so every token consumes V random numbers in a
-//! layout private to torch. Replaying that would mean reimplementing torch's
-//! generator and kernel bit for bit. What is guaranteed instead is the
-//! distribution: for the same logits, context and parameters, [`draw`] returns
-//! index `i` with probability `probs[i]`, the same probabilities transformers
-//! samples from (up to f32 rounding). Compare distributions, not tokens.
+//! [`draw`] samples an index from [`HfOutput::probs`] with any [`rand::Rng`]:
+//! the same distribution transformers samples from, not the same tokens.
+//!
+//! [`TorchGenerator`] draws the very tokens transformers draws: seeded like
+//! `torch.manual_seed(seed)`, [`TorchGenerator::sample`] replays torch's CPU
+//! generator and `torch.multinomial(probs, 1)` (an exponential race over all
+//! V entries) bit for bit, step after step (see its module docs and
+//! `docs/engines/torch-seeded.md`).
 #![deny(missing_docs)]
 
 mod error;
@@ -62,6 +58,7 @@ mod processors;
 mod pyfmt;
 mod semantics;
 mod torch;
+mod torch_rng;
 
 pub use error::HfError;
 pub use fast::{
@@ -71,6 +68,7 @@ pub use fast::{
 pub use params::{GenerationConfig, GenerationParams, SAMPLING_KEYS, resolve};
 pub use processors::Processor;
 pub use semantics::{Hf, HfRust, Recorded, Source, provenance, rules};
+pub use torch_rng::{CpuCapability, TorchGenerator, TorchSampleError};
 
 /// Individual processors, for tests and for callers composing their own chain.
 pub mod ops {

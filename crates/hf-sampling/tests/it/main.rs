@@ -6,3 +6,4 @@ mod draw;
 mod fast;
 mod fixtures;
 mod resolve;
+mod torch_seeded;
