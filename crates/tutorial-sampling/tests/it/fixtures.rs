@@ -13,7 +13,9 @@ use tutorial_sampling::Tutorial;
 struct Row {
     fixture: String,
     setting: String,
-    comparison: Comparison,
+    /// transformers (left) against the tutorial (right), or why the
+    /// tutorial's code raises.
+    comparison: Result<Comparison, String>,
 }
 
 fn rows() -> Vec<Row> {
@@ -28,60 +30,112 @@ fn rows() -> Vec<Row> {
             };
             let params = params.expect("transformers accepted these kwargs");
             let hf = softmax_f64(&s.scores);
-            let ours = Tutorial
+            let comparison = Tutorial
                 .distribution(&logits, &context, &params)
-                .unwrap_or_else(|e| panic!("{} {}: {e}", fx.name, s.name));
+                .map(|ours| Comparison::new(&hf, ours.probs()).expect("same vocabulary"))
+                .map_err(|e| e.to_string());
             out.push(Row {
                 fixture: fx.name.clone(),
                 setting: s.name.clone(),
-                comparison: Comparison::new(&hf, ours.probs()).expect("same vocabulary"),
+                comparison,
             });
         }
     }
     out
 }
 
-fn same(c: &Comparison) -> bool {
-    c.only_left.is_empty() && c.only_right.is_empty()
+fn same(c: &Result<Comparison, String>) -> bool {
+    c.as_ref()
+        .is_ok_and(|c| c.only_left.is_empty() && c.only_right.is_empty())
 }
 
 #[test]
 fn same_kept_set_means_same_probabilities() {
     let rows = rows();
     assert!(rows.len() > 100, "only {} rows", rows.len());
-    for r in rows.iter().filter(|r| same(&r.comparison)) {
-        assert!(
-            r.comparison.max_abs_diff <= 1e-12,
-            "{} {}: max |dp| {:e}",
-            r.fixture,
-            r.setting,
-            r.comparison.max_abs_diff
-        );
+    for r in rows.iter() {
+        if let (true, Ok(c)) = (same(&r.comparison), &r.comparison) {
+            assert!(
+                c.max_abs_diff <= 1e-12,
+                "{} {}: max |dp| {:e}",
+                r.fixture,
+                r.setting,
+                c.max_abs_diff
+            );
+        }
     }
 }
 
 /// Every (fixture, setting) where the tutorial keeps other tokens than
-/// transformers, and why:
-/// - `default` and `t07_default` on SmolLM2 and on `int_ties_v1000` (V > 50):
-///   transformers adds top_k=50, the tutorial's default is 0.
-/// - top-p settings where transformers removes a token whose preceding mass
-///   reaches p and the tutorial keeps it (mass before not > p), or where the
-///   cut runs through ties.
+/// transformers (kept counts transformers/tutorial), and why. Not listed:
+/// every `k40`/`k40p09` row on an edge file with V < 40 and `top_k_huge`,
+/// where torch's `topk` raises in the tutorial while transformers clamps k
+/// to V (checked separately below).
 #[test]
 fn where_the_tutorial_parts_from_transformers() {
     let parted: Vec<String> = rows()
         .iter()
-        .filter(|r| !same(&r.comparison))
-        .map(|r| {
-            format!(
-                "{} {} {}/{}",
-                r.fixture, r.setting, r.comparison.kept_left, r.comparison.kept_right
-            )
+        .filter(|r| !same(&r.comparison) && r.comparison.is_ok())
+        .map(|r| match &r.comparison {
+            Ok(c) => format!("{} {} {}/{}", r.fixture, r.setting, c.kept_left, c.kept_right),
+            Err(e) => format!("{} {} raises: {e}", r.fixture, r.setting),
         })
         .collect();
     let expected = [
-        "hello_k0 t07_default",
+        // transformers' silent top_k=50; the tutorial's default is 0.
+        "hello_k0 t07_default 50/49152",
+        "hello_k0 default 50/49152",
+        "hello_k17 t07_default 50/49152",
+        "hello_k17 default 50/49152",
+        "hello_k7 t07_default 50/49152",
+        "hello_k7 default 50/49152",
+        "write_k0 t07_default 50/49152",
+        "write_k0 default 50/49152",
+        "write_k60 t07_default 50/49152",
+        "write_k60 default 50/49152",
+        "write_k7 t07_default 50/49152",
+        "write_k7 default 50/49152",
+        // Eight ties of 1/8, p = 0.5: the mass before the fifth is exactly
+        // 1/2, not above p, so the tutorial keeps five; transformers removes
+        // ascending cumulative mass <= 1/2 and keeps four.
+        "all_equal_v8 p05 4/5",
+        // p = 0.3: three each, but the tutorial keeps ids 0-2 and
+        // transformers ids 5-7 (the ties torch's ascending sort leaves last).
+        "all_equal_v8 p03 3/3",
+        // Two tied tokens of 1/2 each: the second has exactly 1/2 before it.
+        "huge_1e30 p05 1/2",
+        // Int ties: same sizes or not, the cut runs through a tie and torch's
+        // sort (V = 1000, unstable) picks other ids than the lower ones.
+        "int_ties_v1000 t07_default 120/1000",
+        "int_ties_v1000 p09 189/189",
+        "int_ties_v1000 k40p09 109/109",
+        "int_ties_v1000 default 120/1000",
+        "int_ties_v1000 p05 90/90",
+        "int_ties_v1000 p095 332/332",
+        "int_ties_v1000 k100p05 60/60",
+        // Six probabilities of exactly 1/6, p = 0.5: the fourth has 1/2 before it.
+        "tiny_1e30 p05 3/4",
+        // The boundary token has a mass before it of p within f32 rounding:
+        // transformers' f32 sum removes it, the tutorial's f64 mass does not
+        // exceed p. The other boundary files land on the same side for both.
+        "top_p_boundary_080_eq p080 2/3",
+        "top_p_boundary_080_eq p080_default_top_k 2/3",
     ];
-    println!("{parted:#?}");
-    assert_eq!(parted.len(), expected.len(), "{parted:#?}");
+    assert_eq!(parted, expected);
+}
+
+#[test]
+fn top_k_beyond_the_vocabulary_raises_in_the_tutorial_only() {
+    let raised: Vec<String> = rows()
+        .into_iter()
+        .filter_map(|r| r.comparison.err().map(|e| format!("{} {}: {e}", r.fixture, r.setting)))
+        .collect();
+    // 19 edge files store both k40 and k40p09 with V < 40 (all but
+    // int_ties_v1000, with V = 1000; all_neg_inf, which stores no sampling
+    // setting; and invalid_settings), and invalid_settings stores top_k=1000
+    // with V = 5.
+    assert_eq!(raised.len(), 2 * 19 + 1, "{raised:#?}");
+    for r in &raised {
+        assert!(r.contains("torch's topk raises"), "{r}");
+    }
 }
