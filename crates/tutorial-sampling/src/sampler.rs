@@ -517,7 +517,10 @@ mod tests {
         let e = Params::new(1e-50, 0, 1.0).unwrap_err().to_string();
         assert!(e.starts_with("`temperature` = 0.00000"), "{e}");
         let e = run(&[1.0, 2.0], 1.0, 3, 1.0).unwrap_err().to_string();
-        assert!(e.starts_with("`top_k` = 3 is more than the 2 logits"), "{e}");
+        assert!(
+            e.starts_with("`top_k` = 3 is more than the 2 logits"),
+            "{e}"
+        );
         let e = run(&[1.0, 2.0], 1.0, 0, -0.1).unwrap_err().to_string();
         assert!(e.starts_with("every logit is -inf after filtering"), "{e}");
         let e = run(&[3.0e38, 0.0], 0.5, 0, 1.0).unwrap_err().to_string();

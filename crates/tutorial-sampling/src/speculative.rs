@@ -287,9 +287,21 @@ pub struct Row {
 /// engine runs it, with where that happens.
 pub fn standard_rows() -> Vec<(Algorithm, Proposal, &'static str)> {
     vec![
-        (Algorithm::Textbook, Proposal::Draft, "x ~ q, accept min(1, p/q), residual norm(p - q)+"),
-        (Algorithm::Tutorial, Proposal::Draft, "draft tokens sampled from q"),
-        (Algorithm::Tutorial, Proposal::Greedy, "draft tokens = the draft's argmax"),
+        (
+            Algorithm::Textbook,
+            Proposal::Draft,
+            "x ~ q, accept min(1, p/q), residual norm(p - q)+",
+        ),
+        (
+            Algorithm::Tutorial,
+            Proposal::Draft,
+            "draft tokens sampled from q",
+        ),
+        (
+            Algorithm::Tutorial,
+            Proposal::Greedy,
+            "draft tokens = the draft's argmax",
+        ),
         (
             Algorithm::Transformers,
             Proposal::Draft,
@@ -418,7 +430,13 @@ pub fn first_token(
             }
         }
     }
-    let tv = 0.5 * (probs.iter().zip(&p).map(|(a, b)| (a - b).abs()).sum::<f64>() + undefined);
+    let tv = 0.5
+        * (probs
+            .iter()
+            .zip(&p)
+            .map(|(a, b)| (a - b).abs())
+            .sum::<f64>()
+            + undefined);
     Ok(FirstToken {
         algorithm,
         probs,
@@ -491,7 +509,10 @@ fn proposal_distribution(proposal: &Proposal, q: &[f64]) -> Result<Vec<f64>, Spe
         }
         Proposal::Token(t) => {
             if *t >= v {
-                return Err(SpecError::TokenOutOfRange { token: *t, vocab: v });
+                return Err(SpecError::TokenOutOfRange {
+                    token: *t,
+                    vocab: v,
+                });
             }
             Ok(one_hot(v, *t))
         }

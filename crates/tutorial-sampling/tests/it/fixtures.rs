@@ -77,7 +77,10 @@ fn where_the_tutorial_parts_from_transformers() {
         .iter()
         .filter(|r| !same(&r.comparison) && r.comparison.is_ok())
         .map(|r| match &r.comparison {
-            Ok(c) => format!("{} {} {}/{}", r.fixture, r.setting, c.kept_left, c.kept_right),
+            Ok(c) => format!(
+                "{} {} {}/{}",
+                r.fixture, r.setting, c.kept_left, c.kept_right
+            ),
             Err(e) => format!("{} {} raises: {e}", r.fixture, r.setting),
         })
         .collect();
@@ -128,7 +131,11 @@ fn where_the_tutorial_parts_from_transformers() {
 fn top_k_beyond_the_vocabulary_raises_in_the_tutorial_only() {
     let raised: Vec<String> = rows()
         .into_iter()
-        .filter_map(|r| r.comparison.err().map(|e| format!("{} {}: {e}", r.fixture, r.setting)))
+        .filter_map(|r| {
+            r.comparison
+                .err()
+                .map(|e| format!("{} {}: {e}", r.fixture, r.setting))
+        })
         .collect();
     // 19 edge files store both k40 and k40p09 with V < 40 (all but
     // int_ties_v1000, with V = 1000; all_neg_inf, which stores no sampling
