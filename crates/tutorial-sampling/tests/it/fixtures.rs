@@ -146,3 +146,56 @@ fn top_k_beyond_the_vocabulary_raises_in_the_tutorial_only() {
         assert!(r.contains("torch's topk raises"), "{r}");
     }
 }
+
+/// `explain` on three parting rows: its reason, and a fix only where the fix
+/// reproduces transformers.
+#[test]
+fn explain_names_the_rule_that_parts() {
+    use parity_core::Against;
+    let explain = |file: &str, setting: &str| {
+        let fx = Fixture::load(&parity_core::fixture::bundled_dir().join(file)).expect("loads");
+        let s = fx.setting(setting).expect("setting");
+        let params = Tutorial
+            .from_generate(&s.kwargs)
+            .expect("expressible")
+            .expect("valid");
+        let context = Context::new(&fx.input_ids, None).expect("context");
+        let hf =
+            parity_core::Distribution::new(softmax_f64(&s.scores), parity_core::Precision::F32);
+        let ours = Tutorial
+            .distribution(&Logits::from_f32(&fx.logits), &context, &params)
+            .expect("runs");
+        let comparison = Comparison::new(hf.probs(), ours.probs()).expect("same V");
+        let row = Against {
+            kwargs: &s.kwargs,
+            logits: &fx.logits,
+            context,
+            transformers: &hf,
+            this: &ours,
+            comparison: &comparison,
+            variant: None,
+        };
+        Tutorial.explain(&row, &params)
+    };
+
+    let e = explain("smollm2/write_k60.safetensors", "t07_default");
+    assert_eq!(e.reasons.len(), 1, "{e:?}");
+    assert!(e.reasons[0].starts_with("default top-k 50"), "{e:?}");
+    let fix = e.fix.expect("top_k=50 reproduces transformers");
+    assert_eq!(fix.params.get("top_k"), Some(&serde_json::json!(50)));
+
+    let e = explain("edge/top_p_boundary_080_eq.safetensors", "p080");
+    assert!(e.reasons[0].starts_with("top-p boundary"), "{e:?}");
+    assert!(e.fix.is_none());
+
+    let e = explain("edge/all_equal_v8.safetensors", "p03");
+    assert!(
+        e.reasons[0].starts_with("top-p cut through tied logits"),
+        "{e:?}"
+    );
+
+    // int_ties_v1000 default: top-k 50 keeps all 120 tied fours in both
+    // engines once fixed, so the fix is proven there too.
+    let e = explain("edge/int_ties_v1000.safetensors", "default");
+    assert!(e.fix.is_some(), "{e:?}");
+}
