@@ -16,12 +16,16 @@
 //!   loop, transformers 5.23's `_speculative_sampling` and vLLM 0.32's
 //!   rejection sampler, with the distance to the target, the acceptance rate
 //!   and the expected accepted length.
+//! - [`beam`]: transformers 5.23's beam search replayed step by step, and the
+//!   tutorial's beam search, on any [`beam::LanguageModel`] (a hashed toy
+//!   model is included, identical to the one the reference script runs).
 //!
 //! It deliberately does not draw tokens for generation: the sampler gives the
 //! distribution, and the speculative module computes distributions instead of
 //! simulating them (its tests simulate, to check the computation).
 #![deny(missing_docs)]
 
+pub mod beam;
 pub mod sampler;
 pub mod speculative;
 
