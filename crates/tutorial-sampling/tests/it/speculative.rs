@@ -352,3 +352,52 @@ fn smollm2_simulation_agrees_with_the_computation() {
         }
     }
 }
+
+/// Counts of the first token emitted by transformers' own
+/// `_speculative_sampling` (`scripts/reference/speculative_reference.py`,
+/// 20,000 calls per case under a fixed torch seed) against the closed form.
+#[test]
+fn real_transformers_counts_fit_the_computed_distribution() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/speculative/transformers_counts.jsonl");
+    let text = std::fs::read_to_string(&path).expect("fixture readable");
+    let mut lines = text.lines();
+    let header: serde_json::Value =
+        serde_json::from_str(lines.next().expect("header")).expect("json");
+    assert_eq!(header["transformers_version"], "5.23.0");
+    let floats = |v: &serde_json::Value| -> Vec<f64> {
+        v.as_array()
+            .expect("array")
+            .iter()
+            .map(|x| x.as_f64().expect("number"))
+            .collect()
+    };
+    let mut cases = 0;
+    for line in lines {
+        let r: serde_json::Value = serde_json::from_str(line).expect("json line");
+        let (p, q) = (floats(&r["target"]), floats(&r["draft"]));
+        let proposal = match &r["proposal"] {
+            serde_json::Value::String(s) if s == "draft" => Proposal::Draft,
+            serde_json::Value::String(s) if s == "greedy" => Proposal::Greedy,
+            t => Proposal::Token(t.as_u64().expect("token id") as usize),
+        };
+        let counts: Vec<u64> = r["counts"]
+            .as_array()
+            .expect("counts")
+            .iter()
+            .map(|c| c.as_u64().expect("count"))
+            .collect();
+        let n = r["draws"].as_u64().expect("draws");
+        let f = first_token(Algorithm::Transformers, &p, &q, &proposal).expect("valid");
+        let mut expected = f.probs.clone();
+        expected.push(f.undefined);
+        let pv = chi_square(&counts, &expected, n);
+        assert!(
+            pv > 1e-3,
+            "{}: p-value {pv:e}\n counts {counts:?}\n expected {expected:?}",
+            r["name"]
+        );
+        cases += 1;
+    }
+    assert_eq!(cases, 5);
+}
