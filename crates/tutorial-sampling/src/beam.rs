@@ -484,6 +484,106 @@ pub fn first_difference(a: &[i64], b: &[i64], prompt_len: usize) -> Option<usize
     (0..n).find(|&i| ga.get(i) != gb.get(i))
 }
 
+/// transformers' best beams beside the tutorial's, on the same model and
+/// prompt.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BeamComparison {
+    /// transformers 5.23's output.
+    pub transformers: BeamOutput,
+    /// The tutorial's beams (`beam_width = num_beams`, `max_len =
+    /// max_new_tokens`, eos = the first eos id).
+    pub tutorial: TutorialBeams,
+    /// The first generated position where transformers' best sequence and
+    /// the tutorial's differ (`None`: the same sequence).
+    pub first_difference: Option<usize>,
+}
+
+/// Runs both beam searches and finds where their best sequences part.
+pub fn compare_beams(
+    lm: &dyn LanguageModel,
+    prompt: &[i64],
+    config: &BeamConfig,
+) -> Result<BeamComparison, BeamError> {
+    let transformers = transformers_beam_search(lm, prompt, config)?;
+    let eos = config.eos_token_ids.first().copied().unwrap_or(-1);
+    let tutorial = tutorial_beam_search(lm, prompt, config.max_new_tokens, config.num_beams, eos)?;
+    let best = &transformers.sequences[0][..prompt.len() + transformers.lengths[0]];
+    let first_difference = first_difference(best, &tutorial.beams[0].1, prompt.len());
+    Ok(BeamComparison {
+        transformers,
+        tutorial,
+        first_difference,
+    })
+}
+
+impl BeamConfig {
+    /// From generate kwargs (`num_beams`, `max_new_tokens` required;
+    /// `length_penalty`, `early_stopping`, `num_return_sequences`,
+    /// `do_sample: false` optional) and the model's eos and pad ids. Other
+    /// kwargs are refused, naming the field; `num_beams = 1` too (transformers
+    /// then runs greedy decoding, not beam search).
+    pub fn from_kwargs(
+        kwargs: &serde_json::Map<String, serde_json::Value>,
+        eos_token_ids: Vec<i64>,
+        pad_token_id: Option<i64>,
+    ) -> Result<Self, BeamError> {
+        use serde_json::Value;
+        let bad = |field: &str, v: &Value, want: &str| {
+            BeamError::Model(format!("`{field}` must be {want}, got {v}"))
+        };
+        let count = |field: &str, v: &Value| {
+            v.as_u64()
+                .and_then(|n| usize::try_from(n).ok())
+                .ok_or_else(|| bad(field, v, "a non-negative integer"))
+        };
+        let mut config = Self {
+            num_beams: 0,
+            length_penalty: 1.0,
+            early_stopping: EarlyStopping::Heuristic,
+            num_return_sequences: 1,
+            max_new_tokens: 0,
+            eos_token_ids,
+            pad_token_id,
+        };
+        let (mut beams, mut new_tokens) = (None, None);
+        for (key, v) in kwargs {
+            match key.as_str() {
+                "num_beams" => beams = Some(count(key, v)?),
+                "max_new_tokens" => new_tokens = Some(count(key, v)?),
+                "num_return_sequences" => config.num_return_sequences = count(key, v)?,
+                "length_penalty" => {
+                    config.length_penalty = v.as_f64().ok_or_else(|| bad(key, v, "a number"))?
+                }
+                "early_stopping" => {
+                    config.early_stopping = match v {
+                        Value::Bool(false) => EarlyStopping::Heuristic,
+                        Value::Bool(true) => EarlyStopping::Full,
+                        Value::String(s) if s == "never" => EarlyStopping::Never,
+                        _ => return Err(bad(key, v, "true, false or \"never\"")),
+                    }
+                }
+                "do_sample" if v == &Value::Bool(false) => {}
+                other => {
+                    return Err(BeamError::Model(format!(
+                        "`{other}` = {v} is not modelled (deterministic beam search takes num_beams, \
+                         max_new_tokens, length_penalty, early_stopping, num_return_sequences)"
+                    )));
+                }
+            }
+        }
+        config.num_beams =
+            beams.ok_or_else(|| BeamError::Model("`num_beams` is required".into()))?;
+        if config.num_beams == 1 {
+            return Err(BeamError::Model(
+                "`num_beams` = 1: transformers runs greedy decoding, not beam search".into(),
+            ));
+        }
+        config.max_new_tokens =
+            new_tokens.ok_or_else(|| BeamError::Model("`max_new_tokens` is required".into()))?;
+        Ok(config)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -571,6 +671,75 @@ mod tests {
             tutorial_beam_search(&Staircase, &[0], 3, 0, 4),
             Err(BeamError::ZeroBeams)
         );
+    }
+
+    #[test]
+    fn kwargs_parse_and_refuse() {
+        let map = |s: &str| -> serde_json::Map<String, serde_json::Value> {
+            serde_json::from_str(s).expect("object")
+        };
+        let c = BeamConfig::from_kwargs(
+            &map(r#"{"num_beams": 3, "max_new_tokens": 5, "early_stopping": "never"}"#),
+            vec![2],
+            Some(1),
+        )
+        .expect("valid");
+        assert_eq!((c.num_beams, c.early_stopping), (3, EarlyStopping::Never));
+        let e = BeamConfig::from_kwargs(
+            &map(r#"{"num_beams": 0, "max_new_tokens": 5}"#),
+            vec![],
+            None,
+        );
+        let e = e.and_then(|c| transformers_beam_search(&Staircase, &[0], &c));
+        assert_eq!(e, Err(BeamError::ZeroBeams));
+        let e = BeamConfig::from_kwargs(&map(r#"{"num_beams": 2, "top_k": 5}"#), vec![], None);
+        assert!(
+            e.unwrap_err()
+                .to_string()
+                .starts_with("model: `top_k` = 5 is not modelled")
+        );
+    }
+
+    /// After [0]: probabilities [0, 0.4, 0.1, 0.5] (eos = 3); after [0, 1]:
+    /// eos almost surely; anything else: uniform.
+    struct Detour;
+
+    impl LanguageModel for Detour {
+        fn vocab_size(&self) -> usize {
+            4
+        }
+        fn logits(&self, ids: &[i64]) -> Result<Vec<f32>, BeamError> {
+            Ok(match ids {
+                [0] => vec![f32::NEG_INFINITY, 0.4f32.ln(), 0.1f32.ln(), 0.5f32.ln()],
+                [0, 1] => vec![-30.0, -30.0, -30.0, 0.0],
+                _ => vec![0.0; 4],
+            })
+        }
+    }
+
+    #[test]
+    fn the_tutorial_stops_where_transformers_goes_on() {
+        let cfg = BeamConfig {
+            num_beams: 2,
+            length_penalty: 1.0,
+            early_stopping: EarlyStopping::Heuristic,
+            num_return_sequences: 2,
+            max_new_tokens: 4,
+            eos_token_ids: vec![3],
+            pad_token_id: Some(2),
+        };
+        let c = compare_beams(&Detour, &[0], &cfg).expect("valid");
+        // The tutorial: after one step its best beam [0, 3] (ln 0.5 = -0.6931)
+        // beats [0, 1] (ln 0.4 = -0.9163) and has ended: it stops.
+        assert_eq!(c.tutorial.beams[0].1, vec![0, 3]);
+        assert_eq!(c.tutorial.steps, 1);
+        // transformers keeps [0, 3] as finished (-0.6931 / 1) and goes on;
+        // [0, 1, 3] scores (ln 0.4 + ln(1/(1 + 3e^-30))) / 2 = -0.4581 and wins.
+        assert_eq!(c.transformers.sequences, vec![vec![0, 1, 3], vec![0, 3, 2]]);
+        let ln = |x: f32| f64::from(x.ln());
+        assert!((f64::from(c.transformers.scores[0]) - ln(0.4) / 2.0).abs() < 1e-6);
+        assert!((f64::from(c.transformers.scores[1]) - ln(0.5)).abs() < 1e-6);
+        assert_eq!(c.first_difference, Some(0));
     }
 
     #[test]
