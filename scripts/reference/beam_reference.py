@@ -96,7 +96,7 @@ class ToyLM(PreTrainedModel, GenerationMixin):
         self.anchor = torch.nn.Parameter(torch.zeros(1))
         self.post_init()
         self.generation_config.use_cache = False
-        self.generation_config.eos_token_id = model["eos"]
+        self.generation_config.eos_token_id = model.get("eos_ids", model["eos"])
         self.generation_config.pad_token_id = model["pad"]
 
     def _init_weights(self, module) -> None:
@@ -118,8 +118,11 @@ MODELS = [
     # eos never boosted: beams run to max_new_tokens unless eos wins by chance.
     {"name": "m4", "seed": 4, "vocab": 10, "eos": 2, "pad": 1, "eos_slope": 0.0},
     {"name": "m5", "seed": 5, "vocab": 11, "eos": 0, "pad": 1, "eos_slope": 1.0},
+    # Two eos ids (the slope favours the first): 3 * num_beams candidates per step.
+    {"name": "m6", "seed": 6, "vocab": 12, "eos": 2, "eos_ids": [2, 7], "pad": 1, "eos_slope": 0.375},
 ]
-PROMPTS = {"m1": [7, 4], "m2": [5, 6, 7], "m3": [9], "m4": [3, 8], "m5": [2, 4, 6]}
+PROMPTS = {"m1": [7, 4], "m2": [5, 6, 7], "m3": [9], "m4": [3, 8], "m5": [2, 4, 6], "m6": [4, 9]}
+MAX_NEW = {"m3": 9, "m6": 7}
 
 
 def configs() -> list[dict]:
@@ -129,12 +132,12 @@ def configs() -> list[dict]:
             for length_penalty in (1.0, 0.0, 2.0, -0.5):
                 for early_stopping in (False, True, "never"):
                     for nrs in sorted({1, num_beams}):
-                        max_new = 6 if m["name"] != "m3" else 9
+                        max_new = MAX_NEW.get(m["name"], 6)
                         es = {False: "F", True: "T", "never": "N"}[early_stopping]
                         out.append(
                             {
                                 "name": f"{m['name']}_b{num_beams}_lp{length_penalty}_{es}_r{nrs}",
-                                "model": {k: m[k] for k in ("seed", "vocab", "eos", "pad", "eos_slope")},
+                                "model": {k: m[k] for k in ("seed", "vocab", "eos", "eos_ids", "pad", "eos_slope") if k in m},
                                 "prompt": PROMPTS[m["name"]],
                                 "kwargs": {
                                     "num_beams": num_beams,

@@ -63,7 +63,10 @@ fn recorded() -> Vec<Recorded> {
                     },
                     num_return_sequences: k["num_return_sequences"].as_u64().expect("nrs") as usize,
                     max_new_tokens: k["max_new_tokens"].as_u64().expect("mnt") as usize,
-                    eos_token_ids: vec![eos],
+                    eos_token_ids: match m.get("eos_ids") {
+                        Some(ids) => ids.as_array().expect("eos_ids").iter().map(int).collect(),
+                        None => vec![eos],
+                    },
                     pad_token_id: Some(pad),
                 },
                 first_logits: r["first_logits"]
