@@ -38,8 +38,9 @@
 //!   min(1.0, ratio)` with `ratio = p(x)/q(x)`. Python's `min(1.0, nan)` is
 //!   `1.0`, so a candidate with `q(x) = 0` is always accepted, even when
 //!   `p(x) = 0` too. On rejection it draws from `norm(max(0, p − q))`, or
-//!   from `p` itself when that residual sums to 0. After K acceptances it
-//!   returns the K tokens and no bonus token.
+//!   from `p` itself when that residual sums to 0 (unreachable in exact
+//!   arithmetic: a rejection needs `p(x) < q(x)`, and then another token has
+//!   `p > q`). After K acceptances it returns the K tokens and no bonus token.
 //! - [`Algorithm::Transformers`]: transformers 5.23.0
 //!   `transformers/generation/utils.py`, `_speculative_sampling` (without
 //!   `assistant_ensemble_weight`): `q = softmax(candidate_logits)`,
