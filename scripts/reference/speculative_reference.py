@@ -12,7 +12,11 @@ chi-square test.
 
 One verification step with K = 1 candidate: `candidate_logits = log(q)` (so
 `softmax` gives back q, zeros as `-inf`), `new_logits = log(p)` for the
-candidate position and for the bonus position.
+candidate position and for the bonus position. The SmolLM2 cases use the
+scores transformers recorded in a fixture instead: `new_logits` the target
+setting's scores, `candidate_logits` the draft setting's.
+
+Counts are stored sparsely: token id (as a string) to count, and `raised`.
 
 Output: fixtures/speculative/transformers_counts.jsonl (a header line, then one
 line per case).
@@ -36,6 +40,7 @@ os.environ["TRANSFORMERS_OFFLINE"] = "1"
 
 import torch  # noqa: E402
 import transformers  # noqa: E402
+from safetensors import safe_open  # noqa: E402
 from transformers.generation.utils import _speculative_sampling  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -47,6 +52,8 @@ P = [0.30, 0.25, 0.20, 0.15, 0.0, 0.10]
 Q = [0.10, 0.35, 0.20, 0.05, 0.30, 0.0]
 SAME = [0.5, 0.5, 0.0]
 
+SMOLLM2 = {"fixture": "smollm2/write_k60.safetensors", "target": "t07", "draft": "k40p09"}
+
 CASES = [
     # name, target, draft, proposal ("draft", "greedy" or a token id)
     ("draft", P, Q, "draft"),
@@ -54,6 +61,9 @@ CASES = [
     ("token_p0", P, Q, 4),  # q > 0, p = 0: always rejected
     ("token_q0", P, Q, 5),  # q = 0, p > 0: p/0 = inf, always accepted
     ("token_both0", SAME, SAME, 2),  # 0/0: rejected, residual empty: raises
+    # Recorded transformers distributions of SmolLM2 (V = 49,152).
+    ("smollm2_draft", SMOLLM2, None, "draft"),
+    ("smollm2_greedy", SMOLLM2, None, "greedy"),
 ]
 
 
@@ -61,13 +71,25 @@ def log(probs: list[float]) -> torch.Tensor:
     return torch.tensor(probs, dtype=torch.float32).log()
 
 
-def run_case(name: str, p: list[float], q: list[float], proposal) -> dict:
+def fixture_scores(spec: dict) -> tuple[torch.Tensor, torch.Tensor]:
+    with safe_open(str(ROOT / "fixtures" / spec["fixture"]), framework="pt") as f:
+        return f.get_tensor("scores." + spec["target"]), f.get_tensor("scores." + spec["draft"])
+
+
+def run_case(name: str, p, q, proposal) -> dict:
     torch.manual_seed(1234)
-    v = len(p)
-    counts = [0] * (v + 1)  # last: RuntimeError
-    candidate_logits = log(q).view(1, 1, v)
-    new_logits = torch.stack([log(p), log(p)]).view(1, 2, v)
-    q_t = torch.tensor(q, dtype=torch.float32)
+    if isinstance(p, dict):
+        target_scores, draft_scores = fixture_scores(p)
+        record = {"name": name, "fixture": p, "proposal": proposal}
+    else:
+        target_scores, draft_scores = log(p), log(q)
+        record = {"name": name, "target": p, "draft": q, "proposal": proposal}
+    v = target_scores.numel()
+    counts: dict[int, int] = {}
+    raised = 0
+    candidate_logits = draft_scores.view(1, 1, v)
+    new_logits = torch.stack([target_scores, target_scores]).view(1, 2, v)
+    q_t = candidate_logits.softmax(dim=-1).view(v)
     for _ in range(DRAWS):
         if proposal == "draft":
             x = int(torch.multinomial(q_t, 1))
@@ -78,10 +100,12 @@ def run_case(name: str, p: list[float], q: list[float], proposal) -> dict:
         candidate_input_ids = torch.tensor([[0, x]], dtype=torch.int64)
         try:
             valid_tokens, _ = _speculative_sampling(candidate_input_ids, candidate_logits, 1, new_logits)
-            counts[int(valid_tokens[0, 0])] += 1
+            t = int(valid_tokens[0, 0])
+            counts[t] = counts.get(t, 0) + 1
         except RuntimeError:
-            counts[v] += 1
-    return {"name": name, "target": p, "draft": q, "proposal": proposal, "draws": DRAWS, "counts": counts}
+            raised += 1
+    sparse = {str(t): counts[t] for t in sorted(counts)}
+    return {**record, "draws": DRAWS, "counts": sparse, "raised": raised}
 
 
 def render() -> str:
