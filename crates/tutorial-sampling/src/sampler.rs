@@ -265,7 +265,8 @@ impl Semantics for Tutorial {
                      transformers the tied tokens torch's ascending sort leaves last"
                         .to_string(),
                 );
-            } else {
+            }
+            if !ties || c.kept_left != c.kept_right {
                 reasons.push(format!(
                     "top-p boundary: transformers removes a token once the mass before it reaches \
                      p = {} (ascending f32 cumulative mass <= 1 - p), the tutorial only once it \

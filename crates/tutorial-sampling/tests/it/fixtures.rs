@@ -189,10 +189,16 @@ fn explain_names_the_rule_that_parts() {
     assert!(e.fix.is_none());
 
     let e = explain("edge/all_equal_v8.safetensors", "p03");
+    assert_eq!(e.reasons.len(), 1, "{e:?}");
     assert!(
         e.reasons[0].starts_with("top-p cut through tied logits"),
         "{e:?}"
     );
+
+    // p = 0.5 on eight ties: other ids *and* one more token (the boundary).
+    let e = explain("edge/all_equal_v8.safetensors", "p05");
+    assert_eq!(e.reasons.len(), 2, "{e:?}");
+    assert!(e.reasons[1].starts_with("top-p boundary"), "{e:?}");
 
     // int_ties_v1000 default: top-k 50 keeps all 120 tied fours in both
     // engines once fixed, so the fix is proven there too.
