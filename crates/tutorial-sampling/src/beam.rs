@@ -50,7 +50,12 @@
 //! the best beam ends with eos. No length normalisation, no separate finished
 //! set: a finished beam competes with the running ones at its raw score.
 //!
-//! # The toy model
+//! # The models
+//!
+//! Both searches run on a [`LanguageModel`]: log-probabilities as a function
+//! of the prefix. [`TableLm`] replays recorded log-probabilities of a real
+//! model (`fixtures/beam/smollm2_beams.jsonl`, SmolLM2 through transformers,
+//! recorded by `scripts/reference/beam_smollm2_reference.py`).
 //!
 //! [`ToyLm`] hashes the whole prefix with SplitMix64 and maps each token to a
 //! float32 logit; `scripts/reference/beam_reference.py` implements the same
@@ -87,8 +92,8 @@ pub enum BeamError {
         /// vocabulary size.
         vocab: usize,
     },
-    /// The model returned logits of the wrong length.
-    #[error("the model returned {got} logits for a vocabulary of {vocab}")]
+    /// The model returned log-probabilities of the wrong length.
+    #[error("the model returned {got} log-probabilities for a vocabulary of {vocab}")]
     LogitsLength {
         /// Length returned.
         got: usize,
@@ -113,12 +118,73 @@ pub enum BeamError {
     Model(String),
 }
 
-/// Next-token logits as a function of the whole prefix.
+/// A next-token model as beam search sees it: log-probabilities as a
+/// function of the whole prefix.
 pub trait LanguageModel {
     /// Vocabulary size.
     fn vocab_size(&self) -> usize;
-    /// Logits for the token after `ids`.
-    fn logits(&self, ids: &[i64]) -> Result<Vec<f32>, BeamError>;
+    /// `log_softmax` of the logits for the token after `ids` (float32, as
+    /// transformers computes it before adding beam scores).
+    fn log_probs(&self, ids: &[i64]) -> Result<Vec<f32>, BeamError>;
+}
+
+/// Recorded log-probabilities: for every prefix a real model was run on, its
+/// largest log-probabilities (the rest are treated as `-inf`). Beam search
+/// only keeps candidates among each beam's top `2·num_beams`, so a table
+/// with at least that many entries per prefix replays the search exactly; a
+/// prefix the table lacks is an error (the replay went somewhere the real run
+/// did not).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TableLm {
+    prompt: Vec<i64>,
+    vocab: usize,
+    rows: std::collections::HashMap<Vec<i64>, Vec<(usize, f32)>>,
+}
+
+impl TableLm {
+    /// A table for `prompt` over `vocab` tokens; each row is the generated
+    /// suffix after the prompt and its (token, log-probability) entries.
+    pub fn new(
+        prompt: Vec<i64>,
+        vocab: usize,
+        rows: impl IntoIterator<Item = (Vec<i64>, Vec<(usize, f32)>)>,
+    ) -> Result<Self, BeamError> {
+        let rows: std::collections::HashMap<_, _> = rows.into_iter().collect();
+        for entries in rows.values() {
+            if let Some(&(token, _)) = entries.iter().find(|(t, _)| *t >= vocab) {
+                return Err(BeamError::Model(format!(
+                    "table token {token} is outside the vocabulary of {vocab}"
+                )));
+            }
+        }
+        Ok(Self {
+            prompt,
+            vocab,
+            rows,
+        })
+    }
+}
+
+impl LanguageModel for TableLm {
+    fn vocab_size(&self) -> usize {
+        self.vocab
+    }
+
+    fn log_probs(&self, ids: &[i64]) -> Result<Vec<f32>, BeamError> {
+        let generated = ids.strip_prefix(self.prompt.as_slice()).ok_or_else(|| {
+            BeamError::Model("the sequence does not start with the table's prompt".into())
+        })?;
+        let entries = self.rows.get(generated).ok_or_else(|| {
+            BeamError::Model(format!(
+                "no recorded log-probabilities after generated tokens {generated:?}"
+            ))
+        })?;
+        let mut out = vec![f32::NEG_INFINITY; self.vocab];
+        for &(t, lp) in entries {
+            out[t] = lp;
+        }
+        Ok(out)
+    }
 }
 
 /// The toy model of `scripts/reference/beam_reference.py`.
@@ -147,7 +213,14 @@ impl LanguageModel for ToyLm {
         self.vocab
     }
 
-    fn logits(&self, ids: &[i64]) -> Result<Vec<f32>, BeamError> {
+    fn log_probs(&self, ids: &[i64]) -> Result<Vec<f32>, BeamError> {
+        log_softmax(&self.logits(ids)?, ids.len())
+    }
+}
+
+impl ToyLm {
+    /// The toy model's logits after `ids` (prompt included).
+    pub fn logits(&self, ids: &[i64]) -> Result<Vec<f32>, BeamError> {
         let mut h = splitmix(self.seed);
         for &t in ids {
             let t = u64::try_from(t).map_err(|_| BeamError::NegativeId(t))?;
@@ -214,8 +287,9 @@ pub struct BeamOutput {
 
 const MASK: f32 = -1.0e9;
 
-/// `log_softmax` of one row (f64, rounded to f32).
-fn log_softmax(logits: &[f32], len: usize) -> Result<Vec<f32>, BeamError> {
+/// `log_softmax` of one row of logits (computed in f64, rounded to f32);
+/// `len` is the prefix length, for the error message.
+pub fn log_softmax(logits: &[f32], len: usize) -> Result<Vec<f32>, BeamError> {
     if let Some((index, &value)) = logits
         .iter()
         .enumerate()
@@ -232,8 +306,8 @@ fn log_softmax(logits: &[f32], len: usize) -> Result<Vec<f32>, BeamError> {
         .collect())
 }
 
-fn model_logits(lm: &dyn LanguageModel, ids: &[i64]) -> Result<Vec<f32>, BeamError> {
-    let logits = lm.logits(ids)?;
+fn model_log_probs(lm: &dyn LanguageModel, ids: &[i64]) -> Result<Vec<f32>, BeamError> {
+    let logits = lm.log_probs(ids)?;
     if logits.len() != lm.vocab_size() {
         return Err(BeamError::LogitsLength {
             got: logits.len(),
@@ -309,7 +383,7 @@ pub fn transformers_beam_search(
         steps += 1;
         let mut acc = Vec::with_capacity(nb * v);
         for (beam, score) in running.iter().zip(&running_scores) {
-            let lp_row = log_softmax(&model_logits(lm, &beam[..cur_len])?, cur_len)?;
+            let lp_row = model_log_probs(lm, &beam[..cur_len])?;
             acc.extend(lp_row.iter().map(|x| x + score));
         }
         let top = topk(&acc, keep);
@@ -456,7 +530,7 @@ pub fn tutorial_beam_search(
                 candidates.push((*score, seq.clone()));
                 continue;
             }
-            let lp = log_softmax(&model_logits(lm, seq)?, seq.len())?;
+            let lp = model_log_probs(lm, seq)?;
             for t in topk(&lp, beam_width) {
                 let mut s = seq.clone();
                 s.push(t as i64);
@@ -596,10 +670,10 @@ mod tests {
         fn vocab_size(&self) -> usize {
             5
         }
-        fn logits(&self, ids: &[i64]) -> Result<Vec<f32>, BeamError> {
+        fn log_probs(&self, ids: &[i64]) -> Result<Vec<f32>, BeamError> {
             let mut l = vec![-10.0; 5];
             l[ids.len().min(4)] = 0.0;
-            Ok(l)
+            log_softmax(&l, ids.len())
         }
     }
 
@@ -708,12 +782,13 @@ mod tests {
         fn vocab_size(&self) -> usize {
             4
         }
-        fn logits(&self, ids: &[i64]) -> Result<Vec<f32>, BeamError> {
-            Ok(match ids {
+        fn log_probs(&self, ids: &[i64]) -> Result<Vec<f32>, BeamError> {
+            let logits = match ids {
                 [0] => vec![f32::NEG_INFINITY, 0.4f32.ln(), 0.1f32.ln(), 0.5f32.ln()],
                 [0, 1] => vec![-30.0, -30.0, -30.0, 0.0],
                 _ => vec![0.0; 4],
-            })
+            };
+            log_softmax(&logits, ids.len())
         }
     }
 
