@@ -5,7 +5,7 @@ use std::path::Path;
 
 use serde_json::Value;
 use tutorial_sampling::beam::{
-    BeamConfig, EarlyStopping, LanguageModel, ToyLm, first_difference, transformers_beam_search,
+    BeamConfig, EarlyStopping, TableLm, ToyLm, first_difference, transformers_beam_search,
     tutorial_beam_search,
 };
 
@@ -170,4 +170,77 @@ fn the_tutorial_parts_from_transformers_on_some_configurations() {
     }
     println!("tutorial vs transformers: {same} same best sequence, {parted} parted");
     assert!(same > 0 && parted > 0, "{same} same, {parted} parted");
+}
+
+/// SmolLM2-135M-Instruct through transformers: `generate(num_beams=…)` and
+/// the log-probabilities of every prefix it ran the model on
+/// (`scripts/reference/beam_smollm2_reference.py`). The replay on those
+/// recorded numbers must find the same beams and scores.
+#[test]
+fn smollm2_beams_are_reproduced_from_the_recorded_log_probabilities() {
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/beam/smollm2_beams.jsonl");
+    let text = std::fs::read_to_string(&path).expect("fixture readable");
+    let mut lines = text.lines();
+    let header: Value = serde_json::from_str(lines.next().expect("header")).expect("json");
+    assert_eq!(header["format"], "sampling-parity-beam-table/1");
+    let mut cases = 0;
+    for line in lines {
+        let r: Value = serde_json::from_str(line).expect("json line");
+        let prompt: Vec<i64> = r["prompt_ids"]
+            .as_array()
+            .expect("ids")
+            .iter()
+            .map(int)
+            .collect();
+        let rows = r["table"].as_array().expect("table").iter().map(|row| {
+            let generated = row["generated"]
+                .as_array()
+                .expect("generated")
+                .iter()
+                .map(int)
+                .collect();
+            let top = row["top"]
+                .as_array()
+                .expect("top")
+                .iter()
+                .map(|e| (int(&e[0]) as usize, e[1].as_f64().expect("log-prob") as f32))
+                .collect();
+            (generated, top)
+        });
+        let vocab = r["vocab_size"].as_u64().expect("vocab") as usize;
+        let lm = TableLm::new(prompt.clone(), vocab, rows).expect("valid table");
+        let kwargs = r["kwargs"].as_object().expect("kwargs");
+        let eos = r["eos_token_ids"]
+            .as_array()
+            .expect("eos")
+            .iter()
+            .map(int)
+            .collect();
+        let pad = r["pad_token_id"].as_i64();
+        let config = BeamConfig::from_kwargs(kwargs, eos, pad).expect("valid kwargs");
+        let out = transformers_beam_search(&lm, &prompt, &config)
+            .unwrap_or_else(|e| panic!("{} {kwargs:?}: {e}", r["prompt"]));
+        let expected: Vec<Vec<i64>> = r["sequences"]
+            .as_array()
+            .expect("sequences")
+            .iter()
+            .map(|s| s.as_array().expect("row").iter().map(int).collect())
+            .collect();
+        assert_eq!(out.sequences, expected, "{} {kwargs:?}", r["prompt"]);
+        for (a, b) in out
+            .scores
+            .iter()
+            .zip(r["sequences_scores"].as_array().expect("scores"))
+        {
+            let b = b.as_f64().expect("score") as f32;
+            assert!(
+                (a - b).abs() <= 1e-5,
+                "{} {kwargs:?}: {a} vs {b}",
+                r["prompt"]
+            );
+        }
+        cases += 1;
+    }
+    assert_eq!(cases, 8);
 }
