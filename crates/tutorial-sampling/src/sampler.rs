@@ -248,7 +248,8 @@ impl Semantics for Tutorial {
         let mut candidate = *params;
         let default_top_k = row.kwargs.get("do_sample") == Some(&Value::Bool(true))
             && !row.kwargs.contains_key("top_k")
-            && params.top_k <= 0;
+            && params.top_k <= 0
+            && top_50_removes_some(row.logits);
         if default_top_k {
             reasons.push(
                 "default top-k 50: transformers adds top_k=50 when the kwargs don't set top_k; \
@@ -364,6 +365,18 @@ fn softmax(values: &[f32]) -> Option<Vec<f64>> {
     let exps: Vec<f64> = values.iter().map(|&x| (f64::from(x) - max).exp()).collect();
     let sum: f64 = exps.iter().sum();
     Some(exps.into_iter().map(|e| e / sum).collect())
+}
+
+/// Whether transformers' default top-k of 50 removes any token here (it is
+/// clamped to V, and keeps ties with the 50th).
+fn top_50_removes_some(logits: &[f32]) -> bool {
+    if logits.len() <= 50 {
+        return false;
+    }
+    let mut sorted = logits.to_vec();
+    sorted.sort_by(|a, b| b.total_cmp(a));
+    let threshold = sorted[49];
+    logits.iter().any(|&x| x < threshold)
 }
 
 /// Whether a token kept by one side only has a logit equal to one kept by the

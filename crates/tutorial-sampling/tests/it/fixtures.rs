@@ -184,6 +184,12 @@ fn explain_names_the_rule_that_parts() {
     let fix = e.fix.expect("top_k=50 reproduces transformers");
     assert_eq!(fix.params.get("top_k"), Some(&serde_json::json!(50)));
 
+    // V = 3: the default top-k 50 does nothing here, so only the boundary.
+    let e = explain(
+        "edge/top_p_boundary_080_eq.safetensors",
+        "p080_default_top_k",
+    );
+    assert_eq!(e.reasons.len(), 1, "{e:?}");
     let e = explain("edge/top_p_boundary_080_eq.safetensors", "p080");
     assert!(e.reasons[0].starts_with("top-p boundary"), "{e:?}");
     assert!(e.fix.is_none());
