@@ -218,11 +218,28 @@ pub(crate) enum Sampler {
     },
     TopNSigma(f32),
     TopK(i32),
-    Typical { p: f32, min_keep: usize },
-    TopP { p: f32, min_keep: usize },
-    MinP { p: f32, min_keep: usize },
-    Xtc { probability: f32, threshold: f32, min_keep: usize },
-    TempExt { temp: f32, delta: f32, exponent: f32 },
+    Typical {
+        p: f32,
+        min_keep: usize,
+    },
+    TopP {
+        p: f32,
+        min_keep: usize,
+    },
+    MinP {
+        p: f32,
+        min_keep: usize,
+    },
+    Xtc {
+        probability: f32,
+        threshold: f32,
+        min_keep: usize,
+    },
+    TempExt {
+        temp: f32,
+        delta: f32,
+        exponent: f32,
+    },
 }
 
 /// What XTC does on this pass: in a draw, decided by its own RNG; for the
@@ -375,7 +392,9 @@ fn typical(cur: &mut Candidates, p: f32, min_keep: usize) {
         .map(|t| (-t.p.ln() - entropy).abs())
         .collect();
     let mut indices: Vec<usize> = (0..cur.data.len()).collect();
-    stl::sort(&mut indices, &|&a: &usize, &b: &usize| shifted[a] < shifted[b]);
+    stl::sort(&mut indices, &|&a: &usize, &b: &usize| {
+        shifted[a] < shifted[b]
+    });
     let mut cum_sum = 0.0f32;
     let mut last_idx = indices.len();
     for (i, &idx) in indices.iter().enumerate() {
@@ -677,7 +696,10 @@ mod tests {
         let mut c = cands(&[1.0, 3.0, 3.0, 2.0]);
         temp_impl(&mut c, 0.0);
         let l: Vec<f32> = c.data.iter().map(|t| t.logit).collect();
-        assert_eq!(l, vec![f32::NEG_INFINITY, 3.0, f32::NEG_INFINITY, f32::NEG_INFINITY]);
+        assert_eq!(
+            l,
+            vec![f32::NEG_INFINITY, 3.0, f32::NEG_INFINITY, f32::NEG_INFINITY]
+        );
     }
 
     #[test]
@@ -699,7 +721,10 @@ mod tests {
         assert_eq!(xtc_applied_weight(0.0), 1.0 / 4_294_967_296.0);
         // p = 0.5: float(x) <= 2^31 for x <= 2^31 + 128 (ties to even at the
         // midpoint 2^31 + 128 round down to 2^31): 2^31 + 129 outputs
-        assert_eq!(xtc_applied_weight(0.5), (2_147_483_648.0 + 129.0) / 4_294_967_296.0);
+        assert_eq!(
+            xtc_applied_weight(0.5),
+            (2_147_483_648.0 + 129.0) / 4_294_967_296.0
+        );
     }
 
     #[test]

@@ -21,11 +21,7 @@ use crate::mt::Mt19937;
 use crate::params::{DEFAULT_SEED, SamplerType, ServerParams};
 
 /// The chain for these parameters, logits width and context.
-pub(crate) fn build(
-    p: &ServerParams,
-    n_vocab: usize,
-    ids: &[i32],
-) -> Result<Vec<Sampler>, Error> {
+pub(crate) fn build(p: &ServerParams, n_vocab: usize, ids: &[i32]) -> Result<Vec<Sampler>, Error> {
     if !p.penalty_repeat.is_finite()
         || p.penalty_repeat <= 0.0
         || !(1.0 / p.penalty_repeat).is_finite()
@@ -100,6 +96,11 @@ pub(crate) fn build(
             }
             SamplerType::Xtc => {
                 if p.xtc_probability > 0.0 && p.xtc_threshold <= 0.5 {
+                    if chain.iter().any(|s| matches!(s, Sampler::Xtc { .. })) {
+                        return Err(Error::new(
+                            "`samplers` names xtc twice: two XTC samplers with their own RNGs are not reproduced",
+                        ));
+                    }
                     chain.push(Sampler::Xtc {
                         probability: p.xtc_probability,
                         threshold: p.xtc_threshold,
@@ -126,9 +127,8 @@ pub(crate) fn build(
             }
             SamplerType::Penalties => {
                 let last_n = p.penalty_last_n.max(0);
-                let neutral = p.penalty_repeat == 1.0
-                    && p.penalty_freq == 0.0
-                    && p.penalty_present == 0.0;
+                let neutral =
+                    p.penalty_repeat == 1.0 && p.penalty_freq == 0.0 && p.penalty_present == 0.0;
                 if last_n != 0 && !neutral {
                     chain.push(Sampler::Penalties {
                         counts: PenaltyCounts::new(ids, last_n as usize),
@@ -178,10 +178,10 @@ fn pass(chain: &[Sampler], logits: &[f32], branch: XtcBranch) -> (Candidates, Op
     let mut cur = Candidates::from_logits(logits);
     let mut xtc = None;
     for s in chain {
-        if s.apply(&mut cur, branch) {
-            if let Sampler::Xtc { probability, .. } = s {
-                xtc = Some(*probability);
-            }
+        if s.apply(&mut cur, branch)
+            && let Sampler::Xtc { probability, .. } = s
+        {
+            xtc = Some(*probability);
         }
     }
     (cur, xtc)
@@ -201,7 +201,11 @@ pub(crate) fn outcome(chain: &[Sampler], logits: &[f32]) -> Outcome {
     let skipped = Dist::new(&skip);
     let applied = xtc.map(|probability| {
         let (app, _) = pass(chain, logits, XtcBranch::Applied);
-        (xtc_applied_weight(probability), probability, Dist::new(&app))
+        (
+            xtc_applied_weight(probability),
+            probability,
+            Dist::new(&app),
+        )
     });
     Outcome { skipped, applied }
 }

@@ -62,25 +62,101 @@ pub struct LlamaCpp;
 pub struct Ollama;
 
 const LLAMA_PARAMS: &[ParamInfo] = &[
-    ParamInfo { name: "temperature", default: "0.8", meaning: "temperature, applied where `samplers` puts it (last by default); <= 0 is greedy; clamped to >= 0" },
-    ParamInfo { name: "dynatemp_range", default: "0.0", meaning: "dynamic temperature: [temperature - range, temperature + range] by entropy" },
-    ParamInfo { name: "dynatemp_exponent", default: "1.0", meaning: "dynamic temperature exponent" },
-    ParamInfo { name: "top_k", default: "40", meaning: "keep exactly k (ties cut by sort order); 0 disables; clamped to >= 0" },
-    ParamInfo { name: "top_p", default: "0.95", meaning: "keep until the cumulative p reaches top_p; 1 disables; clamped to [0, 1]" },
-    ParamInfo { name: "min_p", default: "0.05", meaning: "keep logit >= max + ln(min_p); 0 disables; clamped to [0, 1]" },
-    ParamInfo { name: "top_n_sigma", default: "-1.0", meaning: "mask logits below max - n * std; <= 0 disables" },
-    ParamInfo { name: "xtc_probability", default: "0.0", meaning: "chance that XTC removes the top tokens; clamped to [0, 1]" },
-    ParamInfo { name: "xtc_threshold", default: "0.1", meaning: "XTC probability threshold; > 0.5 disables" },
-    ParamInfo { name: "typical_p", default: "1.0", meaning: "locally typical sampling; >= 1 disables" },
-    ParamInfo { name: "repeat_last_n", default: "64", meaning: "penalty window: last n ids of the whole context, prompt included; 0 disables; < 0 is an error" },
-    ParamInfo { name: "repeat_penalty", default: "1.0", meaning: "divide positive / multiply non-positive logits of ids in the window" },
-    ParamInfo { name: "frequency_penalty", default: "0.0", meaning: "subtract count * value" },
-    ParamInfo { name: "presence_penalty", default: "0.0", meaning: "subtract value once per id in the window" },
-    ParamInfo { name: "min_keep", default: "0", meaning: "top_p, min_p, typical and XTC keep at least this many" },
-    ParamInfo { name: "samplers", default: "[\"penalties\",\"dry\",\"top_n_sigma\",\"top_k\",\"typ_p\",\"top_p\",\"min_p\",\"xtc\",\"temperature\"]", meaning: "chain order (names or one-letter codes); unknown names dropped" },
-    ParamInfo { name: "logit_bias", default: "[]", meaning: "[[id, bias], ...] or {\"id\": bias}; false bans" },
-    ParamInfo { name: "seed", default: "-1", meaning: "RNG seed of dist and XTC; -1 is random" },
-    ParamInfo { name: "draws", default: "none", meaning: "(not a server field) replay this many seeded draws; needs seed" },
+    ParamInfo {
+        name: "temperature",
+        default: "0.8",
+        meaning: "temperature, applied where `samplers` puts it (last by default); <= 0 is greedy; clamped to >= 0",
+    },
+    ParamInfo {
+        name: "dynatemp_range",
+        default: "0.0",
+        meaning: "dynamic temperature: [temperature - range, temperature + range] by entropy",
+    },
+    ParamInfo {
+        name: "dynatemp_exponent",
+        default: "1.0",
+        meaning: "dynamic temperature exponent",
+    },
+    ParamInfo {
+        name: "top_k",
+        default: "40",
+        meaning: "keep exactly k (ties cut by sort order); 0 disables; clamped to >= 0",
+    },
+    ParamInfo {
+        name: "top_p",
+        default: "0.95",
+        meaning: "keep until the cumulative p reaches top_p; 1 disables; clamped to [0, 1]",
+    },
+    ParamInfo {
+        name: "min_p",
+        default: "0.05",
+        meaning: "keep logit >= max + ln(min_p); 0 disables; clamped to [0, 1]",
+    },
+    ParamInfo {
+        name: "top_n_sigma",
+        default: "-1.0",
+        meaning: "mask logits below max - n * std; <= 0 disables",
+    },
+    ParamInfo {
+        name: "xtc_probability",
+        default: "0.0",
+        meaning: "chance that XTC removes the top tokens; clamped to [0, 1]",
+    },
+    ParamInfo {
+        name: "xtc_threshold",
+        default: "0.1",
+        meaning: "XTC probability threshold; > 0.5 disables",
+    },
+    ParamInfo {
+        name: "typical_p",
+        default: "1.0",
+        meaning: "locally typical sampling; >= 1 disables",
+    },
+    ParamInfo {
+        name: "repeat_last_n",
+        default: "64",
+        meaning: "penalty window: last n ids of the whole context, prompt included; 0 disables; < 0 is an error",
+    },
+    ParamInfo {
+        name: "repeat_penalty",
+        default: "1.0",
+        meaning: "divide positive / multiply non-positive logits of ids in the window",
+    },
+    ParamInfo {
+        name: "frequency_penalty",
+        default: "0.0",
+        meaning: "subtract count * value",
+    },
+    ParamInfo {
+        name: "presence_penalty",
+        default: "0.0",
+        meaning: "subtract value once per id in the window",
+    },
+    ParamInfo {
+        name: "min_keep",
+        default: "0",
+        meaning: "top_p, min_p, typical and XTC keep at least this many",
+    },
+    ParamInfo {
+        name: "samplers",
+        default: "[\"penalties\",\"dry\",\"top_n_sigma\",\"top_k\",\"typ_p\",\"top_p\",\"min_p\",\"xtc\",\"temperature\"]",
+        meaning: "chain order (names or one-letter codes); unknown names dropped",
+    },
+    ParamInfo {
+        name: "logit_bias",
+        default: "[]",
+        meaning: "[[id, bias], ...] or {\"id\": bias}; false bans",
+    },
+    ParamInfo {
+        name: "seed",
+        default: "-1",
+        meaning: "RNG seed of dist and XTC; -1 is random",
+    },
+    ParamInfo {
+        name: "draws",
+        default: "none",
+        meaning: "(not a server field) replay this many seeded draws; needs seed",
+    },
 ];
 
 static LLAMA_INFO: Info = Info {
@@ -92,17 +168,61 @@ static LLAMA_INFO: Info = Info {
 };
 
 const OLLAMA_PARAMS: &[ParamInfo] = &[
-    ParamInfo { name: "temperature", default: "0.8", meaning: "sent as llama-server temperature" },
-    ParamInfo { name: "top_k", default: "40", meaning: "sent as top_k" },
-    ParamInfo { name: "top_p", default: "0.9", meaning: "sent as top_p" },
-    ParamInfo { name: "min_p", default: "0.0", meaning: "sent as min_p (so llama-server's 0.05 is off)" },
-    ParamInfo { name: "typical_p", default: "1.0", meaning: "sent unless 0 (then llama-server's 1.0)" },
-    ParamInfo { name: "repeat_last_n", default: "64", meaning: "sent as repeat_last_n; -1 is refused by llama-server" },
-    ParamInfo { name: "repeat_penalty", default: "1.0", meaning: "sent as repeat_penalty" },
-    ParamInfo { name: "presence_penalty", default: "0.0", meaning: "sent as presence_penalty" },
-    ParamInfo { name: "frequency_penalty", default: "0.0", meaning: "sent as frequency_penalty" },
-    ParamInfo { name: "seed", default: "-1", meaning: "sent as seed; -1 is random" },
-    ParamInfo { name: "draws", default: "none", meaning: "(not an Ollama option) replay this many seeded draws; needs seed" },
+    ParamInfo {
+        name: "temperature",
+        default: "0.8",
+        meaning: "sent as llama-server temperature",
+    },
+    ParamInfo {
+        name: "top_k",
+        default: "40",
+        meaning: "sent as top_k",
+    },
+    ParamInfo {
+        name: "top_p",
+        default: "0.9",
+        meaning: "sent as top_p",
+    },
+    ParamInfo {
+        name: "min_p",
+        default: "0.0",
+        meaning: "sent as min_p (so llama-server's 0.05 is off)",
+    },
+    ParamInfo {
+        name: "typical_p",
+        default: "1.0",
+        meaning: "sent unless 0 (then llama-server's 1.0)",
+    },
+    ParamInfo {
+        name: "repeat_last_n",
+        default: "64",
+        meaning: "sent as repeat_last_n; -1 is refused by llama-server",
+    },
+    ParamInfo {
+        name: "repeat_penalty",
+        default: "1.0",
+        meaning: "sent as repeat_penalty",
+    },
+    ParamInfo {
+        name: "presence_penalty",
+        default: "0.0",
+        meaning: "sent as presence_penalty",
+    },
+    ParamInfo {
+        name: "frequency_penalty",
+        default: "0.0",
+        meaning: "sent as frequency_penalty",
+    },
+    ParamInfo {
+        name: "seed",
+        default: "-1",
+        meaning: "sent as seed; -1 is random",
+    },
+    ParamInfo {
+        name: "draws",
+        default: "none",
+        meaning: "(not an Ollama option) replay this many seeded draws; needs seed",
+    },
 ];
 
 static OLLAMA_INFO: Info = Info {
@@ -193,15 +313,17 @@ impl Semantics for Ollama {
 /// active value.
 pub fn request_for_generate(kwargs: &Map<String, Value>) -> Option<Map<String, Value>> {
     let mut out = Map::new();
-    let sample = kwargs.get("do_sample").and_then(Value::as_bool).unwrap_or(false);
+    let sample = kwargs
+        .get("do_sample")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
     for (key, val) in kwargs {
         match key.as_str() {
             "do_sample" => {}
-            "temperature" | "top_k" | "top_p" | "min_p" | "typical_p" => {
-                if sample {
-                    out.insert(key.clone(), val.clone());
-                }
+            "temperature" | "top_k" | "top_p" | "min_p" | "typical_p" if sample => {
+                out.insert(key.clone(), val.clone());
             }
+            "temperature" | "top_k" | "top_p" | "min_p" | "typical_p" => {}
             "repetition_penalty" => {
                 out.insert("repeat_penalty".into(), val.clone());
             }
@@ -211,8 +333,12 @@ pub fn request_for_generate(kwargs: &Map<String, Value>) -> Option<Map<String, V
                     return None;
                 }
             }
-            "no_repeat_ngram_size" | "encoder_repetition_penalty" | "bad_words_ids"
-            | "sequence_bias" | "num_beams" | "penalty_alpha" => {
+            "no_repeat_ngram_size"
+            | "encoder_repetition_penalty"
+            | "bad_words_ids"
+            | "sequence_bias"
+            | "num_beams"
+            | "penalty_alpha" => {
                 let neutral = match key.as_str() {
                     "encoder_repetition_penalty" | "num_beams" => {
                         val.as_f64().is_none_or(|x| x == 1.0)
@@ -240,14 +366,25 @@ fn kw_f64(kwargs: &Map<String, Value>, key: &str) -> Option<f64> {
 /// the request that removes the differences the chain can remove.
 fn explain(row: &Against<'_>, p: &ServerParams) -> Explanation {
     let kw = row.kwargs;
-    let sample = kw.get("do_sample").and_then(Value::as_bool).unwrap_or(false);
+    let sample = kw
+        .get("do_sample")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
     let mut reasons = Vec::new();
     let filters_active = p.top_p < 1.0 || p.min_p > 0.0 || p.typ_p < 1.0;
-    let temp_pos = p.samplers.iter().position(|s| *s == params::SamplerType::Temperature);
+    let temp_pos = p
+        .samplers
+        .iter()
+        .position(|s| *s == params::SamplerType::Temperature);
     let temp_last = temp_pos.is_some_and(|t| {
-        p.samplers[t + 1..]
-            .iter()
-            .all(|s| !matches!(s, params::SamplerType::TopP | params::SamplerType::MinP | params::SamplerType::TypicalP))
+        p.samplers[t + 1..].iter().all(|s| {
+            !matches!(
+                s,
+                params::SamplerType::TopP
+                    | params::SamplerType::MinP
+                    | params::SamplerType::TypicalP
+            )
+        })
     });
     if sample && p.temp > 0.0 && p.temp != 1.0 && filters_active && temp_last {
         reasons.push(format!(
@@ -305,19 +442,38 @@ fn explain(row: &Against<'_>, p: &ServerParams) -> Explanation {
 /// transformers' defaults.
 fn fix_for(kw: &Map<String, Value>, n_context: usize) -> Option<Map<String, Value>> {
     request_for_generate(kw)?;
-    let sample = kw.get("do_sample").and_then(Value::as_bool).unwrap_or(false);
+    let sample = kw
+        .get("do_sample")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
     let rep = kw_f64(kw, "repetition_penalty").unwrap_or(1.0);
     let mut m = Map::new();
     m.insert(
         "samplers".into(),
-        json!(["penalties", "temperature", "top_k", "top_p", "min_p", "typ_p"]),
+        json!([
+            "penalties",
+            "temperature",
+            "top_k",
+            "top_p",
+            "min_p",
+            "typ_p"
+        ]),
     );
     if sample {
-        m.insert("temperature".into(), json!(kw_f64(kw, "temperature").unwrap_or(1.0)));
-        m.insert("top_k".into(), json!(kw.get("top_k").and_then(Value::as_i64).unwrap_or(50)));
+        m.insert(
+            "temperature".into(),
+            json!(kw_f64(kw, "temperature").unwrap_or(1.0)),
+        );
+        m.insert(
+            "top_k".into(),
+            json!(kw.get("top_k").and_then(Value::as_i64).unwrap_or(50)),
+        );
         m.insert("top_p".into(), json!(kw_f64(kw, "top_p").unwrap_or(1.0)));
         m.insert("min_p".into(), json!(kw_f64(kw, "min_p").unwrap_or(0.0)));
-        m.insert("typical_p".into(), json!(kw_f64(kw, "typical_p").unwrap_or(1.0)));
+        m.insert(
+            "typical_p".into(),
+            json!(kw_f64(kw, "typical_p").unwrap_or(1.0)),
+        );
     } else {
         m.insert("temperature".into(), json!(0.0));
         m.insert("top_k".into(), json!(0));

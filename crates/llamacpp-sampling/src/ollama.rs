@@ -140,8 +140,13 @@ mod tests {
         assert_eq!(r["top_k"], json!(7));
         assert!(!r.contains_key("typical_p"));
         let o = json!({"top_k": "7"});
-        let e = request(o.as_object().expect("object")).unwrap_err().to_string();
-        assert_eq!(e, "`top_k` = \"7\": Ollama refuses it (option \"top_k\" must be of type integer)");
+        let e = request(o.as_object().expect("object"))
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "`top_k` = \"7\": Ollama refuses it (option \"top_k\" must be of type integer)"
+        );
         let o = json!({"num_ctx": 4096});
         assert!(request(o.as_object().expect("object")).is_err());
     }

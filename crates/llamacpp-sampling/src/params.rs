@@ -304,7 +304,12 @@ fn quote(v: &Value) -> String {
 
 /// Fields llama-server reads that do not change the distribution; accepted
 /// and checked for type only.
-const IGNORED_BOOLS: &[&str] = &["stream", "cache_prompt", "post_sampling_probs", "return_tokens"];
+const IGNORED_BOOLS: &[&str] = &[
+    "stream",
+    "cache_prompt",
+    "post_sampling_probs",
+    "return_tokens",
+];
 
 /// Every field this semantics accepts.
 pub(crate) const FIELDS: &[&str] = &[
@@ -405,7 +410,8 @@ pub(crate) fn parse(request: &Map<String, Value>) -> Result<ServerParams, Error>
                 continue;
             }
             "dry_sequence_breakers" => {
-                let ok = matches!(v, Value::Array(a) if !a.is_empty() && a.iter().all(Value::is_string));
+                let ok =
+                    matches!(v, Value::Array(a) if !a.is_empty() && a.iter().all(Value::is_string));
                 if !ok {
                     return Err(Error::new(format_args!(
                         "`dry_sequence_breakers` = {}: llama-server refuses it (must be a non-empty array of strings)",
@@ -431,9 +437,10 @@ pub(crate) fn parse(request: &Map<String, Value>) -> Result<ServerParams, Error>
                         quote(v)
                     ))
                 })?;
-                p.draws = Some(usize::try_from(d).map_err(|_| {
-                    Error::new(format_args!("`draws` = {d} is too large"))
-                })?);
+                p.draws = Some(
+                    usize::try_from(d)
+                        .map_err(|_| Error::new(format_args!("`draws` = {d} is too large")))?,
+                );
                 continue;
             }
             _ => {}
@@ -524,7 +531,11 @@ fn strtol_whole(key: &str) -> Option<i64> {
     for b in digits.bytes() {
         let d = i64::from(b - b'0');
         v = match v.checked_mul(10).and_then(|x| {
-            if neg { x.checked_sub(d) } else { x.checked_add(d) }
+            if neg {
+                x.checked_sub(d)
+            } else {
+                x.checked_add(d)
+            }
         }) {
             Some(x) => x,
             None => return Some(if neg { i64::MIN } else { i64::MAX }),
@@ -614,8 +625,10 @@ mod tests {
 
     #[test]
     fn soft_limits_clamp_and_true_is_one() {
-        let p = parse(&req(json!({"top_k": -5, "top_p": 1.5, "temperature": -1, "min_p": true})))
-            .expect("clamped");
+        let p = parse(&req(
+            json!({"top_k": -5, "top_p": 1.5, "temperature": -1, "min_p": true}),
+        ))
+        .expect("clamped");
         assert_eq!((p.top_k, p.top_p, p.temp, p.min_p), (0, 1.0, 0.0, 1.0));
         let p = parse(&req(json!({"top_k": 2.9, "seed": -1, "mirostat": 7}))).expect("cast");
         assert_eq!((p.top_k, p.seed, p.mirostat), (2, u32::MAX, 2));
@@ -626,29 +639,49 @@ mod tests {
 
     #[test]
     fn hard_limits_and_types_are_errors_naming_the_field() {
-        let e = parse(&req(json!({"repeat_last_n": -1}))).unwrap_err().to_string();
-        assert!(e.starts_with("`repeat_last_n` = -1: llama-server refuses it"), "{e}");
+        let e = parse(&req(json!({"repeat_last_n": -1})))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("`repeat_last_n` = -1: llama-server refuses it"),
+            "{e}"
+        );
         assert!(e.contains("0 <= value <= 2147483647, but got -1"), "{e}");
         let e = parse(&req(json!({"top_k": "40"}))).unwrap_err().to_string();
-        assert_eq!(e, "`top_k` = \"40\": llama-server refuses it (type must be number, but is string)");
+        assert_eq!(
+            e,
+            "`top_k` = \"40\": llama-server refuses it (type must be number, but is string)"
+        );
         let e = parse(&req(json!({"top_kk": 4}))).unwrap_err().to_string();
         assert!(e.starts_with("unknown field `top_kk`"), "{e}");
-        let e = parse(&req(json!({"min_keep": -2}))).unwrap_err().to_string();
+        let e = parse(&req(json!({"min_keep": -2})))
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("`min_keep` = -2"), "{e}");
     }
 
     #[test]
     fn samplers_names_aliases_and_chars() {
-        let p = parse(&req(json!({"samplers": ["Top-K", "bogus", "nucleus", "temp"]})))
-            .expect("names");
+        let p = parse(&req(
+            json!({"samplers": ["Top-K", "bogus", "nucleus", "temp"]}),
+        ))
+        .expect("names");
         assert_eq!(
             p.samplers,
-            vec![SamplerType::TopK, SamplerType::TopP, SamplerType::Temperature]
+            vec![
+                SamplerType::TopK,
+                SamplerType::TopP,
+                SamplerType::Temperature
+            ]
         );
         let p = parse(&req(json!({"samplers": "kzpt"}))).expect("chars");
         assert_eq!(
             p.samplers,
-            vec![SamplerType::TopK, SamplerType::TopP, SamplerType::Temperature]
+            vec![
+                SamplerType::TopK,
+                SamplerType::TopP,
+                SamplerType::Temperature
+            ]
         );
         let p = parse(&req(json!({"samplers": 5}))).expect("ignored");
         assert_eq!(p.samplers.len(), 9);
@@ -656,8 +689,10 @@ mod tests {
 
     #[test]
     fn logit_bias_forms() {
-        let p = parse(&req(json!({"logit_bias": [[1, 2.5], [2, false], [3, true], [4], 7, [5.0, 1]]})))
-            .expect("array form");
+        let p = parse(&req(
+            json!({"logit_bias": [[1, 2.5], [2, false], [3, true], [4], 7, [5.0, 1]]}),
+        ))
+        .expect("array form");
         assert_eq!(p.logit_bias, vec![(1, 2.5), (2, f32::NEG_INFINITY)]);
         let p = parse(&req(json!({"logit_bias": {"3": -1, " 4": false, "": 2}}))).expect("object");
         let mut got = p.logit_bias.clone();

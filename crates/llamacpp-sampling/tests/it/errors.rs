@@ -68,8 +68,19 @@ fn hand_computed_default_chain() {
     for (a, b) in d.probs().iter().zip(want) {
         assert!((a - b).abs() < 1e-6, "{a} vs {b}");
     }
-    // greedy: one-hot at the first maximum
+    // greedy keeps the first maximum in array order. With the default chain
+    // top_k 40 first partial-sorts [1, 3, 3] (std::partial_sort, heap based:
+    // make_heap leaves [a0, a1, a2], sort_heap gives [a1, a2, a0] then
+    // [a2, a1, a0]), so the tied maximum that comes first is id 2 ...
     let d = run(json!({"temperature": 0}), &[1.0, 3.0, 3.0], &[]).expect("runs");
+    assert_eq!(d.kept(), &[2]);
+    // ... while with no filter the array stays in id order and id 1 wins.
+    let d = run(
+        json!({"temperature": 0, "top_k": 0, "top_p": 1, "min_p": 0}),
+        &[1.0, 3.0, 3.0],
+        &[],
+    )
+    .expect("runs");
     assert_eq!(d.kept(), &[1]);
 }
 
@@ -77,8 +88,12 @@ fn hand_computed_default_chain() {
 fn the_penalty_window_includes_the_prompt() {
     // ids [0] repeated: repeat_penalty 2 halves logit 3 of id 0 -> 1.5, so with
     // temperature 0 the argmax moves to id 1 (2.0).
-    let d = run(json!({"repeat_penalty": 2.0, "temperature": 0}), &[3.0, 2.0, 1.0], &[0])
-        .expect("runs");
+    let d = run(
+        json!({"repeat_penalty": 2.0, "temperature": 0}),
+        &[3.0, 2.0, 1.0],
+        &[0],
+    )
+    .expect("runs");
     assert_eq!(d.kept(), &[1]);
     // outside the window (last 1 id is 2): no change
     let d = run(

@@ -35,7 +35,10 @@ fn ollama_refuses_what_llama_server_refuses() {
         .parse_params(json!({"repeat_last_n": -1}).as_object().expect("object"))
         .expect_err("refused")
         .to_string();
-    assert!(e.starts_with("`repeat_last_n` = -1: llama-server refuses it"), "{e}");
+    assert!(
+        e.starts_with("`repeat_last_n` = -1: llama-server refuses it"),
+        "{e}"
+    );
     let e = Ollama
         .parse_params(json!({"temperature": true}).as_object().expect("object"))
         .expect_err("refused")

@@ -101,7 +101,10 @@ fn expected(ids: &[i64], p: &[Option<f64>], vocab: usize) -> Option<Vec<f64>> {
 }
 
 fn max_diff(a: &[f64], b: &[f64]) -> f64 {
-    a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f64::max)
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| (x - y).abs())
+        .fold(0.0, f64::max)
 }
 
 fn kept(p: &[f64]) -> Vec<usize> {
@@ -125,7 +128,10 @@ fn run(request: &Map<String, Value>, f: &Loaded) -> Result<Distribution, parity_
 fn header_names_the_pinned_engine() {
     let (h, cases) = load_cases();
     assert_eq!(h.format, "sampling-parity-llamacpp/1");
-    assert_eq!(h.llama_cpp_commit, "0c1e57098bba43ac29e6e3b677cdceebdd22334f");
+    assert_eq!(
+        h.llama_cpp_commit,
+        "0c1e57098bba43ac29e6e3b677cdceebdd22334f"
+    );
     assert_eq!(h.llama_cpp_python, "0.3.36");
     assert!(h.draws >= 100, "{}", h.draws);
     // 6 SmolLM2 contexts and 23 edge files, every request on each
@@ -163,14 +169,24 @@ fn every_recorded_case_is_reproduced_exactly() {
         // the distribution
         let want = match (&c.xtc_applied, &c.xtc_skipped) {
             (Some(a), Some(s)) => {
+                assert!(a.size >= a.ids.len() && s.size >= s.ids.len(), "{label}");
                 let a = expected(&a.ids, &a.p, vocab).expect("finite branch");
                 let s = expected(&s.ids, &s.p, vocab).expect("finite branch");
                 // xtc_probability 0.5: XTC fires when float(x) / 2^32 <= 0.5
                 // for its mt19937 output x, i.e. x <= 2^31 + 128 (the
                 // midpoint rounds to the even 2^31): (2^31 + 129) / 2^32
-                assert_eq!(c.request.get("xtc_probability"), Some(&json!(0.5)), "{label}");
+                assert_eq!(
+                    c.request.get("xtc_probability"),
+                    Some(&json!(0.5)),
+                    "{label}"
+                );
                 let w = (2_147_483_648.0 + 129.0) / 4_294_967_296.0;
-                Some(a.iter().zip(&s).map(|(a, s)| w * a + (1.0 - w) * s).collect::<Vec<_>>())
+                Some(
+                    a.iter()
+                        .zip(&s)
+                        .map(|(a, s)| w * a + (1.0 - w) * s)
+                        .collect::<Vec<_>>(),
+                )
             }
             _ => expected(&c.ids, &c.p, vocab),
         };
@@ -193,7 +209,10 @@ fn every_recorded_case_is_reproduced_exactly() {
                 // NaN normaliser: dist falls back to the last candidate
                 let last = *c.ids.last().expect("candidates");
                 if d.kept() != [last as usize] {
-                    failures.push(format!("{label}: expected one-hot at {last}, got {:?}", d.kept()));
+                    failures.push(format!(
+                        "{label}: expected one-hot at {last}, got {:?}",
+                        d.kept()
+                    ));
                 }
             }
         }
@@ -209,7 +228,12 @@ fn every_recorded_case_is_reproduced_exactly() {
         checked += 1;
     }
     eprintln!("{checked} cases, {draws_checked} draws identical, worst |dp| {worst:e}");
-    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
     assert!(checked > 900);
 }
 
@@ -238,7 +262,10 @@ fn ollama_empty_options_are_the_recorded_ollama_request() {
     let (h, cases) = load_cases();
     let fx = fixtures(&cases);
     let mut n = 0;
-    for c in cases.iter().filter(|c| c.name == "ollama_defaults" && c.error.is_none()) {
+    for c in cases
+        .iter()
+        .filter(|c| c.name == "ollama_defaults" && c.error.is_none())
+    {
         let f = &fx[&c.fixture];
         let ctx = Context::new(&f.input_ids, None).expect("context");
         let opts = json!({"seed": c.seed.unwrap_or(h.seed), "draws": c.tokens.len()});
@@ -246,7 +273,12 @@ fn ollama_empty_options_are_the_recorded_ollama_request() {
             .parse_params(opts.as_object().expect("object"))
             .expect("options parse");
         let d = Ollama.distribution(&f.logits, &ctx, &params).expect("runs");
-        assert_eq!(d.tokens().expect("draws"), c.tokens.as_slice(), "{}", c.fixture);
+        assert_eq!(
+            d.tokens().expect("draws"),
+            c.tokens.as_slice(),
+            "{}",
+            c.fixture
+        );
         if let Some(want) = expected(&c.ids, &c.p, f.logits.len()) {
             assert!(max_diff(&want, d.probs()) <= 1e-6, "{}", c.fixture);
             assert_eq!(kept(&want), d.kept(), "{}", c.fixture);
