@@ -254,7 +254,10 @@ def apply(chain, logits: np.ndarray):
 
 def run(p: dict, logits: np.ndarray, input_ids: list[int], seed: int, draws: int,
         xtc_override: float | None = None) -> dict:
-    chain, names = build_chain(p, len(logits), seed, xtc_override)
+    chain, _ = build_chain(p, len(logits), seed, xtc_override)
+    # the chain as llama.cpp names it; "?name" is a sampler its init disabled
+    names = [L.llama_sampler_name(L.llama_sampler_chain_get(chain, i)).decode()
+             for i in range(L.llama_sampler_chain_n(chain))]
     try:
         for t in input_ids:
             L.llama_sampler_accept(chain, t)
