@@ -3,5 +3,6 @@
 //! Ollama's request mapping.
 
 mod errors;
+mod explain;
 mod ollama;
 mod recorded;
