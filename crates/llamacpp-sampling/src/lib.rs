@@ -394,18 +394,21 @@ fn explain(row: &Against<'_>, p: &ServerParams) -> Explanation {
     }
     if sample {
         let mut added = Vec::new();
-        if !kw.contains_key("top_k") && p.top_k == 40 {
-            added.push("top_k 40 (transformers: 50)");
+        if !kw.contains_key("top_k") && p.top_k > 0 {
+            added.push(format!("top_k {} (transformers: 50)", p.top_k));
         }
         if !kw.contains_key("top_p") && p.top_p < 1.0 {
-            added.push("top_p 0.95");
+            added.push(format!("top_p {}", p.top_p));
         }
         if !kw.contains_key("min_p") && p.min_p > 0.0 {
-            added.push("min_p 0.05");
+            added.push(format!("min_p {}", p.min_p));
+        }
+        if !kw.contains_key("temperature") && p.temp != 1.0 {
+            added.push(format!("temperature {} (transformers: 1)", p.temp));
         }
         if !added.is_empty() {
             reasons.push(format!(
-                "llama-server fills fields the request leaves out with its own defaults: {}",
+                "fields the request leaves out get the engine's defaults: {}",
                 added.join(", ")
             ));
         }
