@@ -320,6 +320,10 @@ def main() -> int:
     ap.add_argument("--check", action="store_true",
                     help="regenerate in memory and fail with a diff if fixtures/llamacpp differs")
     args = ap.parse_args()
+    if L.__version__ != "0.3.36":
+        print(f"record.py: llama-cpp-python {L.__version__} is not the pinned 0.3.36 "
+              "(which vendors llama.cpp 0c1e57098); run setup.sh", file=sys.stderr)
+        return 2
     L.llama_backend_init()
     text = "\n".join(record()) + "\n"
     if args.check:
