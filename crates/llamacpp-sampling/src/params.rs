@@ -110,6 +110,9 @@ impl SamplerType {
     }
 }
 
+/// The most draws one request may ask to replay.
+pub(crate) const MAX_DRAWS: u64 = 10_000_000;
+
 /// `LLAMA_DEFAULT_SEED`.
 pub(crate) const DEFAULT_SEED: u32 = u32::MAX;
 
@@ -437,10 +440,12 @@ pub(crate) fn parse(request: &Map<String, Value>) -> Result<ServerParams, Error>
                         quote(v)
                     ))
                 })?;
-                p.draws = Some(
-                    usize::try_from(d)
-                        .map_err(|_| Error::new(format_args!("`draws` = {d} is too large")))?,
-                );
+                if d > MAX_DRAWS {
+                    return Err(Error::new(format_args!(
+                        "`draws` = {d}: at most {MAX_DRAWS} draws are replayed"
+                    )));
+                }
+                p.draws = Some(d as usize);
                 continue;
             }
             _ => {}

@@ -38,6 +38,7 @@ fn wrong_types_unknown_fields_and_model_features() {
     assert!(parse_err(json!({"stream": 1})).starts_with("`stream` = 1"));
     assert!(parse_err(json!({"samplers": ["top_k", 3]})).starts_with("`samplers[1]` = 3"));
     assert!(parse_err(json!({"draws": -3})).starts_with("`draws` = -3"));
+    assert!(parse_err(json!({"draws": 1u64 << 40})).contains("at most 10000000 draws"));
     assert!(parse_err(json!({"min_keep": -1})).starts_with("`min_keep` = -1"));
 }
 
