@@ -331,13 +331,27 @@ def main() -> int:
         if old == text:
             print(f"record.py: {OUT.relative_to(REPO)} is up to date", file=sys.stderr)
             return 0
-        diff = difflib.unified_diff(old.splitlines(), text.splitlines(), "committed", "regenerated",
-                                    lineterm="", n=0)
-        for i, line in enumerate(diff):
-            if i >= 40:
-                print("... (diff cut)", file=sys.stderr)
+        old_lines, new_lines = old.splitlines(), text.splitlines()
+        if len(old_lines) != len(new_lines):
+            print(f"record.py: DIFF: {len(old_lines)} committed lines, {len(new_lines)} regenerated",
+                  file=sys.stderr)
+        shown = 0
+        for i, (a, b) in enumerate(zip(old_lines, new_lines)):
+            if a == b:
+                continue
+            ja, jb = json.loads(a), json.loads(b)
+            keys = sorted(k for k in set(ja) | set(jb) if ja.get(k) != jb.get(k))
+            where = f"{jb.get('fixture', 'header')} / {jb.get('name', '')}"
+            print(f"record.py: DIFF line {i + 1} ({where}): {', '.join(keys)}", file=sys.stderr)
+            for k in keys[:3]:
+                for line in difflib.unified_diff(json.dumps(ja.get(k)).split(", "),
+                                                 json.dumps(jb.get(k)).split(", "),
+                                                 "committed", "regenerated", lineterm="", n=1):
+                    print(f"    {line[:200]}", file=sys.stderr)
+            shown += 1
+            if shown >= 10:
+                print("record.py: ... (more differences)", file=sys.stderr)
                 break
-            print(line[:300], file=sys.stderr)
         print("record.py: DIFF; regenerate with scripts/reference/llamacpp/.venv/bin/python "
               "scripts/reference/llamacpp/record.py", file=sys.stderr)
         return 1
