@@ -1,0 +1,135 @@
+//! `std::mt19937` and libstdc++'s `generate_canonical`, hand-written.
+//!
+//! llama.cpp's `dist` sampler draws `std::uniform_real_distribution<double>(0, 1)`
+//! from a `std::mt19937` seeded with the request's seed, and XTC draws
+//! `std::uniform_real_distribution<float>(0, 1)` from a second `std::mt19937`
+//! with the same seed (src/llama-sampler.cpp at llama.cpp 0c1e57098). This
+//! module reproduces both bit for bit:
+//!
+//! * `std::mt19937` is the 32-bit Mersenne Twister (MT19937, Matsumoto and
+//!   Nishimura), seeded by `init_genrand` (multiplier 1812433253), as the C++
+//!   standard specifies ([rand.eng.mers]); the 10000th output of a
+//!   default-seeded engine is 4123659995, which the tests check.
+//! * `generate_canonical<RealType, bits>` (libstdc++ 12, bits/random.tcc)
+//!   calls the engine `k = max(1, ceil(bits / 32))` times and returns
+//!   `sum / 2^(32 k)` with `sum = x0 + x1 * 2^32 + …` accumulated in
+//!   `RealType`, replaced by `nextafter(1, 0)` if it rounds to 1. For `double`
+//!   (53 bits) that is two outputs per number, for `float` (24 bits) one.
+//!   `uniform_real_distribution(0, 1)` then returns `canonical * (1 - 0) + 0`,
+//!   the same number.
+
+/// `std::mt19937`.
+#[derive(Debug, Clone)]
+pub(crate) struct Mt19937 {
+    state: [u32; 624],
+    index: usize,
+}
+
+impl Mt19937 {
+    /// `std::mt19937(seed)`.
+    pub(crate) fn new(seed: u32) -> Self {
+        let mut state = [0u32; 624];
+        state[0] = seed;
+        for i in 1..624 {
+            let prev = state[i - 1];
+            state[i] = 1_812_433_253u32
+                .wrapping_mul(prev ^ (prev >> 30))
+                .wrapping_add(i as u32);
+        }
+        Self { state, index: 624 }
+    }
+
+    fn twist(&mut self) {
+        for i in 0..624 {
+            let y = (self.state[i] & 0x8000_0000) | (self.state[(i + 1) % 624] & 0x7fff_ffff);
+            let mut next = self.state[(i + 397) % 624] ^ (y >> 1);
+            if y & 1 != 0 {
+                next ^= 0x9908_b0df;
+            }
+            self.state[i] = next;
+        }
+        self.index = 0;
+    }
+
+    /// The next 32-bit output.
+    pub(crate) fn next_u32(&mut self) -> u32 {
+        if self.index >= 624 {
+            self.twist();
+        }
+        let mut y = self.state[self.index];
+        self.index += 1;
+        y ^= y >> 11;
+        y ^= (y << 7) & 0x9d2c_5680;
+        y ^= (y << 15) & 0xefc6_0000;
+        y ^= y >> 18;
+        y
+    }
+
+    /// `std::uniform_real_distribution<double>(0.0, 1.0)(rng)`.
+    pub(crate) fn uniform_f64(&mut self) -> f64 {
+        let x0 = f64::from(self.next_u32());
+        let x1 = f64::from(self.next_u32());
+        // sum = 0 + x0 * 1; sum += x1 * 2^32 (rounded once, in double).
+        let sum = x0 + x1 * 4_294_967_296.0;
+        let r = sum / 18_446_744_073_709_551_616.0;
+        if r >= 1.0 { 1.0f64.next_down() } else { r }
+    }
+
+    /// `std::uniform_real_distribution<float>(0.0f, 1.0f)(rng)`.
+    pub(crate) fn uniform_f32(&mut self) -> f32 {
+        let x = self.next_u32() as f32;
+        let r = x / 4_294_967_296.0f32;
+        if r >= 1.0 { 1.0f32.next_down() } else { r }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mt19937_10000th_output_is_the_standard_value() {
+        // [rand.predef]: the 10000th consecutive invocation of a
+        // default-constructed mt19937 (seed 5489) produces 4123659995.
+        let mut rng = Mt19937::new(5489);
+        let mut last = 0;
+        for _ in 0..10000 {
+            last = rng.next_u32();
+        }
+        assert_eq!(last, 4_123_659_995);
+    }
+
+    #[test]
+    fn mt19937_first_outputs_of_seed_5489() {
+        // The reference mt19937ar.c sequence for init_genrand(5489).
+        let mut rng = Mt19937::new(5489);
+        assert_eq!(rng.next_u32(), 3_499_211_612);
+        assert_eq!(rng.next_u32(), 581_869_302);
+        assert_eq!(rng.next_u32(), 3_890_346_734);
+    }
+
+    #[test]
+    fn canonical_double_uses_two_outputs_low_word_first() {
+        // (3499211612 + 581869302 * 2^32) / 2^64 = 0.13547700413...
+        let mut rng = Mt19937::new(5489);
+        let u = rng.uniform_f64();
+        let expect =
+            (3_499_211_612.0 + 581_869_302.0 * 4_294_967_296.0) / 18_446_744_073_709_551_616.0;
+        assert_eq!(u, expect);
+        assert!((u - 0.135_477_004_1).abs() < 1e-9, "{u}");
+        // the next number starts at the third output
+        let mut rng2 = Mt19937::new(5489);
+        rng2.next_u32();
+        rng2.next_u32();
+        assert_eq!(rng2.next_u32(), 3_890_346_734);
+    }
+
+    #[test]
+    fn canonical_float_uses_one_output() {
+        // 3499211612 rounds to the float 3499211520; / 2^32 = 0.81472367...
+        let mut rng = Mt19937::new(5489);
+        let u = rng.uniform_f32();
+        assert_eq!(u, 3_499_211_520.0f32 / 4_294_967_296.0f32);
+        assert_eq!(rng.next_u32(), 581_869_302);
+    }
+}
