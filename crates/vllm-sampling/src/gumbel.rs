@@ -9,8 +9,8 @@
 //!   `torch.randint(0, 2**31, (1,), generator=gen)`, where `gen` is the
 //!   request's `torch.Generator` seeded with `SamplingParams.seed`. torch's
 //!   CPU generator is a 32-bit Mersenne Twister (`at::mt19937`, seeded with
-//!   the low 32 bits) and `randint` over a range below 2³² takes
-//!   `random() % range` ([`kernel_seed`]).
+//!   the low 32 bits), and this `randint` takes `random64() % 2^31`: two
+//!   outputs per step, the second one counting ([`kernel_seed`]).
 //! - `torch.ops._C.fused_gumbel_argmax` (vLLM's CPU sampler kernel, compiled
 //!   into the wheel's `_C.abi3.so`) takes `argmax_i(logit_i + g_i)` with
 //!   `g_i = -log(-log(u_i))`, `u_i` from 53 bits of `SplitMix64(key + (i+1)·γ)`
@@ -113,10 +113,13 @@ impl Mt19937 {
 
 /// The kernel seed of the step after `steps_before` sampled steps of a
 /// request seeded with `seed`: the `(steps_before + 1)`-th
-/// `torch.randint(0, 2**31, (1,), generator=gen)`.
+/// `torch.randint(0, 2**31, (1,), generator=gen)`. torch draws it as
+/// `random64() % 2^31`, where `random64` joins two 32-bit outputs (high,
+/// then low), so each step consumes two outputs and only the low one counts
+/// (checked against torch 2.13 and every recorded draw).
 pub fn kernel_seed(seed: u64, steps_before: usize) -> u64 {
     let mut mt = Mt19937::new(seed);
-    for _ in 0..steps_before {
+    for _ in 0..2 * steps_before + 1 {
         mt.next_u32();
     }
     u64::from(mt.next_u32() % (1u32 << 31))

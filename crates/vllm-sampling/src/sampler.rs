@@ -45,12 +45,18 @@ pub(crate) struct Pass {
 /// Runs the sampler's processing on `logits` for one request.
 pub(crate) fn run(logits: &[f32], context: &Context<'_>, p: &VllmParams) -> Result<Pass, Error> {
     let vocab = logits.len();
-    for (i, &t) in context.input_ids().iter().enumerate() {
-        if usize::try_from(t).map_or(true, |t| t >= vocab) {
-            return Err(Error::new(format_args!(
-                "`input_ids[{i}]` = {t} is outside the vocabulary of {vocab}: vLLM refuses out-of-vocabulary token ids"
-            )));
-        }
+    // The renderer's `validate_token_ids` (`vllm/renderers/base.py`): the
+    // smallest id if negative, else the largest if past the vocabulary.
+    let ids = context.input_ids();
+    let too_big = ids
+        .iter()
+        .copied()
+        .max()
+        .filter(|&m| usize::try_from(m).is_ok_and(|m| m >= vocab));
+    if let Some(bad) = ids.iter().copied().min().filter(|&m| m < 0).or(too_big) {
+        return Err(Error::new(format_args!(
+            "Token id {bad} is out of vocabulary (`input_ids` against a vocabulary of {vocab})"
+        )));
     }
     crate::params::verify_vocab(p, vocab)?;
     let mut x = logits.to_vec();
@@ -201,27 +207,38 @@ pub(crate) fn argmax_first(values: &[f32]) -> usize {
 
 /// The distribution `fused_gumbel_argmax` draws from: the exact softmax of
 /// the f32 logits it receives (Gumbel-max with float64 noise), computed in
-/// f64. A row that is all `-inf` always gives token 0; a row holding `+inf`
-/// always gives the first `+inf` (the kernel compares `x - best`, which is
-/// NaN between two infinities).
+/// f64. The kernel compares `(x - best) + g > best_g` against a running best
+/// that starts at the first entry that is not `-inf`, so: a row that is all
+/// `-inf` gives token 0; if that first entry is NaN nothing can beat it; a
+/// `+inf` wins over every finite entry and no later `+inf` beats it (the
+/// difference of two infinities is NaN); other NaN entries never win.
 pub(crate) fn gumbel_distribution(x: &[f32]) -> Vec<f64> {
     let vocab = x.len();
     let mut probs = vec![0.0; vocab];
-    let m = x.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-    if m == f32::NEG_INFINITY {
+    let Some(first) = x.iter().position(|&v| v != f32::NEG_INFINITY) else {
         probs[0] = 1.0;
         return probs;
-    }
-    if m == f32::INFINITY {
-        let first = x.iter().position(|&v| v == f32::INFINITY).unwrap_or(0);
+    };
+    if x[first].is_nan() {
         probs[first] = 1.0;
         return probs;
     }
-    let m = f64::from(m);
+    if let Some(inf) = x.iter().position(|&v| v == f32::INFINITY) {
+        probs[inf] = 1.0;
+        return probs;
+    }
+    let m = f64::from(
+        x.iter()
+            .copied()
+            .filter(|v| !v.is_nan())
+            .fold(f32::NEG_INFINITY, f32::max),
+    );
     let mut sum = 0.0;
     for (p, &v) in probs.iter_mut().zip(x) {
-        *p = (f64::from(v) - m).exp();
-        sum += *p;
+        if !v.is_nan() {
+            *p = (f64::from(v) - m).exp();
+            sum += *p;
+        }
     }
     for p in &mut probs {
         *p /= sum;

@@ -113,6 +113,7 @@ fn every_recorded_case_replays() {
     let mut draws = 0;
     let mut errors = 0;
     let mut max_dp = 0.0f64;
+    let mut kept_checked = 0;
     for rec in recorded() {
         let source = rec.meta["source"].as_str().expect("source").to_string();
         let fixture =
@@ -124,6 +125,8 @@ fn every_recorded_case_replays() {
             .expect("int");
         let context = Context::new(&fixture.input_ids, Some(prompt_len)).expect("context");
         let logits = Logits::from_f32(&fixture.logits);
+        let vocab = fixture.logits.len() as i64;
+        let out_of_vocab = fixture.input_ids.iter().any(|&t| t < 0 || t >= vocab);
         for case in rec.json("cases").as_array().expect("cases") {
             let name = case["name"].as_str().expect("name");
             let what = format!("{source} {name}");
@@ -132,6 +135,18 @@ fn every_recorded_case_replays() {
                 .unwrap_or_else(|e| panic!("{what}: params refused: {e}"));
             let got = Vllm.distribution(&logits, &context, &params);
             cases += 1;
+            if out_of_vocab {
+                // record.py hands the ids straight to the sampler; a real
+                // request with them is refused earlier, by the renderer.
+                let e = got.expect_err("out-of-vocabulary ids are refused");
+                assert!(
+                    e.to_string()
+                        .starts_with("Token id 1000 is out of vocabulary"),
+                    "{what}: {e}"
+                );
+                errors += 1;
+                continue;
+            }
             if let Some(err) = case.get("error") {
                 errors += 1;
                 assert!(got.is_err(), "{what}: vLLM raised {err}, we answered");
@@ -164,13 +179,19 @@ fn every_recorded_case_replays() {
                 assert_eq!(got.kept(), &[g], "{what}: greedy token");
                 continue;
             }
-            if case.get("nonfinite").is_none() {
-                let kept: Vec<usize> = (0..scores.len())
-                    .filter(|&i| scores[i].is_finite())
+            let probs = rec.tensor_f64(&format!("{name}.probs"));
+            if ids.len() as u64 == case["finite"].as_u64().expect("finite") {
+                // Every finite final logit is stored: the tokens the kernel can
+                // draw are those whose exact probability is positive.
+                let kept: Vec<usize> = ids
+                    .iter()
+                    .zip(&probs)
+                    .filter(|(_, p)| **p > 0.0)
+                    .map(|(&i, _)| i as usize)
                     .collect();
                 assert_eq!(got.kept(), kept.as_slice(), "{what}: kept set");
+                kept_checked += 1;
             }
-            let probs = rec.tensor_f64(&format!("{name}.probs"));
             for (&i, &p) in ids.iter().zip(&probs) {
                 let d = (got.probs()[i as usize] - p).abs();
                 max_dp = max_dp.max(d);
@@ -210,7 +231,7 @@ fn every_recorded_case_replays() {
         }
     }
     eprintln!(
-        "vllm: {cases} cases ({errors} refused by vLLM too), {draws} real draws replayed, max |Δp| {max_dp:e}"
+        "vllm: {cases} cases ({errors} refused by vLLM too), {kept_checked} kept sets compared token by token, {draws} real draws replayed, max |Δp| {max_dp:e}"
     );
     assert!(cases > 300 && draws > 5000, "{cases} cases, {draws} draws");
 }
@@ -243,4 +264,31 @@ fn refused_params_give_vllms_own_message() {
         n += 1;
     }
     assert!(n >= 12, "{n}");
+}
+
+#[test]
+fn top_p_through_a_tie_keeps_the_id_torchs_sort_leaves_last() {
+    // Run once on vLLM 0.32.0's Sampler while writing record.py: logits
+    // [3, 2, 2, 1, 0.5, -1, 0, 1.5], prompt [1, 2, 3], output [2, 4],
+    // temperature 0.7, top_k 3, top_p 0.9, repetition_penalty 1.3, seed 5.
+    // The kernel received [4.2857, -inf, 2.1978, -inf, -inf, -inf, -inf, -inf]
+    // (3/0.7, and 2·f32(1/1.3)/0.7 for id 2) with kernel seed 236996814 and
+    // drew token 0. Ids 1 and 2 tie after the penalty; top-p keeps the one
+    // torch's ascending sort puts last (id 2).
+    let ids = [1, 2, 3, 2, 4];
+    let ctx = Context::new(&ids, Some(3)).expect("context");
+    let logits = Logits::from_f32(&[3.0, 2.0, 2.0, 1.0, 0.5, -1.0, 0.0, 1.5]);
+    let params = serde_json::json!({"temperature": 0.7, "top_k": 3, "top_p": 0.9, "repetition_penalty": 1.3, "seed": 5});
+    let p = Vllm
+        .parse_params(params.as_object().expect("object"))
+        .expect("valid");
+    let d = Vllm.distribution(&logits, &ctx, &p).expect("distribution");
+    assert_eq!(d.kept(), &[0, 2]);
+    let s = d.scores().expect("final logits");
+    assert!(
+        (s[0] - 4.2857).abs() < 1e-4 && (s[2] - 2.1978).abs() < 1e-4,
+        "{s:?}"
+    );
+    assert_eq!(kernel_seed(5, 0), 236_996_814);
+    assert_eq!(d.tokens(), Some(&[0i64][..]));
 }
