@@ -351,7 +351,9 @@ def describe(data: bytes) -> list[str]:
     for c in json.loads(meta.get("cases", "[]")):
         lines.append(json.dumps(c, sort_keys=True))
     for k, v in sorted(load(data).items()):
-        lines.append(f"{k}: {v.dtype} {v.tolist()}")
+        # float32/float64 values as their exact bit patterns
+        bits = v.view(np.uint32 if v.dtype == np.float32 else np.uint64) if v.dtype.kind == "f" else v
+        lines.append(f"{k}: {v.dtype} {bits.tolist()}")
     return lines
 
 
@@ -370,11 +372,14 @@ def main() -> int:
         for name, data in sorted(files.items()):
             path = OUT / name
             old = path.read_bytes() if path.exists() else b""
-            if old == data:
+            # Compare contents (metadata sorted, every value exactly), not bytes:
+            # safetensors may write the metadata keys in any order.
+            old_lines = describe(old) if old else []
+            new_lines = describe(data)
+            if old_lines == new_lines:
                 continue
             bad += 1
-            old_lines = describe(old) if old else []
-            diff = difflib.unified_diff(old_lines, describe(data), f"committed/{name}",
+            diff = difflib.unified_diff(old_lines, new_lines, f"committed/{name}",
                                         f"regenerated/{name}", lineterm="", n=0)
             print("\n".join(list(diff)[:60]))
         if bad:
