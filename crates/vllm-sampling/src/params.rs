@@ -1,0 +1,744 @@
+//! `SamplingParams` as vLLM 0.32.0 reads and validates them
+//! (`vllm/sampling_params.py`: `SamplingParams.__post_init__`,
+//! `_verify_args`, `_validate_logit_bias`, `_validate_allowed_token_ids`),
+//! and how an OpenAI-style request becomes them
+//! (`vllm/entrypoints/openai/completion/protocol.py`: `to_sampling_params`;
+//! `SamplingParams.from_optional`; `vllm/config/model.py`:
+//! `get_diff_sampling_param`).
+
+use std::collections::BTreeMap;
+
+use parity_core::Error;
+use serde_json::{Map, Number, Value};
+
+/// vLLM's `_SAMPLING_EPS`: below this temperature a request is greedy.
+pub(crate) const SAMPLING_EPS: f64 = 1e-5;
+/// vLLM's `_MAX_TEMP`: a temperature in (0, 0.01) is raised to 0.01.
+const MIN_TEMPERATURE: f64 = 1e-2;
+
+/// The `SamplingParams` fields that change the next-token distribution,
+/// after vLLM's own `__post_init__` (temperature raised to 0.01, greedy
+/// resets) and validation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct VllmParams {
+    /// `temperature` after `__post_init__`: 0 means greedy.
+    pub temperature: f64,
+    /// `top_p` (1 = off; reset to 1 when greedy).
+    pub top_p: f64,
+    /// `top_k` (0 or -1 = off; reset to 0 when greedy).
+    pub top_k: i64,
+    /// `min_p` (0 = off; reset to 0 when greedy).
+    pub min_p: f64,
+    /// `presence_penalty`, over the generated tokens.
+    pub presence_penalty: f64,
+    /// `frequency_penalty`, over the generated tokens.
+    pub frequency_penalty: f64,
+    /// `repetition_penalty`, over prompt and generated tokens.
+    pub repetition_penalty: f64,
+    /// `seed` (`-1` is read as unset).
+    pub seed: Option<u64>,
+    /// `logit_bias`: token id → bias, added in f32.
+    pub logit_bias: BTreeMap<i64, f64>,
+    /// `allowed_token_ids`: every other token is masked.
+    pub allowed_token_ids: Option<Vec<i64>>,
+}
+
+impl Default for VllmParams {
+    fn default() -> Self {
+        Self {
+            temperature: 1.0,
+            top_p: 1.0,
+            top_k: 0,
+            min_p: 0.0,
+            presence_penalty: 0.0,
+            frequency_penalty: 0.0,
+            repetition_penalty: 1.0,
+            seed: None,
+            logit_bias: BTreeMap::new(),
+            allowed_token_ids: None,
+        }
+    }
+}
+
+impl VllmParams {
+    /// Greedy (`SamplingType.GREEDY`): temperature below 1e-5 after the
+    /// raise to 0.01, i.e. exactly 0.
+    pub fn is_greedy(&self) -> bool {
+        self.temperature < SAMPLING_EPS
+    }
+
+    /// Whether any penalty is active (vLLM then runs `apply_all_penalties`).
+    pub(crate) fn has_penalties(&self) -> bool {
+        self.presence_penalty != 0.0
+            || self.frequency_penalty != 0.0
+            || self.repetition_penalty != 1.0
+    }
+
+    /// The params as JSON with vLLM's field names (only non-default fields).
+    pub fn to_json(&self) -> Map<String, Value> {
+        let d = Self::default();
+        let mut m = Map::new();
+        let mut num = |k: &str, v: f64, dv: f64| {
+            if v != dv {
+                m.insert(k.into(), float(v));
+            }
+        };
+        num("temperature", self.temperature, d.temperature);
+        num("top_p", self.top_p, d.top_p);
+        num("min_p", self.min_p, d.min_p);
+        num(
+            "presence_penalty",
+            self.presence_penalty,
+            d.presence_penalty,
+        );
+        num(
+            "frequency_penalty",
+            self.frequency_penalty,
+            d.frequency_penalty,
+        );
+        num(
+            "repetition_penalty",
+            self.repetition_penalty,
+            d.repetition_penalty,
+        );
+        if self.top_k != 0 {
+            m.insert("top_k".into(), Value::from(self.top_k));
+        }
+        if let Some(s) = self.seed {
+            m.insert("seed".into(), Value::from(s));
+        }
+        if !self.logit_bias.is_empty() {
+            let b: Map<String, Value> = self
+                .logit_bias
+                .iter()
+                .map(|(k, v)| (k.to_string(), float(*v)))
+                .collect();
+            m.insert("logit_bias".into(), Value::Object(b));
+        }
+        if let Some(a) = &self.allowed_token_ids {
+            m.insert("allowed_token_ids".into(), Value::from(a.clone()));
+        }
+        m
+    }
+}
+
+fn float(v: f64) -> Value {
+    Number::from_f64(v).map_or(Value::Null, Value::Number)
+}
+
+/// Fields `parse_params` accepts. Besides the ones that shape the
+/// distribution, `n` and `max_tokens` are validated as vLLM does and
+/// otherwise ignored; `min_tokens` and `bad_words` are accepted only when
+/// they do nothing (they need the model's stop tokens / tokenizer).
+pub(crate) const FIELDS: &[&str] = &[
+    "temperature",
+    "top_p",
+    "top_k",
+    "min_p",
+    "presence_penalty",
+    "frequency_penalty",
+    "repetition_penalty",
+    "seed",
+    "logit_bias",
+    "allowed_token_ids",
+    "n",
+    "max_tokens",
+    "min_tokens",
+    "bad_words",
+];
+
+/// Python's `repr` of a float (`2.0`, `1e-05`, `inf`, `nan`), which vLLM's
+/// messages quote.
+pub(crate) fn py_float(x: f64) -> String {
+    if x.is_nan() {
+        return "nan".into();
+    }
+    if x.is_infinite() {
+        return if x > 0.0 { "inf" } else { "-inf" }.into();
+    }
+    if x == 0.0 {
+        return if x.is_sign_negative() { "-0.0" } else { "0.0" }.into();
+    }
+    let sci = format!("{x:e}"); // shortest round-trip digits, e.g. 1.5e-5
+    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    if !(-4..16).contains(&exp) {
+        let sign = if exp < 0 { '-' } else { '+' };
+        return format!("{mantissa}e{sign}{:02}", exp.abs());
+    }
+    let plain = format!("{x}");
+    if plain.contains('.') {
+        plain
+    } else {
+        format!("{plain}.0")
+    }
+}
+
+/// A JSON value as Python would print it in vLLM's messages.
+fn py_value(v: &Value) -> String {
+    match v {
+        Value::Null => "None".into(),
+        Value::Bool(b) => if *b { "True" } else { "False" }.into(),
+        Value::Number(n) => match n.as_i64() {
+            Some(i) => i.to_string(),
+            None => n.as_f64().map_or_else(|| n.to_string(), py_float),
+        },
+        Value::String(s) => format!("'{s}'"),
+        other => other.to_string(),
+    }
+}
+
+/// `str(VLLMValidationError(message, parameter=..., value=...))`.
+fn validation(message: String, parameter: Option<&str>, value: Option<String>) -> Error {
+    let mut extras = Vec::new();
+    if let Some(p) = parameter {
+        extras.push(format!("parameter={p}"));
+    }
+    if let Some(v) = value {
+        extras.push(format!("value={v}"));
+    }
+    if extras.is_empty() {
+        Error::new(message)
+    } else {
+        Error::new(format_args!("{message} ({})", extras.join(", ")))
+    }
+}
+
+fn number(params: &Map<String, Value>, key: &str, default: f64) -> Result<f64, Error> {
+    match params.get(key) {
+        None | Some(Value::Null) => Ok(default),
+        Some(Value::Number(n)) => n
+            .as_f64()
+            .ok_or_else(|| Error::new(format_args!("`{key}` = {n} is not a number"))),
+        Some(other) => Err(Error::new(format_args!(
+            "`{key}` must be a number, got {other}"
+        ))),
+    }
+}
+
+/// An integer field; a float is refused the way vLLM refuses it.
+fn integer(params: &Map<String, Value>, key: &str, default: i64) -> Result<i64, Error> {
+    match params.get(key) {
+        None | Some(Value::Null) => Ok(default),
+        Some(Value::Number(n)) => match n.as_i64() {
+            Some(i) => Ok(i),
+            None => Err(Error::new(format_args!(
+                "{key} must be an integer, got float (`{key}` = {n})"
+            ))),
+        },
+        Some(other) => Err(Error::new(format_args!(
+            "`{key}` must be an integer, got {other}"
+        ))),
+    }
+}
+
+fn token_id(v: &Value, what: &str) -> Result<i64, Error> {
+    v.as_i64().ok_or_else(|| {
+        Error::new(format_args!(
+            "`{what}` must be an integer token id, got {v}"
+        ))
+    })
+}
+
+/// Parses and validates `params` as `SamplingParams(**params)` would, then
+/// applies `__post_init__`: unknown fields are refused; `null` means the
+/// field's default (as in an OpenAI request).
+pub(crate) fn parse(params: &Map<String, Value>) -> Result<VllmParams, Error> {
+    if let Some(k) = params.keys().find(|k| !FIELDS.contains(&k.as_str())) {
+        return Err(Error::new(format_args!(
+            "unknown field `{k}` (= {}) for vllm; known: {}",
+            params[k],
+            FIELDS.join(", ")
+        )));
+    }
+    let mut p = VllmParams {
+        temperature: number(params, "temperature", 1.0)?,
+        top_p: number(params, "top_p", 1.0)?,
+        min_p: number(params, "min_p", 0.0)?,
+        presence_penalty: number(params, "presence_penalty", 0.0)?,
+        frequency_penalty: number(params, "frequency_penalty", 0.0)?,
+        repetition_penalty: number(params, "repetition_penalty", 1.0)?,
+        ..VllmParams::default()
+    };
+    let top_k = params.get("top_k");
+    let n = integer(params, "n", 1)?;
+    let max_tokens = integer(params, "max_tokens", 16)?;
+    let min_tokens = integer(params, "min_tokens", 0)?;
+    let seed = integer(params, "seed", -1)?;
+
+    // __post_init__: raise a small positive temperature to 0.01.
+    if 0.0 < p.temperature && p.temperature < MIN_TEMPERATURE {
+        p.temperature = MIN_TEMPERATURE;
+    }
+    p.seed = match seed {
+        -1 => None,
+        s => Some(u64::try_from(s).map_err(|_| {
+            Error::new(format_args!(
+                "`seed` = {s}: vLLM seeds a torch.Generator, which refuses negative seeds other than -1"
+            ))
+        })?),
+    };
+
+    // _verify_args, in vLLM's order.
+    if n < 1 {
+        return Err(validation(
+            format!("n must be at least 1, got {n}."),
+            None,
+            None,
+        ));
+    }
+    let pf = py_float;
+    if !(-2.0..=2.0).contains(&p.presence_penalty) {
+        return Err(validation(
+            format!(
+                "presence_penalty must be in [-2, 2], got {}.",
+                pf(p.presence_penalty)
+            ),
+            None,
+            None,
+        ));
+    }
+    if !(-2.0..=2.0).contains(&p.frequency_penalty) {
+        return Err(validation(
+            format!(
+                "frequency_penalty must be in [-2, 2], got {}.",
+                pf(p.frequency_penalty)
+            ),
+            None,
+            None,
+        ));
+    }
+    if !p.repetition_penalty.is_finite() {
+        return Err(validation(
+            format!(
+                "repetition_penalty must be a finite number, got {}.",
+                pf(p.repetition_penalty)
+            ),
+            None,
+            None,
+        ));
+    }
+    if p.repetition_penalty <= 0.0 {
+        return Err(validation(
+            format!(
+                "repetition_penalty must be greater than zero, got {}.",
+                pf(p.repetition_penalty)
+            ),
+            None,
+            None,
+        ));
+    }
+    let t = pf(p.temperature);
+    if !p.temperature.is_finite() {
+        return Err(validation(
+            format!("temperature must be a finite number, got {t}."),
+            Some("temperature"),
+            Some(t),
+        ));
+    }
+    if p.temperature < 0.0 {
+        return Err(validation(
+            format!("temperature must be non-negative, got {t}."),
+            Some("temperature"),
+            Some(t),
+        ));
+    }
+    if p.temperature > 2.0 {
+        return Err(validation(
+            format!("temperature must be in [0, 2], got {t}."),
+            Some("temperature"),
+            Some(t),
+        ));
+    }
+    if !(0.0 < p.top_p && p.top_p <= 1.0) {
+        let v = pf(p.top_p);
+        return Err(validation(
+            format!("top_p must be in (0, 1], got {v}."),
+            Some("top_p"),
+            Some(v),
+        ));
+    }
+    p.top_k = match top_k {
+        None | Some(Value::Null) => 0,
+        Some(v @ Value::Number(num)) => {
+            let as_f = num.as_f64().unwrap_or(f64::NAN);
+            if as_f < -1.0 {
+                return Err(validation(
+                    format!(
+                        "top_k must be 0 (disable), or at least 1, got {}.",
+                        py_value(v)
+                    ),
+                    None,
+                    None,
+                ));
+            }
+            num.as_i64().ok_or_else(|| {
+                validation("top_k must be an integer, got float".into(), None, None)
+            })?
+        }
+        Some(other) => {
+            return Err(Error::new(format_args!(
+                "`top_k` must be an integer, got {other}"
+            )));
+        }
+    };
+    if !(0.0..=1.0).contains(&p.min_p) {
+        return Err(validation(
+            format!("min_p must be in [0, 1], got {}.", pf(p.min_p)),
+            None,
+            None,
+        ));
+    }
+    if max_tokens < 1 {
+        return Err(validation(
+            format!("max_tokens must be at least 1, got {max_tokens}."),
+            Some("max_tokens"),
+            Some(max_tokens.to_string()),
+        ));
+    }
+    if min_tokens < 0 {
+        return Err(validation(
+            format!("min_tokens must be greater than or equal to 0, got {min_tokens}."),
+            None,
+            None,
+        ));
+    }
+    if min_tokens > max_tokens {
+        return Err(validation(
+            format!(
+                "min_tokens must be less than or equal to max_tokens={max_tokens}, got {min_tokens}."
+            ),
+            None,
+            None,
+        ));
+    }
+    if min_tokens > 0 {
+        return Err(Error::new(format_args!(
+            "`min_tokens` = {min_tokens}: masking the stop tokens needs the model's EOS id, which this semantics does not know"
+        )));
+    }
+    match params.get("bad_words") {
+        None | Some(Value::Null) => {}
+        Some(Value::Array(a)) if a.is_empty() => {}
+        Some(v) => {
+            return Err(Error::new(format_args!(
+                "`bad_words` = {v}: bad words are tokenized by the model's tokenizer, which this semantics does not have"
+            )));
+        }
+    }
+
+    if p.temperature < SAMPLING_EPS {
+        // Zero temperature means greedy sampling (after validation).
+        p.top_p = 1.0;
+        p.top_k = 0;
+        p.min_p = 0.0;
+        if n > 1 {
+            return Err(validation(
+                format!("n must be 1 when using greedy sampling, got {n}."),
+                None,
+                None,
+            ));
+        }
+    }
+
+    p.logit_bias = parse_logit_bias(params.get("logit_bias"), false)?;
+    p.allowed_token_ids = match params.get("allowed_token_ids") {
+        None | Some(Value::Null) => None,
+        Some(Value::Array(a)) => {
+            let ids = a
+                .iter()
+                .enumerate()
+                .map(|(i, v)| token_id(v, &format!("allowed_token_ids[{i}]")))
+                .collect::<Result<Vec<_>, _>>()?;
+            if ids.is_empty() {
+                return Err(validation(
+                    "allowed_token_ids is not None and empty!".into(),
+                    Some("allowed_token_ids"),
+                    Some("[]".into()),
+                ));
+            }
+            Some(ids)
+        }
+        Some(other) => {
+            return Err(Error::new(format_args!(
+                "`allowed_token_ids` must be a list of token ids, got {other}"
+            )));
+        }
+    };
+    Ok(p)
+}
+
+/// `logit_bias` keys are token ids written as JSON strings (or numbers);
+/// `clamp` applies the OpenAI server's clamp to [-100, 100]
+/// (`SamplingParams.from_optional`).
+fn parse_logit_bias(v: Option<&Value>, clamp: bool) -> Result<BTreeMap<i64, f64>, Error> {
+    let obj = match v {
+        None | Some(Value::Null) => return Ok(BTreeMap::new()),
+        Some(Value::Object(o)) => o,
+        Some(other) => {
+            return Err(Error::new(format_args!(
+                "`logit_bias` must be an object of token id → bias, got {other}"
+            )));
+        }
+    };
+    let mut out = BTreeMap::new();
+    let mut invalid = Vec::new();
+    for (k, b) in obj {
+        let Ok(id) = k.trim().parse::<i64>() else {
+            invalid.push(format!("'{k}'"));
+            continue;
+        };
+        let bias = b.as_f64().ok_or_else(|| {
+            Error::new(format_args!(
+                "`logit_bias[\"{k}\"]` must be a number, got {b}"
+            ))
+        })?;
+        out.insert(
+            id,
+            if clamp {
+                bias.clamp(-100.0, 100.0)
+            } else {
+                bias
+            },
+        );
+    }
+    if !invalid.is_empty() {
+        let list = format!("[{}]", invalid.join(", "));
+        return Err(validation(
+            format!(
+                "logit_bias contains key(s) that cannot be converted to integer token IDs: {list}"
+            ),
+            Some("logit_bias"),
+            Some(list),
+        ));
+    }
+    Ok(out)
+}
+
+/// The checks vLLM makes against the model's vocabulary
+/// (`SamplingParams.verify`): `logit_bias` and `allowed_token_ids` ids
+/// must lie in `[0, vocab)`.
+pub(crate) fn verify_vocab(p: &VllmParams, vocab: usize) -> Result<(), Error> {
+    let out = |id: &i64| usize::try_from(*id).map_or(true, |i| i >= vocab);
+    let bad: Vec<String> = p
+        .logit_bias
+        .keys()
+        .filter(|id| out(id))
+        .map(i64::to_string)
+        .collect();
+    if !bad.is_empty() {
+        let list = format!("[{}]", bad.join(", "));
+        return Err(validation(
+            format!(
+                "token_id(s) {list} in logit_bias contain out-of-vocab token ids. Vocabulary size: {vocab}"
+            ),
+            Some("logit_bias"),
+            Some(list),
+        ));
+    }
+    if let Some(ids) = &p.allowed_token_ids {
+        let bad: Vec<String> = ids
+            .iter()
+            .filter(|id| out(id))
+            .map(i64::to_string)
+            .collect();
+        if !bad.is_empty() {
+            let list = format!("[{}]", bad.join(", "));
+            return Err(validation(
+                "allowed_token_ids contains out-of-vocab token id!".into(),
+                Some("allowed_token_ids"),
+                Some(list),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The sampling fields vLLM takes from a model's `generation_config.json`
+/// (`ModelConfig.get_diff_sampling_param`; `do_sample` is not among them).
+pub const GENERATION_CONFIG_FIELDS: &[&str] = &[
+    "repetition_penalty",
+    "presence_penalty",
+    "frequency_penalty",
+    "temperature",
+    "top_k",
+    "top_p",
+    "min_p",
+];
+
+/// What an OpenAI-style request to `vllm serve` samples with: for each of
+/// the seven sampling fields, the request's value, else the model's
+/// `generation_config.json` value (vLLM's default `--generation-config auto`
+/// merges it; pass `None` for `--generation-config vllm`), else vLLM's
+/// default. `logit_bias` is clamped to [-100, 100] as the server does;
+/// `seed`, `allowed_token_ids` and `n` pass through. Fields vLLM's request
+/// has but that do not shape the distribution (`max_tokens`, `stop`, ...)
+/// are dropped; a field this semantics cannot model is an error naming it.
+pub fn request_params(
+    request: &Map<String, Value>,
+    generation_config: Option<&Map<String, Value>>,
+) -> Result<VllmParams, Error> {
+    const PASSED: &[&str] = &["seed", "allowed_token_ids", "n", "min_tokens", "bad_words"];
+    const IGNORED: &[&str] = &[
+        "model",
+        "messages",
+        "prompt",
+        "max_tokens",
+        "max_completion_tokens",
+        "stop",
+        "stop_token_ids",
+        "stream",
+        "stream_options",
+        "logprobs",
+        "top_logprobs",
+        "user",
+        "ignore_eos",
+        "include_stop_str_in_output",
+        "skip_special_tokens",
+        "spaces_between_special_tokens",
+        "echo",
+        "prompt_logprobs",
+    ];
+    let mut out = Map::new();
+    for &f in GENERATION_CONFIG_FIELDS {
+        let v = match request.get(f) {
+            Some(v) if !v.is_null() => Some(v.clone()),
+            _ => generation_config
+                .and_then(|g| g.get(f))
+                .filter(|v| !v.is_null())
+                .cloned(),
+        };
+        if let Some(v) = v {
+            out.insert(f.into(), v);
+        }
+    }
+    for (k, v) in request {
+        let k = k.as_str();
+        if GENERATION_CONFIG_FIELDS.contains(&k) || IGNORED.contains(&k) || k == "logit_bias" {
+            continue;
+        }
+        if PASSED.contains(&k) {
+            out.insert(k.into(), v.clone());
+        } else {
+            return Err(Error::new(format_args!(
+                "request field `{k}` (= {v}) is not modelled by the vllm semantics"
+            )));
+        }
+    }
+    let mut p = parse(&out)?;
+    p.logit_bias = parse_logit_bias(request.get("logit_bias"), true)?;
+    Ok(p)
+}
+
+/// The literal port of transformers `generate(**kwargs)` to a vLLM request:
+/// the fields with the same names are copied (`temperature`, `top_k` with
+/// `None` read as 0, `top_p`, `min_p`, `repetition_penalty`), and
+/// `do_sample=False` becomes `temperature=0`, vLLM's way of asking for
+/// greedy. Without `do_sample` the fields are copied as written (vLLM has no
+/// such switch: it samples at temperature 1 by default). `None` when the
+/// kwargs use what vLLM has no counterpart for (`typical_p` < 1, epsilon
+/// and eta cutoffs, beam search).
+pub(crate) fn from_generate(kwargs: &Map<String, Value>) -> Option<Result<VllmParams, Error>> {
+    let f = |k: &str| kwargs.get(k).and_then(Value::as_f64);
+    if f("typical_p").is_some_and(|t| t != 1.0)
+        || f("epsilon_cutoff").is_some_and(|e| e > 0.0 && e < 1.0)
+        || f("eta_cutoff").is_some_and(|e| e > 0.0 && e < 1.0)
+        || kwargs
+            .get("num_beams")
+            .and_then(Value::as_i64)
+            .is_some_and(|b| b > 1)
+    {
+        return None;
+    }
+    let mut m = Map::new();
+    for k in ["temperature", "top_p", "min_p", "repetition_penalty"] {
+        if let Some(v) = kwargs.get(k).filter(|v| !v.is_null()) {
+            m.insert(k.into(), v.clone());
+        }
+    }
+    if let Some(v) = kwargs.get("top_k") {
+        m.insert(
+            "top_k".into(),
+            if v.is_null() {
+                Value::from(0)
+            } else {
+                v.clone()
+            },
+        );
+    }
+    if kwargs.get("do_sample") == Some(&Value::Bool(false)) {
+        m.insert("temperature".into(), Value::from(0.0));
+    }
+    Some(parse(&m))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn obj(v: Value) -> Map<String, Value> {
+        v.as_object().cloned().unwrap_or_default()
+    }
+
+    #[test]
+    fn python_float_repr() {
+        assert_eq!(py_float(2.5), "2.5");
+        assert_eq!(py_float(2.0), "2.0");
+        assert_eq!(py_float(1e-5), "1e-05");
+        assert_eq!(py_float(1e16), "1e+16");
+        assert_eq!(py_float(0.0001), "0.0001");
+        assert_eq!(py_float(f64::INFINITY), "inf");
+    }
+
+    #[test]
+    fn small_temperature_is_raised_and_zero_resets_truncation() {
+        let p = parse(&obj(json!({"temperature": 0.005, "top_k": 5}))).expect("valid");
+        assert_eq!((p.temperature, p.top_k), (0.01, 5));
+        let g = parse(&obj(
+            json!({"temperature": 0, "top_k": 5, "top_p": 0.5, "min_p": 0.2}),
+        ))
+        .expect("valid");
+        assert!(g.is_greedy());
+        assert_eq!((g.top_k, g.top_p, g.min_p), (0, 1.0, 0.0));
+    }
+
+    #[test]
+    fn greedy_still_validates_top_p() {
+        let e = parse(&obj(json!({"temperature": 0, "top_p": 0}))).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "top_p must be in (0, 1], got 0.0. (parameter=top_p, value=0.0)"
+        );
+    }
+
+    #[test]
+    fn unknown_fields_are_refused() {
+        let e = parse(&obj(json!({"do_sample": true}))).unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("unknown field `do_sample` (= true)"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn request_merges_generation_config_and_clamps_bias() {
+        let req = obj(json!({"temperature": 0.7, "logit_bias": {"3": 250}, "max_tokens": 5}));
+        let gc = obj(json!({"temperature": 0.6, "top_p": 0.9, "do_sample": false}));
+        let p = request_params(&req, Some(&gc)).expect("valid");
+        assert_eq!((p.temperature, p.top_p), (0.7, 0.9));
+        assert_eq!(p.logit_bias.get(&3), Some(&100.0));
+        let p = request_params(&req, None).expect("valid");
+        assert_eq!(p.top_p, 1.0);
+    }
+
+    #[test]
+    fn literal_port_of_generate_kwargs() {
+        let k = obj(json!({"do_sample": false, "repetition_penalty": 1.3}));
+        let p = from_generate(&k).expect("expressible").expect("valid");
+        assert!(p.is_greedy());
+        assert_eq!(p.repetition_penalty, 1.3);
+        assert!(from_generate(&obj(json!({"do_sample": true, "typical_p": 0.9}))).is_none());
+    }
+}

@@ -1,0 +1,306 @@
+//! Replays every case recorded from the real vLLM 0.32.0 sampler
+//! (`fixtures/vllm/`, made by `scripts/reference/vllm/record.py`).
+
+use std::path::{Path, PathBuf};
+
+use parity_core::{Context, Fixture, Logits, Semantics};
+use serde_json::{Map, Value};
+use vllm_sampling::{Vllm, gumbel_argmax, kernel_seed};
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+struct Recorded {
+    name: String,
+    meta: Map<String, Value>,
+    tensors: Vec<(String, Vec<u8>, safetensors::Dtype)>,
+}
+
+impl Recorded {
+    fn tensor_i64(&self, key: &str) -> Vec<i64> {
+        let (_, b, d) = self
+            .tensors
+            .iter()
+            .find(|(k, ..)| k == key)
+            .unwrap_or_else(|| panic!("{}: no {key}", self.name));
+        assert_eq!(*d, safetensors::Dtype::I64);
+        b.chunks_exact(8)
+            .map(|c| i64::from_le_bytes(c.try_into().expect("8 bytes")))
+            .collect()
+    }
+    fn tensor_f32(&self, key: &str) -> Vec<f32> {
+        let (_, b, d) = self
+            .tensors
+            .iter()
+            .find(|(k, ..)| k == key)
+            .unwrap_or_else(|| panic!("{}: no {key}", self.name));
+        assert_eq!(*d, safetensors::Dtype::F32);
+        b.chunks_exact(4)
+            .map(|c| f32::from_le_bytes(c.try_into().expect("4 bytes")))
+            .collect()
+    }
+    fn tensor_f64(&self, key: &str) -> Vec<f64> {
+        let (_, b, d) = self
+            .tensors
+            .iter()
+            .find(|(k, ..)| k == key)
+            .unwrap_or_else(|| panic!("{}: no {key}", self.name));
+        assert_eq!(*d, safetensors::Dtype::F64);
+        b.chunks_exact(8)
+            .map(|c| f64::from_le_bytes(c.try_into().expect("8 bytes")))
+            .collect()
+    }
+    fn json(&self, key: &str) -> Value {
+        serde_json::from_str(self.meta[key].as_str().expect("string")).expect("json metadata")
+    }
+}
+
+fn recorded() -> Vec<Recorded> {
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(repo().join("fixtures/vllm"))
+        .expect("fixtures/vllm exists")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "safetensors"))
+        .collect();
+    paths.sort();
+    assert!(
+        paths.len() >= 20,
+        "expected the recorded files, found {}",
+        paths.len()
+    );
+    paths
+        .iter()
+        .map(|p| {
+            let data = std::fs::read(p).expect("read");
+            let (_, meta) = safetensors::SafeTensors::read_metadata(&data).expect("header");
+            let meta: Map<String, Value> = meta
+                .metadata()
+                .clone()
+                .unwrap_or_default()
+                .into_iter()
+                .map(|(k, v)| (k, Value::String(v)))
+                .collect();
+            let st = safetensors::SafeTensors::deserialize(&data).expect("safetensors");
+            let tensors = st
+                .tensors()
+                .into_iter()
+                .map(|(k, v)| (k, v.data().to_vec(), v.dtype()))
+                .collect();
+            Recorded {
+                name: p.file_name().expect("name").to_string_lossy().into_owned(),
+                meta,
+                tensors,
+            }
+        })
+        .collect()
+}
+
+/// FNV-1a 64 of the f32 bytes, as record.py hashes the final logits.
+fn fnv1a64(values: &[f32]) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for v in values {
+        for b in v.to_le_bytes() {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    format!("{h:016x}")
+}
+
+#[test]
+fn every_recorded_case_replays() {
+    let mut cases = 0;
+    let mut draws = 0;
+    let mut errors = 0;
+    let mut max_dp = 0.0f64;
+    let mut kept_checked = 0;
+    for rec in recorded() {
+        let source = rec.meta["source"].as_str().expect("source").to_string();
+        let fixture =
+            Fixture::load(&repo().join("fixtures").join(&source)).expect("source fixture");
+        let prompt_len: usize = rec.meta["prompt_len"]
+            .as_str()
+            .expect("str")
+            .parse()
+            .expect("int");
+        let context = Context::new(&fixture.input_ids, Some(prompt_len)).expect("context");
+        let logits = Logits::from_f32(&fixture.logits);
+        let vocab = fixture.logits.len() as i64;
+        let out_of_vocab = fixture.input_ids.iter().any(|&t| t < 0 || t >= vocab);
+        for case in rec.json("cases").as_array().expect("cases") {
+            let name = case["name"].as_str().expect("name");
+            let what = format!("{source} {name}");
+            let params = Vllm
+                .parse_params(case["params"].as_object().expect("params"))
+                .unwrap_or_else(|e| panic!("{what}: params refused: {e}"));
+            let got = Vllm.distribution(&logits, &context, &params);
+            cases += 1;
+            if out_of_vocab {
+                // record.py hands the ids straight to the sampler; a real
+                // request with them is refused earlier, by the renderer.
+                let e = got.expect_err("out-of-vocabulary ids are refused");
+                assert!(
+                    e.to_string()
+                        .starts_with("Token id 1000 is out of vocabulary"),
+                    "{what}: {e}"
+                );
+                errors += 1;
+                continue;
+            }
+            if let Some(err) = case.get("error") {
+                errors += 1;
+                assert!(got.is_err(), "{what}: vLLM raised {err}, we answered");
+                continue;
+            }
+            let got = got.unwrap_or_else(|e| panic!("{what}: {e}"));
+            let scores = got.scores().expect("final logits");
+            assert_eq!(
+                fnv1a64(scores),
+                case["fnv1a64"].as_str().expect("hash"),
+                "{what}: final logits differ"
+            );
+            let finite = scores.iter().filter(|v| v.is_finite()).count();
+            assert_eq!(
+                finite as u64,
+                case["finite"].as_u64().expect("finite"),
+                "{what}"
+            );
+            let ids = rec.tensor_i64(&format!("{name}.ids"));
+            let fin = rec.tensor_f32(&format!("{name}.final"));
+            for (&i, &v) in ids.iter().zip(&fin) {
+                assert_eq!(
+                    scores[i as usize].to_bits(),
+                    v.to_bits(),
+                    "{what}: final logit of {i}"
+                );
+            }
+            if let Some(g) = case.get("greedy_token") {
+                let g = g.as_u64().expect("token") as usize;
+                assert_eq!(got.kept(), &[g], "{what}: greedy token");
+                continue;
+            }
+            let probs = rec.tensor_f64(&format!("{name}.probs"));
+            if ids.len() as u64 == case["finite"].as_u64().expect("finite") {
+                // Every finite final logit is stored: the tokens the kernel can
+                // draw are those whose exact probability is positive.
+                let kept: Vec<usize> = ids
+                    .iter()
+                    .zip(&probs)
+                    .filter(|(_, p)| **p > 0.0)
+                    .map(|(&i, _)| i as usize)
+                    .collect();
+                // An all -inf row: the kernel returns token 0 (the draws say so too).
+                let kept = if kept.is_empty() { vec![0] } else { kept };
+                assert_eq!(got.kept(), kept.as_slice(), "{what}: kept set");
+                kept_checked += 1;
+            }
+            let nonfinite = case.get("nonfinite").is_some();
+            for (&i, &p) in ids.iter().zip(&probs) {
+                if nonfinite {
+                    // +inf in the kernel's input: record.py's float64 softmax is
+                    // NaN there; the real draws below are the reference.
+                    break;
+                }
+                let d = (got.probs()[i as usize] - p).abs();
+                max_dp = max_dp.max(d);
+                assert!(
+                    d <= 1e-6,
+                    "{what}: p[{i}] = {} vs vLLM {p}",
+                    got.probs()[i as usize]
+                );
+            }
+            let seeds = rec.tensor_i64(&format!("{name}.draw_seeds"));
+            let kseeds = rec.tensor_i64(&format!("{name}.kernel_seeds"));
+            let tokens = rec.tensor_i64(&format!("{name}.draw_tokens"));
+            for ((&s, &k), &t) in seeds.iter().zip(&kseeds).zip(&tokens) {
+                assert_eq!(
+                    kernel_seed(s as u64, 0),
+                    k as u64,
+                    "{what}: kernel seed of seed {s}"
+                );
+                assert_eq!(
+                    gumbel_argmax(scores, k as u64) as i64,
+                    t,
+                    "{what}: draw with kernel seed {k}"
+                );
+                assert!(
+                    got.kept().contains(&(t as usize)),
+                    "{what}: real draw {t} outside the kept set"
+                );
+                draws += 1;
+            }
+            let seed = case["steps_seed"].as_u64().expect("steps seed");
+            for (j, step) in case["steps"].as_array().expect("steps").iter().enumerate() {
+                let k = step[0].as_u64().expect("kernel seed");
+                assert_eq!(kernel_seed(seed, j), k, "{what}: step {j} kernel seed");
+                assert_eq!(
+                    gumbel_argmax(scores, k) as u64,
+                    step[1].as_u64().expect("token"),
+                    "{what}: step {j}"
+                );
+                draws += 1;
+            }
+        }
+    }
+    eprintln!(
+        "vllm: {cases} cases ({errors} refused: ids outside the vocabulary, which vLLM refuses too), {kept_checked} kept sets compared token by token, {draws} real draws replayed, max |Δp| {max_dp:e}"
+    );
+    assert!(cases > 300 && draws > 5000, "{cases} cases, {draws} draws");
+}
+
+#[test]
+fn refused_params_give_vllms_own_message() {
+    let rec = recorded()
+        .into_iter()
+        .find(|r| r.meta.contains_key("rejected"))
+        .expect("a file with rejected params");
+    let mut n = 0;
+    for r in rec.json("rejected").as_array().expect("list") {
+        let mut params = r["params"].as_object().expect("params").clone();
+        for v in params.values_mut() {
+            if let Some(s) = v.as_str() {
+                // record.py writes non-finite floats as strings; JSON has no other way.
+                let f: f64 = s.parse().expect("float text");
+                *v = serde_json::Number::from_f64(f).map_or(Value::Null, Value::Number);
+            }
+        }
+        if params.values().any(Value::is_null) {
+            continue; // inf/nan cannot travel in a JSON number
+        }
+        let err = Vllm.parse_params(&params).expect_err("vLLM refused these");
+        assert_eq!(
+            err.to_string(),
+            r["error"].as_str().expect("message"),
+            "{params:?}"
+        );
+        n += 1;
+    }
+    assert!(n >= 12, "{n}");
+}
+
+#[test]
+fn top_p_through_a_tie_keeps_the_id_torchs_sort_leaves_last() {
+    // Run once on vLLM 0.32.0's Sampler while writing record.py: logits
+    // [3, 2, 2, 1, 0.5, -1, 0, 1.5], prompt [1, 2, 3], output [2, 4],
+    // temperature 0.7, top_k 3, top_p 0.9, repetition_penalty 1.3, seed 5.
+    // The kernel received [4.2857, -inf, 2.1978, -inf, -inf, -inf, -inf, -inf]
+    // (3/0.7, and 2·f32(1/1.3)/0.7 for id 2) with kernel seed 236996814 and
+    // drew token 0. Ids 1 and 2 tie after the penalty; top-p keeps the one
+    // torch's ascending sort puts last (id 2).
+    let ids = [1, 2, 3, 2, 4];
+    let ctx = Context::new(&ids, Some(3)).expect("context");
+    let logits = Logits::from_f32(&[3.0, 2.0, 2.0, 1.0, 0.5, -1.0, 0.0, 1.5]);
+    let params = serde_json::json!({"temperature": 0.7, "top_k": 3, "top_p": 0.9, "repetition_penalty": 1.3, "seed": 5});
+    let p = Vllm
+        .parse_params(params.as_object().expect("object"))
+        .expect("valid");
+    let d = Vllm.distribution(&logits, &ctx, &p).expect("distribution");
+    assert_eq!(d.kept(), &[0, 2]);
+    let s = d.scores().expect("final logits");
+    assert!(
+        (s[0] - 4.2857).abs() < 1e-4 && (s[2] - 2.1978).abs() < 1e-4,
+        "{s:?}"
+    );
+    assert_eq!(kernel_seed(5, 0), 236_996_814);
+    assert_eq!(d.tokens(), Some(&[0i64][..]));
+}
