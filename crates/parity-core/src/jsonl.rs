@@ -69,7 +69,9 @@ pub fn drive<R: BufRead, W: Write, E: Write>(
         };
         summary.records += 1;
         let written = match record {
-            Ok(()) => out.write_all(&answer).and_then(|()| out.write_all(b"\n")),
+            Ok(()) => out
+                .write_all(&answer)
+                .and_then(|()| out.write_all(b"\n")),
             Err(message) => {
                 summary.failed += 1;
                 writeln!(err, "{prefix}line {number}: {}", one_line(&message))?;
@@ -201,18 +203,12 @@ mod tests {
 
     fn run(input: &str) -> (String, String, Summary) {
         let (mut out, mut err) = (Vec::new(), Vec::new());
-        let s = drive(
-            input.as_bytes(),
-            &mut out,
-            &mut err,
-            "error: ",
-            |line, answer| {
-                let r = Record::parse(line)?;
-                let l = r.logits.to_logits()?.to_f32().map_err(|e| e.to_string())?;
-                write_f32_array(answer, &l);
-                Ok(())
-            },
-        )
+        let s = drive(input.as_bytes(), &mut out, &mut err, "error: ", |line, answer| {
+            let r = Record::parse(line)?;
+            let l = r.logits.to_logits()?.to_f32().map_err(|e| e.to_string())?;
+            write_f32_array(answer, &l);
+            Ok(())
+        })
         .expect("in-memory I/O");
         (
             String::from_utf8(out).expect("utf8"),

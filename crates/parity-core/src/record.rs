@@ -247,10 +247,7 @@ mod tests {
             "`logits` must not be empty"
         );
         let with_inf = logits(r#"{"logits": [1, "-inf"]}"#).expect("valid");
-        assert_eq!(
-            with_inf.to_f32().expect("fits"),
-            vec![1.0, f32::NEG_INFINITY]
-        );
+        assert_eq!(with_inf.to_f32().expect("fits"), vec![1.0, f32::NEG_INFINITY]);
     }
 
     #[test]

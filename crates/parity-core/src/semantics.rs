@@ -138,10 +138,7 @@ impl Distribution {
 
     /// From f32 probabilities, widened exactly.
     pub fn from_f32(probs: &[f32]) -> Self {
-        Self::new(
-            probs.iter().map(|&p| f64::from(p)).collect(),
-            Precision::F32,
-        )
+        Self::new(probs.iter().map(|&p| f64::from(p)).collect(), Precision::F32)
     }
 
     /// The one-hot distribution of a deterministic pick.
