@@ -462,8 +462,9 @@ def run_check(args, generate_into) -> int:
         rel_old = {p.relative_to(committed).as_posix() for p in committed.rglob("*") if p.is_file()
                    and p.suffix in (".safetensors", ".json")}
         rel_new = {p.relative_to(tmp_dir).as_posix() for p in tmp_dir.rglob("*") if p.is_file()}
-        if args.only != "all":
-            rel_old = {r for r in rel_old if r.startswith("edge/" if args.only == "edge" else "smollm2/")}
+        # Only this script's folders: fixtures/own/ is record_fixture.py's.
+        mine = {"all": ("smollm2/", "edge/"), "model": ("smollm2/",), "edge": ("edge/",)}[args.only]
+        rel_old = {r for r in rel_old if r.startswith(mine)}
         for rel in sorted(rel_old - rel_new):
             report.fail(f"{rel}: committed but not regenerated (stale file?)")
         for rel in sorted(rel_new - rel_old):
