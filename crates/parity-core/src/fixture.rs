@@ -171,7 +171,7 @@ pub enum FixtureError {
     },
     /// Several metadata keys are missing or invalid: every one is listed, so
     /// a hand-written file can be fixed in one pass.
-    #[error("{path}: {} metadata keys are missing or invalid: {}", problems.len(), ListProblems(problems))]
+    #[error("{path}: {} metadata problems: {}", problems.len(), ListProblems(problems))]
     Metadata {
         /// The file.
         path: PathBuf,
@@ -236,9 +236,9 @@ pub enum MetadataProblem {
 impl fmt::Display for MetadataProblem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::Missing { key } => write!(f, "`{key}` is missing"),
+            Self::Missing { key } => write!(f, "key `{key}` is missing"),
             Self::Invalid { key, value, reason } => {
-                write!(f, "`{key}` is invalid ({value:?}): {reason}")
+                write!(f, "key `{key}` is invalid ({value:?}): {reason}")
             }
         }
     }

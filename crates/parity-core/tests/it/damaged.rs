@@ -342,9 +342,9 @@ fn every_missing_model_key_is_named_at_once() {
         .meta("prompt_len", "two");
     assert_eq!(
         b.error(),
-        "t.safetensors: 4 metadata keys are missing or invalid: `prompt` is missing; \
-         `prompt_len` is invalid (\"two\"): expected a whole number; `k` is missing; \
-         `vocab` is missing"
+        "t.safetensors: 4 metadata problems: key `prompt` is missing; \
+         key `prompt_len` is invalid (\"two\"): expected a whole number; key `k` is missing; \
+         key `vocab` is missing"
     );
     match valid_model()
         .without_meta("model")
@@ -384,9 +384,9 @@ fn every_missing_common_key_is_named_at_once() {
     .fold(Builder::valid(), |b, k| b.without_meta(k));
     assert_eq!(
         b.error(),
-        "t.safetensors: 6 metadata keys are missing or invalid: `format` is missing; \
-         `kind` is missing; `settings` is missing; `description` is missing; \
-         `torch_version` is missing; `transformers_version` is missing"
+        "t.safetensors: 6 metadata problems: key `format` is missing; \
+         key `kind` is missing; key `settings` is missing; key `description` is missing; \
+         key `torch_version` is missing; key `transformers_version` is missing"
     );
 }
 
@@ -398,15 +398,12 @@ fn invalid_values_are_listed_with_missing_keys() {
         .meta("rejected", "[1]")
         .without_meta("description");
     let e = b.error();
-    assert!(
-        e.starts_with("t.safetensors: 4 metadata keys are missing or invalid: "),
-        "{e}"
-    );
+    assert!(e.starts_with("t.safetensors: 4 metadata problems: "), "{e}");
     for part in [
-        "`format` is invalid (\"sampling-parity-fixture/2\"): expected `sampling-parity-fixture/1`",
-        "`kind` is invalid (\"dream\"): expected `model` or `edge`",
-        "`rejected` is invalid (\"[1]\"): invalid type: integer `1`",
-        "`description` is missing",
+        "key `format` is invalid (\"sampling-parity-fixture/2\"): expected `sampling-parity-fixture/1`",
+        "key `kind` is invalid (\"dream\"): expected `model` or `edge`",
+        "key `rejected` is invalid (\"[1]\"): invalid type: integer `1`",
+        "key `description` is missing",
     ] {
         assert!(e.contains(part), "{part:?} not in {e}");
     }
@@ -421,10 +418,10 @@ fn every_bad_setting_name_is_listed() {
     );
     assert_eq!(
         b.error(),
-        "t.safetensors: 3 metadata keys are missing or invalid: \
-         `settings` is invalid (\"Greedy\"): setting names are [a-z0-9_]+; \
-         `settings` is invalid (\"greedy\"): setting listed twice; \
-         `settings` is invalid (\"\"): setting names are [a-z0-9_]+"
+        "t.safetensors: 3 metadata problems: \
+         key `settings` is invalid (\"Greedy\"): setting names are [a-z0-9_]+; \
+         key `settings` is invalid (\"greedy\"): setting listed twice; \
+         key `settings` is invalid (\"\"): setting names are [a-z0-9_]+"
     );
 }
 
@@ -450,8 +447,8 @@ fn metadata_is_reported_before_tensors() {
         .without_meta("prompt_id");
     assert_eq!(
         b.error(),
-        "t.safetensors: 2 metadata keys are missing or invalid: `prompt_id` is missing; \
-         `answer` is missing"
+        "t.safetensors: 2 metadata problems: key `prompt_id` is missing; \
+         key `answer` is missing"
     );
     let b = valid_model().without_tensor("logits");
     assert_eq!(b.error(), "t.safetensors: tensor `logits` is missing");
