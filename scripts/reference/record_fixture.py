@@ -427,7 +427,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                     help="torch intra-op threads; 1 keeps float reduction order independent of the core count")
     ap.add_argument("--check", type=Path, metavar="FIXTURE",
                     help="record FIXTURE again from the recipe in its metadata and compare bit for bit")
-    ap.add_argument("--model", dest="check_model", type=Path,
+    ap.add_argument("--model", dest="check_model", type=Path, metavar="PATH",
                     help="--check: where the model is now, if not at the path recorded in the fixture")
     ap.add_argument("--tolerance", type=float, default=1e-3,
                     help="--check: max |diff| of logits still reported as CPU low-bit noise, not a failure")
