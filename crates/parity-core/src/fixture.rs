@@ -6,6 +6,8 @@
 //! transformers returned. Loading checks every invariant the rest of the project
 //! relies on, so a damaged or hand-edited file is reported here — naming the
 //! file and the tensor or metadata key — instead of becoming a wrong number later.
+//! Metadata is checked first and as a whole: a file with several missing or
+//! invalid keys gets one error that lists every one of them.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -145,7 +147,8 @@ pub enum FixtureError {
         /// What the safetensors parser said.
         message: String,
     },
-    /// A required metadata key is missing.
+    /// A required metadata key is missing (and it is the file's only
+    /// metadata problem; see [`FixtureError::Metadata`]).
     #[error("{path}: metadata key `{key}` is missing")]
     MissingMetadata {
         /// The file.
@@ -153,7 +156,8 @@ pub enum FixtureError {
         /// The key.
         key: &'static str,
     },
-    /// A metadata value does not parse or is not allowed.
+    /// A metadata value does not parse or is not allowed (and it is the
+    /// file's only metadata problem; see [`FixtureError::Metadata`]).
     #[error("{path}: metadata key `{key}` is invalid ({value:?}): {reason}")]
     BadMetadata {
         /// The file.
@@ -164,6 +168,15 @@ pub enum FixtureError {
         value: String,
         /// Why it is rejected.
         reason: String,
+    },
+    /// Several metadata keys are missing or invalid: every one is listed, so
+    /// a hand-written file can be fixed in one pass.
+    #[error("{path}: {} metadata problems: {}", problems.len(), ListProblems(problems))]
+    Metadata {
+        /// The file.
+        path: PathBuf,
+        /// Every problem, in the order the keys are checked.
+        problems: Vec<MetadataProblem>,
     },
     /// A required tensor is missing.
     #[error("{path}: tensor `{tensor}` is missing")]
@@ -199,6 +212,51 @@ pub enum FixtureError {
         /// The I/O error.
         source: std::io::Error,
     },
+}
+
+/// One missing or invalid metadata key of a fixture file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MetadataProblem {
+    /// The key is absent.
+    Missing {
+        /// The key.
+        key: &'static str,
+    },
+    /// The value does not parse or is not allowed.
+    Invalid {
+        /// The key.
+        key: &'static str,
+        /// The offending value (truncated to 200 characters).
+        value: String,
+        /// Why it is rejected.
+        reason: String,
+    },
+}
+
+impl fmt::Display for MetadataProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Missing { key } => write!(f, "key `{key}` is missing"),
+            Self::Invalid { key, value, reason } => {
+                write!(f, "key `{key}` is invalid ({value:?}): {reason}")
+            }
+        }
+    }
+}
+
+/// `; `-separated problems, for [`FixtureError::Metadata`]'s message.
+struct ListProblems<'a>(&'a [MetadataProblem]);
+
+impl fmt::Display for ListProblems<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, p) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str("; ")?;
+            }
+            write!(f, "{p}")?;
+        }
+        Ok(())
+    }
 }
 
 /// The repository's `fixtures/` folder (this crate is at `crates/parity-core`).
@@ -273,20 +331,70 @@ impl Fixture {
         let (_, header) = SafeTensors::read_metadata(data).map_err(container)?;
         let st = SafeTensors::deserialize(data).map_err(container)?;
         let empty = HashMap::new();
-        let meta = Meta {
+        let mut meta = Meta {
             path,
             map: header.metadata().as_ref().unwrap_or(&empty),
+            problems: Vec::new(),
         };
 
-        let format = meta.get("format")?;
-        if format != FORMAT {
-            return Err(meta.bad("format", format, format!("expected `{FORMAT}`")));
+        // Every metadata key is checked before any tensor, and every problem
+        // is collected, so one error names all of them. A missing or invalid
+        // value reads as "" (or 0, or `edge`); it is never used, because the
+        // collected problems are returned first.
+        if let Some(format) = meta.get("format")
+            && format != FORMAT
+        {
+            meta.invalid("format", format, format!("expected `{FORMAT}`"));
         }
-        let kind = match meta.get("kind")? {
-            "model" => FixtureKind::Model,
-            "edge" => FixtureKind::Edge,
-            other => return Err(meta.bad("kind", other, "expected `model` or `edge`".into())),
+        let kind = match meta.get("kind") {
+            Some("model") => Some(FixtureKind::Model),
+            Some("edge") => Some(FixtureKind::Edge),
+            Some(other) => {
+                meta.invalid("kind", other, "expected `model` or `edge`".into());
+                None
+            }
+            None => None,
         };
+        let metas = meta.settings();
+        let rejected = match meta.map.get("rejected") {
+            None => Vec::new(),
+            Some(json) => serde_json::from_str(json).unwrap_or_else(|e| {
+                meta.invalid("rejected", json, e.to_string());
+                Vec::new()
+            }),
+        };
+        // Model keys are required only when `kind` says so; with `kind`
+        // missing or invalid nobody knows, and that problem is reported.
+        let model = (kind == Some(FixtureKind::Model)).then(|| {
+            let model = meta.text("model");
+            let gguf_sha256 = meta.text("gguf_sha256");
+            let prompt_id = meta.text("prompt_id");
+            let prompt = meta.text("prompt");
+            let prompt_len = meta.number("prompt_len");
+            let k = meta.number("k");
+            let answer = meta.text("answer");
+            let full_answer = meta.text("full_answer");
+            let vocab = path
+                .parent()
+                .unwrap_or(Path::new("."))
+                .join(meta.text("vocab"));
+            ModelMeta {
+                model,
+                gguf_sha256,
+                prompt_id,
+                prompt,
+                prompt_len,
+                k,
+                answer,
+                full_answer,
+                vocab,
+            }
+        });
+        let description = meta.text("description");
+        let torch_version = meta.text("torch_version");
+        let transformers_version = meta.text("transformers_version");
+        meta.finish()?;
+        let kind = kind.unwrap_or(FixtureKind::Edge);
 
         let logits = read_f32(path, &st, "logits")?;
         if logits.is_empty() {
@@ -304,22 +412,8 @@ impl Fixture {
         }
         let input_ids = read_i64(path, &st, "input_ids")?;
 
-        let settings_json = meta.get("settings")?;
-        let metas: Vec<SettingMeta> = serde_json::from_str(settings_json)
-            .map_err(|e| meta.bad("settings", settings_json, e.to_string()))?;
         let mut settings = Vec::with_capacity(metas.len());
         for m in metas {
-            if m.name.is_empty()
-                || !m
-                    .name
-                    .bytes()
-                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
-            {
-                return Err(meta.bad("settings", &m.name, "setting names are [a-z0-9_]+".into()));
-            }
-            if settings.iter().any(|s: &Setting| s.name == m.name) {
-                return Err(meta.bad("settings", &m.name, "setting listed twice".into()));
-            }
             let tensor = format!("scores.{}", m.name);
             let scores = read_f32(path, &st, &tensor)?;
             if scores.len() != logits.len() {
@@ -359,30 +453,6 @@ impl Fixture {
             }
         }
 
-        let rejected = match meta.map.get("rejected") {
-            None => Vec::new(),
-            Some(json) => {
-                serde_json::from_str(json).map_err(|e| meta.bad("rejected", json, e.to_string()))?
-            }
-        };
-
-        let model = match kind {
-            FixtureKind::Edge => None,
-            FixtureKind::Model => Some(ModelMeta {
-                model: meta.get("model")?.to_string(),
-                gguf_sha256: meta.get("gguf_sha256")?.to_string(),
-                prompt_id: meta.get("prompt_id")?.to_string(),
-                prompt: meta.get("prompt")?.to_string(),
-                prompt_len: meta.number("prompt_len")?,
-                k: meta.number("k")?,
-                answer: meta.get("answer")?.to_string(),
-                full_answer: meta.get("full_answer")?.to_string(),
-                vocab: path
-                    .parent()
-                    .unwrap_or(Path::new("."))
-                    .join(meta.get("vocab")?),
-            }),
-        };
         // checked_add: both numbers come from the file, and a wrapped sum
         // (prompt_len = usize::MAX, k = 1) would match an empty context.
         if let Some(m) = &model
@@ -408,9 +478,9 @@ impl Fixture {
                 .map(|s| s.to_string_lossy().into_owned())
                 .unwrap_or_default(),
             kind,
-            description: meta.get("description")?.to_string(),
-            torch_version: meta.get("torch_version")?.to_string(),
-            transformers_version: meta.get("transformers_version")?.to_string(),
+            description,
+            torch_version,
+            transformers_version,
             model,
             logits,
             input_ids,
@@ -443,34 +513,89 @@ pub(crate) fn read_at_most(path: &Path, max: u64) -> std::io::Result<Result<Vec<
     Ok(if read > max { Err(read) } else { Ok(data) })
 }
 
+/// Reads metadata keys and collects every problem instead of stopping at the
+/// first.
 struct Meta<'a> {
     path: &'a Path,
     map: &'a HashMap<String, String>,
+    problems: Vec<MetadataProblem>,
 }
 
-impl Meta<'_> {
-    fn get(&self, key: &'static str) -> Result<&str, FixtureError> {
-        self.map
-            .get(key)
-            .map(String::as_str)
-            .ok_or_else(|| FixtureError::MissingMetadata {
-                path: self.path.to_path_buf(),
-                key,
-            })
+impl<'a> Meta<'a> {
+    fn get(&mut self, key: &'static str) -> Option<&'a str> {
+        let value = self.map.get(key).map(String::as_str);
+        if value.is_none() {
+            self.problems.push(MetadataProblem::Missing { key });
+        }
+        value
     }
 
-    fn number(&self, key: &'static str) -> Result<usize, FixtureError> {
-        let v = self.get(key)?;
-        v.parse()
-            .map_err(|_| self.bad(key, v, "expected a whole number".into()))
+    /// The value, or "" (with the problem recorded) when it is missing.
+    fn text(&mut self, key: &'static str) -> String {
+        self.get(key).unwrap_or_default().to_string()
     }
 
-    fn bad(&self, key: &'static str, value: &str, reason: String) -> FixtureError {
-        FixtureError::BadMetadata {
-            path: self.path.to_path_buf(),
+    /// A decimal whole number, or 0 (with the problem recorded).
+    fn number(&mut self, key: &'static str) -> usize {
+        let Some(v) = self.get(key) else { return 0 };
+        v.parse().unwrap_or_else(|_| {
+            self.invalid(key, v, "expected a whole number".into());
+            0
+        })
+    }
+
+    /// The `settings` list, every name checked; empty when it does not parse.
+    fn settings(&mut self) -> Vec<SettingMeta> {
+        let Some(json) = self.get("settings") else {
+            return Vec::new();
+        };
+        let metas: Vec<SettingMeta> = match serde_json::from_str(json) {
+            Ok(metas) => metas,
+            Err(e) => {
+                self.invalid("settings", json, e.to_string());
+                return Vec::new();
+            }
+        };
+        for (i, m) in metas.iter().enumerate() {
+            if m.name.is_empty()
+                || !m
+                    .name
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+            {
+                self.invalid("settings", &m.name, "setting names are [a-z0-9_]+".into());
+            } else if metas[..i].iter().any(|earlier| earlier.name == m.name) {
+                self.invalid("settings", &m.name, "setting listed twice".into());
+            }
+        }
+        metas
+    }
+
+    fn invalid(&mut self, key: &'static str, value: &str, reason: String) {
+        self.problems.push(MetadataProblem::Invalid {
             key,
             value: value.chars().take(200).collect(),
             reason,
+        });
+    }
+
+    /// One problem keeps its own error variant and message; several are
+    /// reported together.
+    fn finish(self) -> Result<(), FixtureError> {
+        let path = self.path.to_path_buf();
+        let mut problems = self.problems;
+        match problems.len() {
+            0 => Ok(()),
+            1 => Err(match problems.remove(0) {
+                MetadataProblem::Missing { key } => FixtureError::MissingMetadata { path, key },
+                MetadataProblem::Invalid { key, value, reason } => FixtureError::BadMetadata {
+                    path,
+                    key,
+                    value,
+                    reason,
+                },
+            }),
+            _ => Err(FixtureError::Metadata { path, problems }),
         }
     }
 }

@@ -21,7 +21,9 @@ pub mod semantics;
 pub mod text;
 pub mod vocab;
 
-pub use fixture::{Fixture, FixtureError, FixtureKind, ModelMeta, Rejected, Setting};
+pub use fixture::{
+    Fixture, FixtureError, FixtureKind, MetadataProblem, ModelMeta, Rejected, Setting,
+};
 pub use metrics::{Comparison, TokenMass};
 pub use record::{Logits, Record};
 pub use semantics::{

@@ -1,7 +1,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use parity_core::fixture::{Fixture, FixtureError};
+use parity_core::fixture::{Fixture, FixtureError, MetadataProblem};
 use safetensors::tensor::TensorView;
 use safetensors::{Dtype, serialize};
 
@@ -304,4 +304,152 @@ fn endless_file_is_refused_without_reading_it_all() {
         e,
         "/dev/zero: vocabulary is larger than the 67108864-byte limit"
     );
+}
+
+/// A valid model fixture: the edge builder with `kind` model and every model
+/// key, its two input ids being a 2-token prompt and no answer tokens.
+fn valid_model() -> Builder {
+    [
+        ("kind", "model"),
+        ("model", "m.gguf"),
+        ("gguf_sha256", "0"),
+        ("prompt_id", "p"),
+        ("prompt", "p"),
+        ("prompt_len", "2"),
+        ("k", "0"),
+        ("answer", ""),
+        ("full_answer", "a"),
+        ("vocab", "vocab.json"),
+    ]
+    .into_iter()
+    .fold(Builder::valid(), |b, (k, v)| b.meta(k, v))
+}
+
+#[test]
+fn a_valid_model_file_loads() {
+    let f = valid_model().load().expect("valid");
+    let m = f.model.expect("model metadata");
+    assert_eq!((m.prompt_len, m.k), (2, 0));
+    assert_eq!(m.vocab, Path::new("vocab.json"));
+}
+
+#[test]
+fn every_missing_model_key_is_named_at_once() {
+    let b = valid_model()
+        .without_meta("prompt")
+        .without_meta("k")
+        .without_meta("vocab")
+        .meta("prompt_len", "two");
+    assert_eq!(
+        b.error(),
+        "t.safetensors: 4 metadata problems: key `prompt` is missing; \
+         key `prompt_len` is invalid (\"two\"): expected a whole number; key `k` is missing; \
+         key `vocab` is missing"
+    );
+    match valid_model()
+        .without_meta("model")
+        .without_meta("torch_version")
+        .load()
+    {
+        Err(FixtureError::Metadata { path, problems }) => {
+            assert_eq!(path, Path::new("t.safetensors"));
+            assert_eq!(
+                problems,
+                vec![
+                    MetadataProblem::Missing { key: "model" },
+                    MetadataProblem::Missing {
+                        key: "torch_version"
+                    },
+                ]
+            );
+        }
+        other => panic!("expected FixtureError::Metadata, got {other:?}"),
+    }
+}
+
+#[test]
+fn every_missing_common_key_is_named_at_once() {
+    // A file with no metadata at all: the six keys every fixture needs.
+    // Without `kind` nobody knows whether the model keys are required, so
+    // they are not listed.
+    let b = [
+        "format",
+        "kind",
+        "settings",
+        "description",
+        "torch_version",
+        "transformers_version",
+    ]
+    .into_iter()
+    .fold(Builder::valid(), |b, k| b.without_meta(k));
+    assert_eq!(
+        b.error(),
+        "t.safetensors: 6 metadata problems: key `format` is missing; \
+         key `kind` is missing; key `settings` is missing; key `description` is missing; \
+         key `torch_version` is missing; key `transformers_version` is missing"
+    );
+}
+
+#[test]
+fn invalid_values_are_listed_with_missing_keys() {
+    let b = Builder::valid()
+        .meta("format", "sampling-parity-fixture/2")
+        .meta("kind", "dream")
+        .meta("rejected", "[1]")
+        .without_meta("description");
+    let e = b.error();
+    assert!(e.starts_with("t.safetensors: 4 metadata problems: "), "{e}");
+    for part in [
+        "key `format` is invalid (\"sampling-parity-fixture/2\"): expected `sampling-parity-fixture/1`",
+        "key `kind` is invalid (\"dream\"): expected `model` or `edge`",
+        "key `rejected` is invalid (\"[1]\"): invalid type: integer `1`",
+        "key `description` is missing",
+    ] {
+        assert!(e.contains(part), "{part:?} not in {e}");
+    }
+}
+
+#[test]
+fn every_bad_setting_name_is_listed() {
+    let b = Builder::valid().meta(
+        "settings",
+        r#"[{"name": "Greedy", "kwargs": {}}, {"name": "greedy", "kwargs": {}},
+            {"name": "greedy", "kwargs": {}}, {"name": "", "kwargs": {}}]"#,
+    );
+    assert_eq!(
+        b.error(),
+        "t.safetensors: 3 metadata problems: \
+         key `settings` is invalid (\"Greedy\"): setting names are [a-z0-9_]+; \
+         key `settings` is invalid (\"greedy\"): setting listed twice; \
+         key `settings` is invalid (\"\"): setting names are [a-z0-9_]+"
+    );
+}
+
+#[test]
+fn one_metadata_problem_keeps_its_own_message() {
+    assert_eq!(
+        valid_model().without_meta("full_answer").error(),
+        "t.safetensors: metadata key `full_answer` is missing"
+    );
+    assert!(matches!(
+        valid_model().meta("k", "-1").load(),
+        Err(FixtureError::BadMetadata { key: "k", .. })
+    ));
+}
+
+#[test]
+fn metadata_is_reported_before_tensors() {
+    // Both the metadata and a tensor are broken: the metadata problems come
+    // first, all of them, so one run lists every key to fix.
+    let b = valid_model()
+        .without_tensor("logits")
+        .without_meta("answer")
+        .without_meta("prompt_id");
+    assert_eq!(
+        b.error(),
+        "t.safetensors: 2 metadata problems: key `prompt_id` is missing; \
+         key `answer` is missing"
+    );
+    let b = valid_model().without_tensor("logits");
+    assert_eq!(b.error(), "t.safetensors: tensor `logits` is missing");
 }

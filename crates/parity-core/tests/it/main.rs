@@ -4,3 +4,4 @@
 
 mod bundled;
 mod damaged;
+mod own_model;
