@@ -20,6 +20,11 @@ pub fn all(generation_config: Option<&GenerationConfig>) -> Vec<Box<dyn AnySeman
         Box::new(candle_adapter::Candle),
         Box::new(candle_adapter::CandleExact),
         Box::new(spec_sampler::Spec),
+        Box::new(llamacpp_sampling::LlamaCpp),
+        Box::new(llamacpp_sampling::Ollama),
+        Box::new(vllm_sampling::Vllm),
+        Box::new(mistralrs_sampling::MistralRs),
+        Box::new(tutorial_sampling::Tutorial),
     ]
 }
 

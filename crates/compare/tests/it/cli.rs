@@ -229,7 +229,7 @@ fn ties_shows_three_rules() {
 
 #[test]
 fn usage_errors_exit_2() {
-    let out = compare(&["dist", "--semantics", "vllm"], "");
+    let out = compare(&["dist", "--semantics", "sglang"], "");
     assert_eq!(out.status.code(), Some(2));
     let out = compare(&["report", "--pairs", "hf:llama"], "");
     assert_eq!(out.status.code(), Some(2));
