@@ -63,10 +63,7 @@ mod pyfmt;
 mod torch;
 
 pub use error::HfError;
-pub use fast::{
-    Distribution, FAST_EXP_ABS, FAST_EXP_REL, HfSampler, StepPath, exps_for_tests,
-    heavy_tailed_logits,
-};
+pub use fast::{Distribution, HfSampler, StepPath};
 pub use params::{GenerationConfig, GenerationParams, SAMPLING_KEYS, resolve};
 pub use processors::Processor;
 

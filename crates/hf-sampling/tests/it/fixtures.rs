@@ -1,6 +1,6 @@
 //! Every committed fixture, every setting: hf-sampling against transformers 5.23.0.
 //!
-//! Tolerances (from issue 4): scores within 1e-6 relative (and -inf exactly
+//! Tolerances: scores within 1e-6 relative (and -inf exactly
 //! where transformers has -inf), probabilities within 1e-5 absolute of the
 //! softmax of transformers' scores (computed in f64 by parity-core), identical
 //! kept sets. Every `rejected` setting must be rejected by resolve/process.
