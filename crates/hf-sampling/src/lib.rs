@@ -55,6 +55,8 @@
 //! samples from (up to f32 rounding). Compare distributions, not tokens.
 #![deny(missing_docs)]
 
+mod chain;
+mod constraints;
 mod error;
 mod fast;
 mod params;
@@ -62,6 +64,7 @@ mod processors;
 mod pyfmt;
 mod torch;
 
+pub use constraints::Constraints;
 pub use error::HfError;
 pub use fast::{Distribution, HfSampler, StepPath};
 pub use params::{GenerationConfig, GenerationParams, SAMPLING_KEYS, resolve};
@@ -91,72 +94,21 @@ pub struct HfOutput {
 
 impl GenerationParams {
     /// The processors transformers' `_get_logits_processor` builds for these
-    /// parameters, in order. Errors for values transformers' constructors
-    /// reject (e.g. a temperature of 0 while sampling).
+    /// parameters, in order, for a generation whose prompt has `prompt_len`
+    /// tokens (`input_ids_seq_length`: min-new-tokens, begin-suppression and
+    /// the length penalty count from it, and `max_length` defaults to it plus
+    /// `max_new_tokens`). Errors for values transformers' constructors (or
+    /// `GenerationConfig.validate`) reject, e.g. a temperature of 0 while
+    /// sampling or a negative `forced_eos_token_id`.
+    pub fn processors_at(&self, prompt_len: usize) -> Result<Vec<Processor>, HfError> {
+        chain::build(self, prompt_len)
+    }
+
+    /// [`Self::processors_at`] for a prompt of length 0 (which processors
+    /// exist only differs from a real prompt for `min_new_tokens` and
+    /// `begin_suppress_tokens`).
     pub fn processors(&self) -> Result<Vec<Processor>, HfError> {
-        let mut list = Vec::new();
-        let p = self.repetition_penalty;
-        if p != 1.0 {
-            if !positive(p) {
-                return Err(HfError::RepetitionPenalty {
-                    value: pyfmt::float_repr(p),
-                });
-            }
-            list.push(Processor::RepetitionPenalty { penalty: p });
-        }
-        if !self.do_sample {
-            return Ok(list);
-        }
-        let t = self.temperature;
-        if t != 1.0 {
-            if !positive(t) {
-                return Err(HfError::Temperature {
-                    value: pyfmt::float_repr(t),
-                    zero: t == 0.0,
-                });
-            }
-            list.push(Processor::Temperature { temperature: t });
-        }
-        if let Some(k) = self.top_k.filter(|&k| k != 0) {
-            list.push(Processor::TopK { top_k: k });
-        }
-        if self.top_p < 1.0 {
-            if self.top_p < 0.0 {
-                return Err(HfError::TopP {
-                    value: pyfmt::float_repr(self.top_p),
-                });
-            }
-            list.push(Processor::TopP { top_p: self.top_p });
-        }
-        if let Some(m) = self.min_p {
-            if !(0.0..=1.0).contains(&m) {
-                return Err(HfError::MinP {
-                    value: pyfmt::float_repr(m),
-                });
-            }
-            list.push(Processor::MinP { min_p: m });
-        }
-        if self.typical_p < 1.0 {
-            if !positive(self.typical_p) {
-                return Err(HfError::TypicalP {
-                    value: pyfmt::float_repr(self.typical_p),
-                });
-            }
-            list.push(Processor::Typical {
-                mass: self.typical_p,
-            });
-        }
-        if 0.0 < self.epsilon_cutoff && self.epsilon_cutoff < 1.0 {
-            list.push(Processor::Epsilon {
-                epsilon: self.epsilon_cutoff,
-            });
-        }
-        if 0.0 < self.eta_cutoff && self.eta_cutoff < 1.0 {
-            list.push(Processor::Eta {
-                epsilon: self.eta_cutoff,
-            });
-        }
-        Ok(list)
+        self.processors_at(0)
     }
 
     /// transformers' class names of [`Self::processors`], in order (empty
@@ -179,7 +131,30 @@ pub fn process(
     input_ids: &[i64],
     params: &GenerationParams,
 ) -> Result<HfOutput, HfError> {
-    let processors = params.processors()?;
+    process_at(logits, input_ids, input_ids.len(), params)
+}
+
+/// [`process`] for a step of a generation whose prompt was the first
+/// `prompt_len` ids of `input_ids` (the rest were generated): the processors
+/// that read the generation state (min new tokens, begin suppression, the
+/// length penalty, forced eos at `max_length`) count from there. A
+/// `prompt_len` beyond `input_ids` is an error.
+pub fn process_at(
+    logits: &[f32],
+    input_ids: &[i64],
+    prompt_len: usize,
+    params: &GenerationParams,
+) -> Result<HfOutput, HfError> {
+    if prompt_len > input_ids.len() {
+        return Err(HfError::Invalid {
+            key: "prompt_len".into(),
+            message: format!(
+                "prompt_len {prompt_len} is longer than input_ids ({} ids)",
+                input_ids.len()
+            ),
+        });
+    }
+    let processors = params.processors_at(prompt_len)?;
     if logits.is_empty() {
         return Err(HfError::EmptyLogits);
     }
@@ -200,7 +175,7 @@ pub fn process(
 
     let mut scores = logits.to_vec();
     for p in &processors {
-        p.apply(&mut scores, input_ids);
+        p.apply(&mut scores, input_ids)?;
     }
 
     if params.do_sample {

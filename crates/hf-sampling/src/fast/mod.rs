@@ -111,6 +111,9 @@ struct Plan {
     top_p: Option<f32>,
     min_p: Option<f32>,
     reference_only: bool,
+    /// Token constraints are set: the processor list is rebuilt per step
+    /// (it depends on the prompt length) and its masks applied.
+    stateful: bool,
     do_sample: bool,
 }
 
@@ -123,6 +126,7 @@ impl Plan {
             top_p: None,
             min_p: None,
             reference_only: false,
+            stateful: false,
             do_sample: params.do_sample,
         };
         for p in params.processors()? {
@@ -137,11 +141,17 @@ impl Plan {
                 Processor::MinP { min_p } => {
                     plan.min_p = Some(min_p as f32).filter(|&m| m != 0.0);
                 }
-                Processor::Typical { .. } | Processor::Epsilon { .. } | Processor::Eta { .. } => {
-                    plan.reference_only = true;
-                }
+                p if p.is_mask() => plan.stateful = true,
+                // Typical, epsilon, eta, top-h, sequence bias, the length
+                // penalty, inf/NaN removal and renormalisation.
+                _ => plan.reference_only = true,
             }
         }
+        // Which masks exist can depend on the prompt length (min_new_tokens,
+        // begin_suppress_tokens): rebuild per step whenever any is set.
+        let mut c = params.constraints.clone();
+        (c.eos_token_id, c.max_length, c.max_new_tokens) = (None, None, None);
+        plan.stateful |= c != crate::Constraints::default();
         Ok(plan)
     }
 }
@@ -176,6 +186,7 @@ pub struct HfSampler {
     kept: Vec<u32>,
     probs: Vec<f32>,
     path: StepPath,
+    prompt_len: usize,
 }
 
 impl HfSampler {
@@ -196,6 +207,7 @@ impl HfSampler {
             kept: Vec::new(),
             probs: Vec::new(),
             path: StepPath::Reference,
+            prompt_len: 0,
         })
     }
 
@@ -204,15 +216,27 @@ impl HfSampler {
         &self.params
     }
 
-    /// Draw the next token for `logits` after `context`. Errors as
-    /// [`crate::process`] does.
+    /// Draw the next token for `logits` after `context` (all of it the
+    /// prompt). Errors as [`crate::process`] does.
     pub fn sample<R: Rng + ?Sized>(
         &mut self,
         logits: &[f32],
         context: &[i64],
         rng: &mut R,
     ) -> Result<usize, HfError> {
-        self.step(logits, context)?;
+        self.sample_at(logits, context, context.len(), rng)
+    }
+
+    /// [`Self::sample`] in a generation whose prompt was the first
+    /// `prompt_len` ids of `context` (see [`crate::process_at`]).
+    pub fn sample_at<R: Rng + ?Sized>(
+        &mut self,
+        logits: &[f32],
+        context: &[i64],
+        prompt_len: usize,
+        rng: &mut R,
+    ) -> Result<usize, HfError> {
+        self.step(logits, context, prompt_len)?;
         Ok(self.draw(rng))
     }
 
@@ -223,7 +247,18 @@ impl HfSampler {
         logits: &[f32],
         context: &[i64],
     ) -> Result<Distribution<'_>, HfError> {
-        self.step(logits, context)?;
+        self.distribution_at(logits, context, context.len())
+    }
+
+    /// [`Self::distribution`] in a generation whose prompt was the first
+    /// `prompt_len` ids of `context` (see [`crate::process_at`]).
+    pub fn distribution_at(
+        &mut self,
+        logits: &[f32],
+        context: &[i64],
+        prompt_len: usize,
+    ) -> Result<Distribution<'_>, HfError> {
+        self.step(logits, context, prompt_len)?;
         if self.path == StepPath::Dense {
             let v = logits.len();
             let inv = self.dense_inv;
@@ -282,7 +317,7 @@ impl HfSampler {
     }
 
     fn reference(&mut self, logits: &[f32], context: &[i64]) -> Result<(), HfError> {
-        let out = crate::process(logits, context, &self.params)?;
+        let out = crate::process_at(logits, context, self.prompt_len, &self.params)?;
         self.kept.clear();
         self.probs.clear();
         for &i in &out.kept {
@@ -293,9 +328,10 @@ impl HfSampler {
         Ok(())
     }
 
-    fn step(&mut self, logits: &[f32], context: &[i64]) -> Result<(), HfError> {
+    fn step(&mut self, logits: &[f32], context: &[i64], prompt_len: usize) -> Result<(), HfError> {
+        self.prompt_len = prompt_len;
         let v = logits.len();
-        if v == 0 || self.plan.reference_only || v >= 1 << 24 {
+        if v == 0 || self.plan.reference_only || v >= 1 << 24 || prompt_len > context.len() {
             return self.reference(logits, context);
         }
         if self.ctx.update(context, v).is_err() {
@@ -314,6 +350,25 @@ impl HfSampler {
         work: &mut Vec<f32>,
     ) -> Result<(), HfError> {
         let plan = self.plan;
+        if plan.stateful {
+            // The masks come after the penalty and before the warpers: the
+            // penalised scores are materialised, masked, and the temperature
+            // applied on the fly. Invalid logits (which a mask could hide)
+            // and construction errors go to the reference. (Processors other
+            // than masks and the fast path's own made the plan reference-only.)
+            let (_, _, ok) = scan_max(logits, |s| s);
+            let chain = match self.params.processors_at(self.prompt_len) {
+                Ok(chain) if ok => chain,
+                _ => return self.reference(logits, context),
+            };
+            processed_scores(logits, &self.ctx.seen, plan.penalty, None, work);
+            for p in chain.iter().filter(|p| p.is_mask()) {
+                if p.apply(work, context).is_err() {
+                    return self.reference(logits, context);
+                }
+            }
+            return self.sample_from(logits, context, work, plan.temperature);
+        }
         // Penalised scores are materialised; a temperature alone is applied
         // on the fly (`x / t`, the reference's f32 division).
         let (x, t): (&[f32], Option<f32>) = if plan.penalty.is_some() {
@@ -322,6 +377,19 @@ impl HfSampler {
         } else {
             (logits, plan.temperature)
         };
+        self.sample_from(logits, context, x, t)
+    }
+
+    /// The step on the processed scores `x` (before the temperature `t`,
+    /// applied on the fly): greedy, sparse, dense or the reference.
+    fn sample_from(
+        &mut self,
+        logits: &[f32],
+        context: &[i64],
+        x: &[f32],
+        t: Option<f32>,
+    ) -> Result<(), HfError> {
+        let plan = self.plan;
         let v = x.len();
         if !plan.do_sample {
             let (_, _, ok) = scan_max(x, |s| s);

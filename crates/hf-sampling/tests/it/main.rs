@@ -5,4 +5,5 @@ mod crosscheck;
 mod draw;
 mod fast;
 mod fixtures;
+mod processors;
 mod resolve;
