@@ -16,28 +16,34 @@
 //!
 //! [`resolve`] turns generate kwargs (and optionally a model's
 //! `generation_config.json`, see [`GenerationConfig`]) into
-//! [`GenerationParams`], raising where transformers raises. [`process`] runs the
-//! processor list of [`GenerationParams::processors`] over the logits in
-//! transformers' order, in f32 with torch's operations:
+//! [`GenerationParams`], raising where transformers raises. [`process_at`]
+//! runs the processor list of [`GenerationParams::processors_at`] over the
+//! logits in transformers' order, in f32 with torch's operations. The order
+//! (`_get_logits_processor`; each only when its kwarg is set to an active
+//! value, see `docs/hf-sampling.md` for the table):
 //!
-//! 1. `RepetitionPenaltyLogitsProcessor` if `repetition_penalty != 1` (greedy
-//!    too), then, only when sampling:
-//! 2. `TemperatureLogitsWarper` if `temperature != 1`,
-//! 3. `TopKLogitsWarper` if `top_k` is not 0/null,
-//! 4. `TopPLogitsWarper` if `top_p < 1`,
-//! 5. `MinPLogitsWarper` if `min_p` is set,
-//! 6. `TypicalLogitsWarper` if `typical_p < 1`,
-//! 7. `EpsilonLogitsWarper` / 8. `EtaLogitsWarper` if strictly between 0 and 1.
+//! 1. sequence bias, repetition penalty (greedy too), n-gram bans, bad words,
+//!    min length, min new tokens, forced bos, forced eos, inf/NaN removal,
+//!    the exponential length penalty, suppressed tokens, tokens suppressed at
+//!    the first step; then, only when sampling:
+//! 2. temperature, top-h, top-k, top-p, min-p, typical, epsilon, eta;
+//! 3. last, renormalisation (`renormalize_logits`, log-softmax).
+//!
+//! Processors that read the generation state take it from the context
+//! (`input_ids`) and the prompt length (`prompt_len`; [`process`] treats the
+//! whole context as the prompt); `max_length` and `eos_token_id` come from the
+//! kwargs or the generation config.
 //!
 //! The result ([`HfOutput`]) holds the processed scores (what `output_scores`
 //! returns), the probabilities (softmax of the scores; one-hot of the argmax,
 //! first index among ties, when not sampling) and the kept set.
 //!
-//! It deliberately does not model beam search, assisted decoding, bad words,
-//! forced or suppressed tokens, n-gram blocking, min-length, guidance or
-//! watermarking: [`resolve`] rejects those settings instead of ignoring them.
-//! The caller passes the `input_ids` the penalty should see; transformers'
-//! exclusion of left padding (via the attention mask) is the caller's job.
+//! It deliberately does not model beam search and the other decoding methods
+//! (contrastive, assisted, DoLa), classifier-free guidance (a second forward
+//! pass) or watermarking: [`resolve`] rejects those settings instead of
+//! ignoring them. The caller passes the `input_ids` the penalty should see;
+//! transformers' exclusion of left padding (via the attention mask) is the
+//! caller's job.
 //!
 //! # Drawing a token: same distribution, never the same token stream
 //!
@@ -72,6 +78,10 @@ pub use processors::Processor;
 
 /// Individual processors, for tests and for callers composing their own chain.
 pub mod ops {
+    pub use crate::constraints::{
+        banned_ngram_tokens, exponential_decay, force, inf_nan_remove, log_softmax, mask_ids,
+        sequence_bias, top_h,
+    };
     pub use crate::processors::{
         epsilon, eta, min_p, repetition_penalty, temperature, top_k, top_p, typical,
     };
