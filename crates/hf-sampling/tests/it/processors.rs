@@ -120,6 +120,8 @@ fn close(a: f32, b: f32) -> bool {
 fn every_step_of_every_setting_matches_transformers() {
     let mut checked_steps = 0;
     let mut later_steps = 0;
+    let mut settings = 0;
+    let mut inexact = Vec::new();
     let mut fast_paths: HashMap<String, usize> = HashMap::new();
     let mut failures = Vec::new();
     for (file, f) in files() {
@@ -144,6 +146,7 @@ fn every_step_of_every_setting_matches_transformers() {
             let approximate =
                 kwargs.contains_key("top_h") || kwargs.contains_key("renormalize_logits");
             let mut sampler = HfSampler::new(&params).expect("valid parameters");
+            settings += 1;
             for (step, (x, w)) in logits.iter().zip(&want).enumerate() {
                 let ctx = &sequence[..prompt_len + step];
                 let got = match process_at(x, ctx, prompt_len, &params) {
@@ -156,6 +159,16 @@ fn every_step_of_every_setting_matches_transformers() {
                 let ok = got.scores.iter().zip(w).all(|(&a, &b)| {
                     if approximate { close(a, b) } else { same(a, b) }
                 });
+                if !got.scores.iter().zip(w).all(|(&a, &b)| same(a, b)) {
+                    let rel = got
+                        .scores
+                        .iter()
+                        .zip(w)
+                        .filter(|(a, b)| a.is_finite() && b.is_finite())
+                        .map(|(&a, &b)| ((a - b).abs() / b.abs().max(1e-30)) as f64)
+                        .fold(0.0, f64::max);
+                    inexact.push(format!("{file}/{name} step {step}: max rel {rel:.1e}"));
+                }
                 let kept_ok = got
                     .scores
                     .iter()
@@ -196,7 +209,10 @@ fn every_step_of_every_setting_matches_transformers() {
             }
         }
     }
-    eprintln!("{checked_steps} steps ({later_steps} after the first); fast paths {fast_paths:?}");
+    eprintln!(
+        "{settings} settings, {checked_steps} steps ({later_steps} after the first), \
+         not bit-identical: {inexact:?}; fast paths {fast_paths:?}"
+    );
     assert!(
         failures.is_empty(),
         "{} failure(s):\n{}",
