@@ -28,6 +28,7 @@ pub struct HfLogitsProcessor {
     sampler: HfSampler,
     rng: StdRng,
     context: Vec<i64>,
+    prompt_len: usize,
 }
 
 impl HfLogitsProcessor {
@@ -39,6 +40,7 @@ impl HfLogitsProcessor {
             sampler: HfSampler::new(params)?,
             rng: StdRng::seed_from_u64(seed),
             context: Vec::new(),
+            prompt_len: 0,
         })
     }
 
@@ -47,6 +49,9 @@ impl HfLogitsProcessor {
     pub fn set_prompt(&mut self, prompt: &[u32]) {
         self.context.clear();
         self.context.extend(prompt.iter().map(|&t| i64::from(t)));
+        // Where generation starts: min_new_tokens, begin_suppress_tokens and
+        // the length penalty count from here.
+        self.prompt_len = prompt.len();
     }
 
     /// Prompt and generated ids so far.
@@ -88,7 +93,7 @@ impl HfLogitsProcessor {
     fn draw(&mut self, logits: &[f32]) -> candle_core::Result<u32> {
         let id = self
             .sampler
-            .sample(logits, &self.context, &mut self.rng)
+            .sample_at(logits, &self.context, self.prompt_len, &mut self.rng)
             .map_err(candle_core::Error::wrap)?;
         u32::try_from(id).map_err(candle_core::Error::wrap)
     }
