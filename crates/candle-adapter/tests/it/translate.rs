@@ -191,9 +191,11 @@ fn processor_kwargs_are_explained() {
         serde_json::from_str(s).expect("json")
     };
     let t = translate_kwargs(
-        &kw(r#"{"do_sample": false, "no_repeat_ngram_size": 3, "bad_words_ids": [[5]],
+        &kw(
+            r#"{"do_sample": false, "no_repeat_ngram_size": 3, "bad_words_ids": [[5]],
                "min_new_tokens": 4, "eos_token_id": 2, "suppress_tokens": [7],
-               "renormalize_logits": true}"#),
+               "renormalize_logits": true}"#,
+        ),
         None,
     )
     .expect("valid");
@@ -217,7 +219,11 @@ fn processor_kwargs_are_explained() {
     }
     assert!(names.iter().any(|w| w.contains("-inf")), "{names:?}");
     // Without an eos id the min-length processors do not exist: no warning.
-    let t = translate_kwargs(&kw(r#"{"do_sample": true, "min_new_tokens": 4}"#), None)
-        .expect("valid");
-    assert!(t.warnings.iter().all(|w| w.code() != "processor"), "{:?}", t.warnings);
+    let t =
+        translate_kwargs(&kw(r#"{"do_sample": true, "min_new_tokens": 4}"#), None).expect("valid");
+    assert!(
+        t.warnings.iter().all(|w| w.code() != "processor"),
+        "{:?}",
+        t.warnings
+    );
 }
