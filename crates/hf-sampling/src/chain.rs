@@ -300,3 +300,90 @@ fn warpers(params: &GenerationParams, list: &mut Vec<Processor>) -> Result<(), H
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use crate::resolve;
+
+    /// Every processor at once: the order of `_get_logits_processor`
+    /// (transformers 5.23.0 `generation/utils.py`), warpers after the
+    /// constraints, renormalisation last.
+    #[test]
+    fn every_processor_in_transformers_order() {
+        let kwargs = json!({
+            "do_sample": true, "temperature": 0.7, "top_h": 0.5, "top_k": 5, "top_p": 0.9,
+            "min_p": 0.1, "typical_p": 0.9, "epsilon_cutoff": 0.01, "eta_cutoff": 0.01,
+            "repetition_penalty": 1.2, "sequence_bias": [[[1], 0.5]], "no_repeat_ngram_size": 2,
+            "bad_words_ids": [[3]], "min_length": 4, "min_new_tokens": 2, "eos_token_id": 5,
+            "forced_bos_token_id": 1, "forced_eos_token_id": 5, "remove_invalid_values": true,
+            "exponential_decay_length_penalty": [2, 1.1], "suppress_tokens": [6],
+            "begin_suppress_tokens": [7], "renormalize_logits": true
+        });
+        let p = resolve(kwargs.as_object().expect("object"), None).expect("valid");
+        let names: Vec<&str> = p
+            .processors_at(3)
+            .expect("valid")
+            .iter()
+            .map(|x| x.name())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "SequenceBiasLogitsProcessor",
+                "RepetitionPenaltyLogitsProcessor",
+                "NoRepeatNGramLogitsProcessor",
+                "NoBadWordsLogitsProcessor",
+                "MinLengthLogitsProcessor",
+                "MinNewTokensLengthLogitsProcessor",
+                "ForcedBOSTokenLogitsProcessor",
+                "ForcedEOSTokenLogitsProcessor",
+                "InfNanRemoveLogitsProcessor",
+                "ExponentialDecayLengthPenalty",
+                "SuppressTokensLogitsProcessor",
+                "SuppressTokensAtBeginLogitsProcessor",
+                "TemperatureLogitsWarper",
+                "TopHLogitsWarper",
+                "TopKLogitsWarper",
+                "TopPLogitsWarper",
+                "MinPLogitsWarper",
+                "TypicalLogitsWarper",
+                "EpsilonLogitsWarper",
+                "EtaLogitsWarper",
+                "LogitNormalization",
+            ]
+        );
+        // Greedy: no warpers, renormalisation still last.
+        let mut greedy = p.clone();
+        greedy.do_sample = false;
+        let names = greedy.processor_names().expect("valid");
+        assert_eq!(names.last(), Some(&"LogitNormalization"));
+        assert!(!names.contains(&"TemperatureLogitsWarper"));
+    }
+
+    #[test]
+    fn lengths_count_from_the_prompt() {
+        let kwargs = json!({"min_new_tokens": 2, "eos_token_id": 5, "max_new_tokens": 4,
+                            "forced_eos_token_id": 5, "begin_suppress_tokens": [1]});
+        let p = resolve(kwargs.as_object().expect("object"), None).expect("valid");
+        let list = p.processors_at(10).expect("valid");
+        // min_length = 2 + 10; max_length = 4 + 10; begin index = prompt length.
+        assert!(list.contains(&crate::Processor::MinLength {
+            min_length: 12,
+            eos: vec![5]
+        }));
+        assert!(list.contains(&crate::Processor::ForcedEos {
+            max_length: 14.0,
+            ids: vec![5]
+        }));
+        assert!(list.contains(&crate::Processor::SuppressTokensAtBegin {
+            ids: vec![1],
+            begin_index: 10
+        }));
+        // No eos id: neither min-length processor exists.
+        let kwargs = json!({"min_new_tokens": 2});
+        let p = resolve(kwargs.as_object().expect("object"), None).expect("valid");
+        assert!(p.processors_at(10).expect("valid").is_empty());
+    }
+}

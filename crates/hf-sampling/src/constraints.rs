@@ -43,10 +43,11 @@ pub struct Constraints {
     /// the length penalty and the bad-words eos filter need it.
     pub eos_token_id: Option<Vec<i64>>,
     /// `max_length` as set (kwargs or config); `None` = transformers' default
-    /// of 20 new tokens.
-    pub max_length: Option<i64>,
+    /// of 20 new tokens. (A Python number: transformers compares lengths
+    /// with it, so a float works there too.)
+    pub max_length: Option<f64>,
     /// `max_new_tokens`; takes precedence over `max_length`.
-    pub max_new_tokens: Option<i64>,
+    pub max_new_tokens: Option<f64>,
     /// `min_length` (default 0) as the JSON number given (an int or a float).
     pub min_length: Option<Number>,
     /// `min_new_tokens` as the JSON number given.
@@ -165,11 +166,14 @@ impl Constraints {
         for (key, slot) in [
             ("max_length", &mut c.max_length),
             ("max_new_tokens", &mut c.max_new_tokens),
-            ("forced_bos_token_id", &mut c.forced_bos_token_id),
         ] {
             if let Some(v) = set(key) {
-                *slot = Some(int(v).ok_or_else(|| wrong(key, "an integer", v))?);
+                *slot = Some(number(key, v)?.as_f64().unwrap_or(f64::NAN));
             }
+        }
+        if let Some(v) = set("forced_bos_token_id") {
+            c.forced_bos_token_id =
+                Some(int(v).ok_or_else(|| wrong("forced_bos_token_id", "an integer", v))?);
         }
         for (key, slot) in [
             ("min_length", &mut c.min_length),
@@ -225,12 +229,12 @@ impl Constraints {
     /// `max_length` after `_prepare_generated_length` for a prompt of
     /// `prompt_len` tokens. (transformers also caps the default at the
     /// model's `max_position_embeddings`, which a record does not carry.)
-    pub fn max_length_at(&self, prompt_len: usize) -> i64 {
-        let n = i64::try_from(prompt_len).unwrap_or(i64::MAX);
+    pub fn max_length_at(&self, prompt_len: usize) -> f64 {
+        let n = prompt_len as f64;
         match (self.max_new_tokens, self.max_length) {
-            (Some(m), _) => m.saturating_add(n),
+            (Some(m), _) => m + n,
             (None, Some(m)) => m,
-            (None, None) => 20i64.saturating_add(n),
+            (None, None) => 20.0 + n,
         }
     }
 }

@@ -64,7 +64,7 @@ pub enum Processor {
     /// `max_length - 1`.
     ForcedEos {
         /// `max_length` of the generation.
-        max_length: i64,
+        max_length: f64,
         /// The forced ids.
         ids: Vec<i64>,
     },
@@ -229,7 +229,7 @@ impl Processor {
                 }
             }
             Self::ForcedEos { max_length, ids } => {
-                if cur_len as i64 == max_length - 1 {
+                if cur_len as f64 == max_length - 1.0 {
                     constraints::force(scores, ids, "forced_eos_token_id")?;
                 }
             }
