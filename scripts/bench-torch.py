@@ -2,7 +2,7 @@
 """Per-token time of transformers' processors + softmax + torch.multinomial, one thread.
 
 The torch column of docs/performance.md: the same logits as the Rust benchmarks
-(`hf_sampling::heavy_tailed_logits(V, 0)`, re-generated here bit for bit:
+(`bench_support::heavy_tailed_logits(V, 0)`, re-generated here bit for bit:
 splitmix64, Box-Muller in f64, cast to f32), the same settings, transformers'
 own processor classes as `generate` builds them (batch of one).
 
@@ -30,7 +30,7 @@ MASK = (1 << 64) - 1
 
 
 def heavy_tailed_logits(v, seed):
-    """Port of hf_sampling::heavy_tailed_logits (crates/hf-sampling/src/fast.rs)."""
+    """Port of bench_support::heavy_tailed_logits (crates/bench-support/src/lib.rs)."""
     state = seed ^ 0x9E3779B97F4A7C15
 
     def nxt():

@@ -2,7 +2,7 @@
 //! distribution) beside candle's real `LogitsProcessor` on the same logits, in
 //! the same run, plus one plain argmax pass as the floor.
 //!
-//! Logits: `hf_sampling::heavy_tailed_logits(V, 0)` (normal bulk + Zipf head,
+//! Logits: `bench_support::heavy_tailed_logits(V, 0)` (normal bulk + Zipf head,
 //! shaped like SmolLM2's). Settings and their candle counterparts:
 //!
 //! | id            | ours (transformers)          | candle `Sampling`                  |
@@ -22,9 +22,9 @@
 use std::hint::black_box;
 use std::time::Duration;
 
-use candle_adapter::dropin::{CandleBench, argmax_floor, bench_cases, bench_context};
+use bench_support::{CandleBench, argmax_floor, bench_cases, bench_context, heavy_tailed_logits};
 use criterion::{Criterion, criterion_group, criterion_main};
-use hf_sampling::{HfSampler, heavy_tailed_logits};
+use hf_sampling::HfSampler;
 use rand::SeedableRng;
 use rand::rngs::StdRng;
 

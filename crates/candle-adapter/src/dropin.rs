@@ -16,11 +16,9 @@
 //! not reproduced; see `hf_sampling`'s crate docs): same distribution, own
 //! `StdRng` stream.
 
-use candle_core::{DType, Device, Storage, Tensor};
-use candle_transformers::generation::LogitsProcessor;
+use candle_core::{DType, Storage, Tensor};
 use hf_sampling::{GenerationParams, HfError, HfSampler};
 
-use crate::CandleSampling;
 use rand::SeedableRng;
 use rand::rngs::StdRng;
 
@@ -30,6 +28,7 @@ pub struct HfLogitsProcessor {
     sampler: HfSampler,
     rng: StdRng,
     context: Vec<i64>,
+    prompt_len: usize,
 }
 
 impl HfLogitsProcessor {
@@ -41,6 +40,7 @@ impl HfLogitsProcessor {
             sampler: HfSampler::new(params)?,
             rng: StdRng::seed_from_u64(seed),
             context: Vec::new(),
+            prompt_len: 0,
         })
     }
 
@@ -49,6 +49,9 @@ impl HfLogitsProcessor {
     pub fn set_prompt(&mut self, prompt: &[u32]) {
         self.context.clear();
         self.context.extend(prompt.iter().map(|&t| i64::from(t)));
+        // Where generation starts: min_new_tokens, begin_suppress_tokens and
+        // the length penalty count from here.
+        self.prompt_len = prompt.len();
     }
 
     /// Prompt and generated ids so far.
@@ -90,146 +93,10 @@ impl HfLogitsProcessor {
     fn draw(&mut self, logits: &[f32]) -> candle_core::Result<u32> {
         let id = self
             .sampler
-            .sample(logits, &self.context, &mut self.rng)
+            .sample_at(logits, &self.context, self.prompt_len, &mut self.rng)
             .map_err(candle_core::Error::wrap)?;
         u32::try_from(id).map_err(candle_core::Error::wrap)
     }
-}
-
-/// candle's real `LogitsProcessor` over fixed logits, for side-by-side timing
-/// (`compare bench`): the tensor is built once; each [`CandleBench::sample`]
-/// is one real candle step, after the real
-/// `candle_transformers::utils::apply_repeat_penalty` when a penalty is set.
-pub struct CandleBench {
-    lp: LogitsProcessor,
-    tensor: Tensor,
-    penalty: Option<(f32, Vec<u32>)>,
-}
-
-impl CandleBench {
-    /// candle's processor for `sampling`, seeded, on a CPU tensor of `logits`.
-    pub fn new(
-        seed: u64,
-        sampling: &CandleSampling,
-        logits: &[f32],
-        penalty: Option<(f32, &[u32])>,
-    ) -> candle_core::Result<Self> {
-        Ok(Self {
-            lp: LogitsProcessor::from_sampling(seed, sampling.to_candle()),
-            tensor: Tensor::new(logits, &Device::Cpu)?,
-            penalty: penalty.map(|(p, ctx)| (p, ctx.to_vec())),
-        })
-    }
-
-    /// One candle sampling step on the stored logits.
-    pub fn sample(&mut self) -> candle_core::Result<u32> {
-        match &self.penalty {
-            Some((p, ctx)) => {
-                let t = candle_transformers::utils::apply_repeat_penalty(&self.tensor, *p, ctx)?;
-                self.lp.sample(&t)
-            }
-            None => self.lp.sample(&self.tensor),
-        }
-    }
-}
-
-/// One side-by-side benchmark case: transformers parameters for our sampler
-/// and the candle `Sampling` a port would use for them.
-#[derive(Debug, Clone)]
-pub struct BenchCase {
-    /// Short id (`t07`, `k40`, `p09`, `k40p09`, `minp005`, `rep13_ctx1k`).
-    pub id: &'static str,
-    /// Parameters of `hf_sampling::HfSampler`.
-    pub ours: GenerationParams,
-    /// candle's counterpart (`All` where candle has none, e.g. min-p).
-    pub candle: CandleSampling,
-    /// Whether the case penalises a 1,000-id context ([`bench_context`]),
-    /// candle through the real `apply_repeat_penalty` with 1.3.
-    pub penalty: bool,
-}
-
-/// The cases shared by `cargo bench -p candle-adapter` and `compare bench`.
-pub fn bench_cases() -> Vec<BenchCase> {
-    let ours = |f: &dyn Fn(&mut GenerationParams)| {
-        let mut p = GenerationParams {
-            do_sample: true,
-            top_k: None,
-            ..GenerationParams::default()
-        };
-        f(&mut p);
-        p
-    };
-    let all = |temperature| CandleSampling::All { temperature };
-    let case = |id, ours, candle, penalty| BenchCase {
-        id,
-        ours,
-        candle,
-        penalty,
-    };
-    vec![
-        case("t07", ours(&|p| p.temperature = 0.7), all(0.7), false),
-        case(
-            "k40",
-            ours(&|p| p.top_k = Some(40)),
-            CandleSampling::TopK {
-                k: 40,
-                temperature: 1.0,
-            },
-            false,
-        ),
-        case(
-            "p09",
-            ours(&|p| p.top_p = 0.9),
-            CandleSampling::TopP {
-                p: 0.9,
-                temperature: 1.0,
-            },
-            false,
-        ),
-        case(
-            "k40p09",
-            ours(&|p| {
-                p.top_k = Some(40);
-                p.top_p = 0.9;
-            }),
-            CandleSampling::TopKThenTopP {
-                k: 40,
-                p: 0.9,
-                temperature: 1.0,
-            },
-            false,
-        ),
-        case("minp005", ours(&|p| p.min_p = Some(0.05)), all(1.0), false),
-        case(
-            "rep13_ctx1k",
-            ours(&|p| p.repetition_penalty = 1.3),
-            all(1.0),
-            true,
-        ),
-    ]
-}
-
-/// The 1,000-id context of the penalty case, spread over a vocabulary of `v`.
-pub fn bench_context(v: usize) -> Vec<i64> {
-    (0..1000).map(|i| (i * 7919 % v) as i64).collect()
-}
-
-/// One plain pass for the first argmax, vectorised (an 8-lane max, then the
-/// first index holding it): the floor any sampler pays to read the logits.
-pub fn argmax_floor(y: &[f32]) -> usize {
-    let mut m = [f32::NEG_INFINITY; 8];
-    let chunks = y.chunks_exact(8);
-    let rest = chunks.remainder();
-    for c in chunks {
-        for (lane, &x) in m.iter_mut().zip(c) {
-            *lane = if x > *lane { x } else { *lane };
-        }
-    }
-    let best = m
-        .iter()
-        .chain(rest)
-        .fold(f32::NEG_INFINITY, |a, &b| a.max(b));
-    y.iter().position(|&x| x == best).unwrap_or(0)
 }
 
 #[cfg(test)]
@@ -276,7 +143,7 @@ mod tests {
     #[test]
     fn same_seed_same_tokens_and_f16_input() -> candle_core::Result<()> {
         let dev = candle_core::Device::Cpu;
-        let v = hf_sampling::heavy_tailed_logits(1000, 1);
+        let v = bench_support::heavy_tailed_logits(1000, 1);
         let logits = Tensor::new(v.as_slice(), &dev)?;
         let p = params(|p| p.top_p = 0.9);
         let mut a = HfLogitsProcessor::new(3, &p).expect("valid");

@@ -100,7 +100,9 @@ impl CandleSampling {
         )
     }
 
-    pub(crate) fn to_candle(&self) -> candle_transformers::generation::Sampling {
+    /// The real `candle_transformers::generation::Sampling` for this setting
+    /// (public for the benchmarks, which build candle's processor directly).
+    pub fn to_candle(&self) -> candle_transformers::generation::Sampling {
         use candle_transformers::generation::Sampling as S;
         match *self {
             CandleSampling::ArgMax => S::ArgMax,

@@ -65,6 +65,15 @@ pub enum TranslateWarning {
         /// The penalty.
         penalty: f64,
     },
+    /// A transformers processor beyond the sampling kwargs (bad words,
+    /// n-gram bans, min length, ...): candle's `LogitsProcessor` has none of
+    /// them; whether and how a port reproduces it.
+    Processor {
+        /// The generate kwarg.
+        name: &'static str,
+        /// How candle can reproduce it, or why it need not.
+        how: &'static str,
+    },
 }
 
 impl TranslateWarning {
@@ -80,6 +89,7 @@ impl TranslateWarning {
             TranslateWarning::TopPBoundary { .. } => "top_p_boundary",
             TranslateWarning::Unsupported { .. } => "unsupported",
             TranslateWarning::RepeatPenaltyWindow { .. } => "repeat_penalty_window",
+            TranslateWarning::Processor { .. } => "processor",
         }
     }
 }
@@ -144,6 +154,10 @@ impl std::fmt::Display for TranslateWarning {
                  (prompt included, each once); candle's examples pass only the last 64/128 \
                  tokens (quantized: generated tokens only) to apply_repeat_penalty; pass the \
                  whole input_ids to match"
+            ),
+            TranslateWarning::Processor { name, how } => write!(
+                f,
+                "{name}: candle's LogitsProcessor has no such processor; {how}"
             ),
         }
     }
@@ -230,7 +244,7 @@ pub fn translate(params: &hf_sampling::GenerationParams) -> Result<Translation, 
         .map_err(|e| AdapterError::Transformers {
             message: e.to_string(),
         })?;
-    let mut warnings = Vec::new();
+    let mut warnings = processor_warnings(params);
     let repeat_penalty = (params.repetition_penalty != 1.0).then(|| {
         warnings.push(TranslateWarning::RepeatPenaltyWindow {
             penalty: params.repetition_penalty,
@@ -334,4 +348,95 @@ pub fn translate(params: &hf_sampling::GenerationParams) -> Result<Translation, 
         plain_is_exact,
         warnings,
     })
+}
+
+/// A warning per transformers processor beyond the sampling kwargs that is
+/// active: candle has none of them.
+fn processor_warnings(params: &hf_sampling::GenerationParams) -> Vec<TranslateWarning> {
+    // The processors beyond the sampling kwargs: none exists in candle. All
+    // but top_h act on the logits before transformers' temperature, so a
+    // port reproduces them by editing the logits tensor before
+    // `LogitsProcessor::sample` (candle divides by its temperature after
+    // that, as transformers does); the exact recipe then needs that step.
+    let c = &params.constraints;
+    let mut warnings = Vec::new();
+    const MASK: &str = "reproducible exactly: set those logits to -inf in the tensor before \
+                        LogitsProcessor::sample (candle's softmax gives them probability 0, \
+                        its temperature keeps -inf)";
+    const FORCE: &str = "reproducible exactly: at that step every other logit is -inf, so emit \
+                         the forced token instead of sampling";
+    let mut extra: Vec<(&'static str, &'static str)> = Vec::new();
+    if c.sequence_bias.is_some() {
+        extra.push((
+            "sequence_bias",
+            "reproducible: add the biases to the logits (multi-token ones where their prefix ends \
+             the context) before LogitsProcessor::sample, which applies the temperature after \
+             them as transformers does",
+        ));
+    }
+    if c.no_repeat_ngram_size
+        .as_ref()
+        .and_then(|n| n.as_f64())
+        .is_some_and(|n| n > 0.0)
+    {
+        extra.push(("no_repeat_ngram_size", MASK));
+    }
+    if c.bad_words_ids.is_some() {
+        extra.push(("bad_words_ids", MASK));
+    }
+    let min_set = |n: &Option<serde_json::Number>| {
+        n.as_ref().and_then(|n| n.as_f64()).is_some_and(|n| n > 0.0)
+    };
+    if c.eos_token_id.is_some() && (min_set(&c.min_length) || min_set(&c.min_new_tokens)) {
+        extra.push((
+            "min_length/min_new_tokens",
+            "reproducible exactly: mask the eos ids (-inf) before LogitsProcessor::sample until \
+             the length is reached; candle knows no eos, so the port must count the tokens",
+        ));
+    }
+    if c.forced_bos_token_id.is_some() {
+        extra.push(("forced_bos_token_id", FORCE));
+    }
+    if c.forced_eos_token_id.is_some() {
+        extra.push(("forced_eos_token_id", FORCE));
+    }
+    if c.suppress_tokens.is_some() {
+        extra.push(("suppress_tokens", MASK));
+    }
+    if c.begin_suppress_tokens.is_some() {
+        extra.push(("begin_suppress_tokens", MASK));
+    }
+    if c.exponential_decay_length_penalty.is_some() {
+        extra.push((
+            "exponential_decay_length_penalty",
+            "reproducible: add |logit| * (factor^k - 1) to the eos logits before \
+             LogitsProcessor::sample once k tokens past the start",
+        ));
+    }
+    if c.remove_invalid_values {
+        extra.push((
+            "remove_invalid_values",
+            "reproducible: replace NaN logits by 0 and +-inf by +-f32::MAX before \
+             LogitsProcessor::sample",
+        ));
+    }
+    if c.top_h.is_some() {
+        extra.push((
+            "top_h",
+            "reproducible up to f32 rounding with a sample_f closure: it sees the probabilities \
+             after candle's temperature, as transformers' top-h does, and can zero those outside \
+             the entropy cut over the 100 most likely tokens",
+        ));
+    }
+    for &(name, how) in &extra {
+        warnings.push(TranslateWarning::Processor { name, how });
+    }
+    if c.renormalize_logits {
+        warnings.push(TranslateWarning::Processor {
+            name: "renormalize_logits",
+            how: "nothing to do: a log-softmax changes the scores transformers reports, not the \
+                  distribution it samples from (softmax is shift-invariant)",
+        });
+    }
+    warnings
 }

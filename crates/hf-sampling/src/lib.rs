@@ -16,28 +16,34 @@
 //!
 //! [`resolve`] turns generate kwargs (and optionally a model's
 //! `generation_config.json`, see [`GenerationConfig`]) into
-//! [`GenerationParams`], raising where transformers raises. [`process`] runs the
-//! processor list of [`GenerationParams::processors`] over the logits in
-//! transformers' order, in f32 with torch's operations:
+//! [`GenerationParams`], raising where transformers raises. [`process_at`]
+//! runs the processor list of [`GenerationParams::processors_at`] over the
+//! logits in transformers' order, in f32 with torch's operations. The order
+//! (`_get_logits_processor`; each only when its kwarg is set to an active
+//! value, see `docs/hf-sampling.md` for the table):
 //!
-//! 1. `RepetitionPenaltyLogitsProcessor` if `repetition_penalty != 1` (greedy
-//!    too), then, only when sampling:
-//! 2. `TemperatureLogitsWarper` if `temperature != 1`,
-//! 3. `TopKLogitsWarper` if `top_k` is not 0/null,
-//! 4. `TopPLogitsWarper` if `top_p < 1`,
-//! 5. `MinPLogitsWarper` if `min_p` is set,
-//! 6. `TypicalLogitsWarper` if `typical_p < 1`,
-//! 7. `EpsilonLogitsWarper` / 8. `EtaLogitsWarper` if strictly between 0 and 1.
+//! 1. sequence bias, repetition penalty (greedy too), n-gram bans, bad words,
+//!    min length, min new tokens, forced bos, forced eos, inf/NaN removal,
+//!    the exponential length penalty, suppressed tokens, tokens suppressed at
+//!    the first step; then, only when sampling:
+//! 2. temperature, top-h, top-k, top-p, min-p, typical, epsilon, eta;
+//! 3. last, renormalisation (`renormalize_logits`, log-softmax).
+//!
+//! Processors that read the generation state take it from the context
+//! (`input_ids`) and the prompt length (`prompt_len`; [`process`] treats the
+//! whole context as the prompt); `max_length` and `eos_token_id` come from the
+//! kwargs or the generation config.
 //!
 //! The result ([`HfOutput`]) holds the processed scores (what `output_scores`
 //! returns), the probabilities (softmax of the scores; one-hot of the argmax,
 //! first index among ties, when not sampling) and the kept set.
 //!
-//! It deliberately does not model beam search, assisted decoding, bad words,
-//! forced or suppressed tokens, n-gram blocking, min-length, guidance or
-//! watermarking: [`resolve`] rejects those settings instead of ignoring them.
-//! The caller passes the `input_ids` the penalty should see; transformers'
-//! exclusion of left padding (via the attention mask) is the caller's job.
+//! It deliberately does not model beam search and the other decoding methods
+//! (contrastive, assisted, DoLa), classifier-free guidance (a second forward
+//! pass) or watermarking: [`resolve`] rejects those settings instead of
+//! ignoring them. The caller passes the `input_ids` the penalty should see;
+//! transformers' exclusion of left padding (via the attention mask) is the
+//! caller's job.
 //!
 //! # Drawing a token
 //!
@@ -51,6 +57,8 @@
 //! `docs/engines/torch-seeded.md`).
 #![deny(missing_docs)]
 
+mod chain;
+mod constraints;
 mod error;
 mod fast;
 mod params;
@@ -60,11 +68,9 @@ mod semantics;
 mod torch;
 mod torch_rng;
 
+pub use constraints::Constraints;
 pub use error::HfError;
-pub use fast::{
-    Distribution, FAST_EXP_ABS, FAST_EXP_REL, HfSampler, StepPath, exps_for_tests,
-    heavy_tailed_logits,
-};
+pub use fast::{Distribution, HfSampler, StepPath};
 pub use params::{GenerationConfig, GenerationParams, SAMPLING_KEYS, resolve};
 pub use processors::Processor;
 pub use semantics::{Hf, HfRust, Recorded, Source, provenance, rules};
@@ -72,6 +78,10 @@ pub use torch_rng::{CpuCapability, TorchGenerator, TorchSampleError};
 
 /// Individual processors, for tests and for callers composing their own chain.
 pub mod ops {
+    pub use crate::constraints::{
+        banned_ngram_tokens, exponential_decay, force, inf_nan_remove, log_softmax, mask_ids,
+        sequence_bias, top_h,
+    };
     pub use crate::processors::{
         epsilon, eta, min_p, repetition_penalty, temperature, top_k, top_p, typical,
     };
@@ -94,72 +104,21 @@ pub struct HfOutput {
 
 impl GenerationParams {
     /// The processors transformers' `_get_logits_processor` builds for these
-    /// parameters, in order. Errors for values transformers' constructors
-    /// reject (e.g. a temperature of 0 while sampling).
+    /// parameters, in order, for a generation whose prompt has `prompt_len`
+    /// tokens (`input_ids_seq_length`: min-new-tokens, begin-suppression and
+    /// the length penalty count from it, and `max_length` defaults to it plus
+    /// `max_new_tokens`). Errors for values transformers' constructors (or
+    /// `GenerationConfig.validate`) reject, e.g. a temperature of 0 while
+    /// sampling or a negative `forced_eos_token_id`.
+    pub fn processors_at(&self, prompt_len: usize) -> Result<Vec<Processor>, HfError> {
+        chain::build(self, prompt_len)
+    }
+
+    /// [`Self::processors_at`] for a prompt of length 0 (which processors
+    /// exist only differs from a real prompt for `min_new_tokens` and
+    /// `begin_suppress_tokens`).
     pub fn processors(&self) -> Result<Vec<Processor>, HfError> {
-        let mut list = Vec::new();
-        let p = self.repetition_penalty;
-        if p != 1.0 {
-            if !positive(p) {
-                return Err(HfError::RepetitionPenalty {
-                    value: pyfmt::float_repr(p),
-                });
-            }
-            list.push(Processor::RepetitionPenalty { penalty: p });
-        }
-        if !self.do_sample {
-            return Ok(list);
-        }
-        let t = self.temperature;
-        if t != 1.0 {
-            if !positive(t) {
-                return Err(HfError::Temperature {
-                    value: pyfmt::float_repr(t),
-                    zero: t == 0.0,
-                });
-            }
-            list.push(Processor::Temperature { temperature: t });
-        }
-        if let Some(k) = self.top_k.filter(|&k| k != 0) {
-            list.push(Processor::TopK { top_k: k });
-        }
-        if self.top_p < 1.0 {
-            if self.top_p < 0.0 {
-                return Err(HfError::TopP {
-                    value: pyfmt::float_repr(self.top_p),
-                });
-            }
-            list.push(Processor::TopP { top_p: self.top_p });
-        }
-        if let Some(m) = self.min_p {
-            if !(0.0..=1.0).contains(&m) {
-                return Err(HfError::MinP {
-                    value: pyfmt::float_repr(m),
-                });
-            }
-            list.push(Processor::MinP { min_p: m });
-        }
-        if self.typical_p < 1.0 {
-            if !positive(self.typical_p) {
-                return Err(HfError::TypicalP {
-                    value: pyfmt::float_repr(self.typical_p),
-                });
-            }
-            list.push(Processor::Typical {
-                mass: self.typical_p,
-            });
-        }
-        if 0.0 < self.epsilon_cutoff && self.epsilon_cutoff < 1.0 {
-            list.push(Processor::Epsilon {
-                epsilon: self.epsilon_cutoff,
-            });
-        }
-        if 0.0 < self.eta_cutoff && self.eta_cutoff < 1.0 {
-            list.push(Processor::Eta {
-                epsilon: self.eta_cutoff,
-            });
-        }
-        Ok(list)
+        self.processors_at(0)
     }
 
     /// transformers' class names of [`Self::processors`], in order (empty
@@ -182,7 +141,30 @@ pub fn process(
     input_ids: &[i64],
     params: &GenerationParams,
 ) -> Result<HfOutput, HfError> {
-    let processors = params.processors()?;
+    process_at(logits, input_ids, input_ids.len(), params)
+}
+
+/// [`process`] for a step of a generation whose prompt was the first
+/// `prompt_len` ids of `input_ids` (the rest were generated): the processors
+/// that read the generation state (min new tokens, begin suppression, the
+/// length penalty, forced eos at `max_length`) count from there. A
+/// `prompt_len` beyond `input_ids` is an error.
+pub fn process_at(
+    logits: &[f32],
+    input_ids: &[i64],
+    prompt_len: usize,
+    params: &GenerationParams,
+) -> Result<HfOutput, HfError> {
+    if prompt_len > input_ids.len() {
+        return Err(HfError::Invalid {
+            key: "prompt_len".into(),
+            message: format!(
+                "prompt_len {prompt_len} is longer than input_ids ({} ids)",
+                input_ids.len()
+            ),
+        });
+    }
+    let processors = params.processors_at(prompt_len)?;
     if logits.is_empty() {
         return Err(HfError::EmptyLogits);
     }
@@ -203,7 +185,7 @@ pub fn process(
 
     let mut scores = logits.to_vec();
     for p in &processors {
-        p.apply(&mut scores, input_ids);
+        p.apply(&mut scores, input_ids)?;
     }
 
     if params.do_sample {

@@ -14,6 +14,7 @@ use std::path::Path;
 
 use serde_json::{Map, Value};
 
+use crate::constraints::{self, Constraints};
 use crate::error::HfError;
 use crate::pyfmt::{float_repr, value_str};
 
@@ -44,6 +45,10 @@ pub struct GenerationParams {
     /// Repetition penalty; 1.0 (default) adds no processor. Applies in greedy
     /// mode too.
     pub repetition_penalty: f64,
+    /// Every other processor's kwargs (bad words, n-gram bans, min length,
+    /// forced and suppressed tokens, ...) and the generation state they read
+    /// (`eos_token_id`, `max_length`, `max_new_tokens`); default: none set.
+    pub constraints: Constraints,
 }
 
 impl Default for GenerationParams {
@@ -60,6 +65,7 @@ impl Default for GenerationParams {
             epsilon_cutoff: 0.0,
             eta_cutoff: 0.0,
             repetition_penalty: 1.0,
+            constraints: Constraints::default(),
         }
     }
 }
@@ -82,8 +88,6 @@ pub const SAMPLING_KEYS: [&str; 9] = [
 /// ignored by transformers itself, with a warning, when there are no encoder
 /// input ids.)
 const IGNORED_KEYS: &[&str] = &[
-    "max_length",
-    "max_new_tokens",
     "early_stopping",
     "max_time",
     "stop_strings",
@@ -100,7 +104,6 @@ const IGNORED_KEYS: &[&str] = &[
     "return_dict_in_generate",
     "pad_token_id",
     "bos_token_id",
-    "eos_token_id",
     "decoder_start_token_id",
     "encoder_repetition_penalty",
     "encoder_no_repeat_ngram_size",
@@ -121,21 +124,8 @@ const IGNORED_KEYS: &[&str] = &[
 /// neutral number/bool); anything else is [`HfError::Unsupported`].
 const UNSUPPORTED_KEYS: &[(&str, Neutral)] = &[
     ("num_beams", Neutral::One),
-    ("min_length", Neutral::Zero),
-    ("min_new_tokens", Neutral::Zero),
-    ("no_repeat_ngram_size", Neutral::Zero),
-    ("bad_words_ids", Neutral::Null),
-    ("suppress_tokens", Neutral::Null),
-    ("begin_suppress_tokens", Neutral::Null),
-    ("sequence_bias", Neutral::Null),
-    ("forced_bos_token_id", Neutral::Null),
-    ("forced_eos_token_id", Neutral::Null),
-    ("remove_invalid_values", Neutral::False),
-    ("renormalize_logits", Neutral::False),
-    ("exponential_decay_length_penalty", Neutral::Null),
     ("guidance_scale", Neutral::One),
     ("watermarking_config", Neutral::Null),
-    ("top_h", Neutral::Null),
     ("token_healing", Neutral::False),
     ("penalty_alpha", Neutral::Null),
     ("dola_layers", Neutral::Null),
@@ -309,6 +299,7 @@ pub fn resolve(
     for (key, value) in kwargs {
         let known = SAMPLING_KEYS.contains(&key.as_str())
             || IGNORED_KEYS.contains(&key.as_str())
+            || constraints::KEYS.contains(&key.as_str())
             || UNSUPPORTED_KEYS.iter().any(|(k, _)| k == key);
         if !known && !value.is_null() {
             return Err(HfError::UnknownKwarg {
@@ -364,6 +355,7 @@ pub fn resolve(
 
     let mut p = GenerationParams {
         do_sample,
+        constraints: Constraints::parse(get, do_sample)?,
         ..GenerationParams::default()
     };
 

@@ -7,20 +7,100 @@
 
 use std::collections::BTreeSet;
 
+use crate::constraints;
+use crate::error::HfError;
 use crate::torch;
 
-/// One processor of transformers' list, with its parameter.
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// One processor of transformers' list, with its parameters resolved for one
+/// generation (prompt length and `max_length` already applied).
+#[derive(Debug, Clone, PartialEq)]
 pub enum Processor {
+    /// `SequenceBiasLogitsProcessor(sequence_bias)`: (sequence, f32 bias), in
+    /// dict order.
+    SequenceBias {
+        /// The biases.
+        biases: Vec<(Vec<i64>, f32)>,
+    },
     /// `RepetitionPenaltyLogitsProcessor(penalty)`.
     RepetitionPenalty {
         /// The penalty (> 0, != 1).
         penalty: f64,
     },
+    /// `NoRepeatNGramLogitsProcessor(ngram_size)`.
+    NoRepeatNGram {
+        /// n (>= 1).
+        size: usize,
+    },
+    /// `NoBadWordsLogitsProcessor(bad_words_ids, eos)`: a sequence bias of
+    /// `-inf` (single-token eos words already dropped).
+    NoBadWords {
+        /// The banned sequences, deduplicated in first-seen order.
+        words: Vec<Vec<i64>>,
+    },
+    /// `MinLengthLogitsProcessor`: eos masked while the context is shorter
+    /// than `min_length`.
+    MinLength {
+        /// The minimum total length.
+        min_length: i64,
+        /// The eos ids.
+        eos: Vec<i64>,
+    },
+    /// `MinNewTokensLengthLogitsProcessor`: eos masked while fewer than
+    /// `min_new_tokens` tokens follow the prompt.
+    MinNewTokens {
+        /// The prompt length (`input_ids_seq_length`).
+        prompt_len: usize,
+        /// The minimum number of new tokens.
+        min_new_tokens: i64,
+        /// The eos ids.
+        eos: Vec<i64>,
+    },
+    /// `ForcedBOSTokenLogitsProcessor`: only `id` at current length 1.
+    ForcedBos {
+        /// The forced id.
+        id: i64,
+    },
+    /// `ForcedEOSTokenLogitsProcessor`: only the eos ids at current length
+    /// `max_length - 1`.
+    ForcedEos {
+        /// `max_length` of the generation.
+        max_length: f64,
+        /// The forced ids.
+        ids: Vec<i64>,
+    },
+    /// `InfNanRemoveLogitsProcessor`.
+    InfNanRemove,
+    /// `ExponentialDecayLengthPenalty`.
+    ExponentialDecay {
+        /// `start_index + prompt length`.
+        start: f64,
+        /// The decay factor.
+        factor: f64,
+        /// The eos ids.
+        eos: Vec<i64>,
+    },
+    /// `SuppressTokensLogitsProcessor`.
+    SuppressTokens {
+        /// The suppressed ids.
+        ids: Vec<i64>,
+    },
+    /// `SuppressTokensAtBeginLogitsProcessor`: the ids masked when the
+    /// current length is `begin_index`.
+    SuppressTokensAtBegin {
+        /// The suppressed ids.
+        ids: Vec<i64>,
+        /// The current length at which they are suppressed.
+        begin_index: usize,
+    },
     /// `TemperatureLogitsWarper(temperature)`.
     Temperature {
         /// The temperature (> 0, != 1).
         temperature: f64,
+    },
+    /// `TopHLogitsWarper(top_h)`.
+    TopH {
+        /// top_h in (0, 1].
+        top_h: f64,
     },
     /// `TopKLogitsWarper(top_k)`.
     TopK {
@@ -52,36 +132,128 @@ pub enum Processor {
         /// eta_cutoff in (0, 1).
         epsilon: f64,
     },
+    /// `LogitNormalization` (`renormalize_logits`): log-softmax, always last.
+    LogitNormalization,
 }
 
 impl Processor {
     /// transformers' class name.
     pub fn name(&self) -> &'static str {
         match self {
+            Self::SequenceBias { .. } => "SequenceBiasLogitsProcessor",
             Self::RepetitionPenalty { .. } => "RepetitionPenaltyLogitsProcessor",
+            Self::NoRepeatNGram { .. } => "NoRepeatNGramLogitsProcessor",
+            Self::NoBadWords { .. } => "NoBadWordsLogitsProcessor",
+            Self::MinLength { .. } => "MinLengthLogitsProcessor",
+            Self::MinNewTokens { .. } => "MinNewTokensLengthLogitsProcessor",
+            Self::ForcedBos { .. } => "ForcedBOSTokenLogitsProcessor",
+            Self::ForcedEos { .. } => "ForcedEOSTokenLogitsProcessor",
+            Self::InfNanRemove => "InfNanRemoveLogitsProcessor",
+            Self::ExponentialDecay { .. } => "ExponentialDecayLengthPenalty",
+            Self::SuppressTokens { .. } => "SuppressTokensLogitsProcessor",
+            Self::SuppressTokensAtBegin { .. } => "SuppressTokensAtBeginLogitsProcessor",
             Self::Temperature { .. } => "TemperatureLogitsWarper",
+            Self::TopH { .. } => "TopHLogitsWarper",
             Self::TopK { .. } => "TopKLogitsWarper",
             Self::TopP { .. } => "TopPLogitsWarper",
             Self::MinP { .. } => "MinPLogitsWarper",
             Self::Typical { .. } => "TypicalLogitsWarper",
             Self::Epsilon { .. } => "EpsilonLogitsWarper",
             Self::Eta { .. } => "EtaLogitsWarper",
+            Self::LogitNormalization => "LogitNormalization",
         }
     }
 
-    /// Apply to `scores` in place. `input_ids` must be non-negative (checked by
-    /// [`crate::process`]).
-    pub fn apply(&self, scores: &mut [f32], input_ids: &[i64]) {
-        match *self {
-            Self::RepetitionPenalty { penalty } => repetition_penalty(scores, input_ids, penalty),
-            Self::Temperature { temperature } => self::temperature(scores, temperature),
-            Self::TopK { top_k } => self::top_k(scores, top_k),
-            Self::TopP { top_p } => self::top_p(scores, top_p),
-            Self::MinP { min_p } => self::min_p(scores, min_p),
-            Self::Typical { mass } => typical(scores, mass),
-            Self::Epsilon { epsilon } => self::epsilon(scores, epsilon),
-            Self::Eta { epsilon } => eta(scores, epsilon),
+    /// Whether the processor only sets some scores to `-inf` (or forces one
+    /// token) from the context: the cheap masks the fast path applies itself.
+    pub(crate) fn is_mask(&self) -> bool {
+        matches!(
+            self,
+            Self::NoRepeatNGram { .. }
+                | Self::NoBadWords { .. }
+                | Self::MinLength { .. }
+                | Self::MinNewTokens { .. }
+                | Self::ForcedBos { .. }
+                | Self::ForcedEos { .. }
+                | Self::SuppressTokens { .. }
+                | Self::SuppressTokensAtBegin { .. }
+        )
+    }
+
+    /// Apply to `scores` in place, for a step whose context is `input_ids`
+    /// (prompt and generated tokens; non-negative, checked by
+    /// [`crate::process`]). Errors where transformers raises at call time: a
+    /// biased or banned id `>= V`, a forced id out of range.
+    pub fn apply(&self, scores: &mut [f32], input_ids: &[i64]) -> Result<(), HfError> {
+        let cur_len = input_ids.len();
+        match self {
+            Self::SequenceBias { biases } => constraints::sequence_bias(scores, input_ids, biases)?,
+            Self::RepetitionPenalty { penalty } => repetition_penalty(scores, input_ids, *penalty),
+            Self::NoRepeatNGram { size } => {
+                let mut banned = Vec::new();
+                constraints::banned_ngram_tokens(input_ids, *size, scores.len(), &mut banned);
+                for i in banned {
+                    scores[i] = f32::NEG_INFINITY;
+                }
+            }
+            Self::NoBadWords { words } => {
+                let biases: Vec<(Vec<i64>, f32)> = words
+                    .iter()
+                    .map(|w| (w.clone(), f32::NEG_INFINITY))
+                    .collect();
+                constraints::sequence_bias(scores, input_ids, &biases).map_err(|e| match e {
+                    HfError::Invalid { message, .. } => HfError::Invalid {
+                        key: "bad_words_ids".into(),
+                        message,
+                    },
+                    other => other,
+                })?;
+            }
+            Self::MinLength { min_length, eos } => {
+                if (cur_len as i64) < *min_length {
+                    constraints::mask_ids(scores, eos);
+                }
+            }
+            Self::MinNewTokens {
+                prompt_len,
+                min_new_tokens,
+                eos,
+            } => {
+                if (cur_len as i64 - *prompt_len as i64) < *min_new_tokens {
+                    constraints::mask_ids(scores, eos);
+                }
+            }
+            Self::ForcedBos { id } => {
+                if cur_len == 1 {
+                    constraints::force(scores, &[*id], "forced_bos_token_id")?;
+                }
+            }
+            Self::ForcedEos { max_length, ids } => {
+                if cur_len as f64 == max_length - 1.0 {
+                    constraints::force(scores, ids, "forced_eos_token_id")?;
+                }
+            }
+            Self::InfNanRemove => constraints::inf_nan_remove(scores),
+            Self::ExponentialDecay { start, factor, eos } => {
+                constraints::exponential_decay(scores, cur_len, *start, *factor, eos);
+            }
+            Self::SuppressTokens { ids } => constraints::mask_ids(scores, ids),
+            Self::SuppressTokensAtBegin { ids, begin_index } => {
+                if cur_len == *begin_index {
+                    constraints::mask_ids(scores, ids);
+                }
+            }
+            Self::Temperature { temperature } => self::temperature(scores, *temperature),
+            Self::TopH { top_h } => constraints::top_h(scores, *top_h),
+            Self::TopK { top_k } => self::top_k(scores, *top_k),
+            Self::TopP { top_p } => self::top_p(scores, *top_p),
+            Self::MinP { min_p } => self::min_p(scores, *min_p),
+            Self::Typical { mass } => typical(scores, *mass),
+            Self::Epsilon { epsilon } => self::epsilon(scores, *epsilon),
+            Self::Eta { epsilon } => eta(scores, *epsilon),
+            Self::LogitNormalization => constraints::log_softmax(scores),
         }
+        Ok(())
     }
 }
 
@@ -394,7 +566,7 @@ mod tests {
                 Processor::Typical { mass: p.max(1e-3) }, Processor::Epsilon { epsilon: e }, Processor::Eta { epsilon: e },
             ] {
                 let mut s = logits.clone();
-                proc.apply(&mut s, &[]);
+                proc.apply(&mut s, &[]).expect("no call-time error");
                 let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
                 prop_assert!(s.iter().any(|x| x.is_finite()), "{proc:?} removed everything");
                 // Survivors keep their score; removed ones become -inf.

@@ -105,7 +105,8 @@ fn computed(
     params: &GenerationParams,
 ) -> Result<Distribution, Error> {
     let logits = logits.to_f32()?;
-    let out = crate::process(&logits, context.input_ids(), params).map_err(Error::new)?;
+    let out = crate::process_at(&logits, context.input_ids(), context.prompt_len(), params)
+        .map_err(Error::new)?;
     Ok(Distribution::from_f32(&out.probs).with_scores(out.scores))
 }
 

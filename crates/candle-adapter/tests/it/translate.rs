@@ -182,3 +182,48 @@ fn every_fixture_setting_distribution() {
         check_fixture(&fx, 1000, !is_model);
     }
 }
+
+/// Every processor beyond the sampling kwargs gets a warning saying how
+/// candle reproduces it (greedy too); renormalisation changes nothing.
+#[test]
+fn processor_kwargs_are_explained() {
+    let kw = |s: &str| -> serde_json::Map<String, serde_json::Value> {
+        serde_json::from_str(s).expect("json")
+    };
+    let t = translate_kwargs(
+        &kw(
+            r#"{"do_sample": false, "no_repeat_ngram_size": 3, "bad_words_ids": [[5]],
+               "min_new_tokens": 4, "eos_token_id": 2, "suppress_tokens": [7],
+               "renormalize_logits": true}"#,
+        ),
+        None,
+    )
+    .expect("valid");
+    let names: Vec<String> = t
+        .warnings
+        .iter()
+        .filter(|w| w.code() == "processor")
+        .map(|w| w.to_string())
+        .collect();
+    for name in [
+        "no_repeat_ngram_size",
+        "bad_words_ids",
+        "min_length/min_new_tokens",
+        "suppress_tokens",
+        "renormalize_logits",
+    ] {
+        assert!(
+            names.iter().any(|w| w.starts_with(&format!("{name}:"))),
+            "{name} missing in {names:?}"
+        );
+    }
+    assert!(names.iter().any(|w| w.contains("-inf")), "{names:?}");
+    // Without an eos id the min-length processors do not exist: no warning.
+    let t =
+        translate_kwargs(&kw(r#"{"do_sample": true, "min_new_tokens": 4}"#), None).expect("valid");
+    assert!(
+        t.warnings.iter().all(|w| w.code() != "processor"),
+        "{:?}",
+        t.warnings
+    );
+}

@@ -16,11 +16,9 @@ use std::hint::black_box;
 use std::time::Instant;
 
 use anyhow::Context as _;
+use bench_support::{CandleBench, argmax_floor, bench_cases, bench_context, heavy_tailed_logits};
 use candle_adapter::CandleSampling;
-use candle_adapter::dropin::{
-    CandleBench, HfLogitsProcessor, argmax_floor, bench_cases, bench_context,
-};
-use hf_sampling::heavy_tailed_logits;
+use candle_adapter::dropin::HfLogitsProcessor;
 use serde::Serialize;
 
 use crate::cli::{BenchArgs, Format};

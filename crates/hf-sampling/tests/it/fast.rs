@@ -1,13 +1,10 @@
 //! `HfSampler` against the reference path (`process`): identical kept sets on
 //! every fixture setting and on random logits (ties included), probabilities
 //! bit-identical on truncated (sparse) steps and within 4e-6 relative on dense
-//! (untruncated) steps, whose exps come from the fast exp (its bound,
-//! `FAST_EXP_REL` = 2^-20, is checked below).
+//! (untruncated) steps, whose exps come from the fast exp (its bound, 2^-20
+//! relative, is checked by the unit tests of `torch::exp`).
 
-use hf_sampling::{
-    FAST_EXP_ABS, FAST_EXP_REL, GenerationParams, HfSampler, StepPath, exps_for_tests, process,
-    resolve,
-};
+use hf_sampling::{GenerationParams, HfSampler, StepPath, process, resolve};
 use parity_core::fixture::{Fixture, bundled_fixtures};
 use proptest::prelude::*;
 use rand::rngs::StdRng;
@@ -258,7 +255,7 @@ fn sampling(f: impl FnOnce(&mut GenerationParams)) -> GenerationParams {
 }
 
 fn heavy_tailed(v: usize, seed: u64) -> Vec<f32> {
-    hf_sampling::heavy_tailed_logits(v, seed)
+    bench_support::heavy_tailed_logits(v, seed)
 }
 
 /// The generator keeps the shape the benchmarks rely on at every V. Measured
@@ -362,51 +359,6 @@ fn draws_replay_the_inverse_cdf() {
             }
         }
     }
-}
-
-fn check_fast_exp(bits: impl Iterator<Item = u32>) -> (u64, f64) {
-    let mut worst = 0.0f64;
-    let mut n = 0;
-    for b in bits {
-        let d = f32::from_bits(b);
-        let (fast, exact) = exps_for_tests(d);
-        let err = (fast as f64 - exact as f64).abs();
-        let bound = FAST_EXP_REL * exact as f64 + FAST_EXP_ABS;
-        assert!(err <= bound, "d = {d:e}: fast {fast:e}, sleef {exact:e}");
-        if exact > 1e-30 {
-            worst = worst.max(err / exact as f64);
-        }
-        n += 1;
-    }
-    (n, worst)
-}
-
-/// Every 257th f32 in [-104, 0] (about 4.4 million values).
-#[test]
-fn fast_exp_bound_sampled() {
-    let (n, worst) = check_fast_exp((0x8000_0000u32..=0xc2d0_0000).step_by(257));
-    eprintln!("fast exp: {n} values, worst relative error {worst:e}");
-}
-
-/// Every f32 in [-104, 0] (1.1e9 values; about a minute):
-/// `cargo test -p hf-sampling --release fast_exp_bound_exhaustive -- --ignored`.
-#[test]
-#[ignore]
-fn fast_exp_bound_exhaustive() {
-    let (n, worst) = check_fast_exp(0x8000_0000u32..=0xc2d0_0000);
-    eprintln!("fast exp: {n} values, worst relative error {worst:e}");
-}
-
-/// `scripts/bench-torch.py` re-generates the benchmark logits in Python; these
-/// values are what it prints for V = 1000, seed 0 (f32 bit patterns, f64 sum).
-#[test]
-fn heavy_tailed_logits_match_the_python_port() {
-    let x = heavy_tailed(1000, 0);
-    let bits: Vec<u32> = x[..4].iter().map(|v| v.to_bits()).collect();
-    assert_eq!(bits, [0x4075_7f66, 0x3f12_8d8c, 0x4004_1656, 0x3d6f_b186]);
-    let sum: f64 = x.iter().map(|&v| v as f64).sum();
-    // 363.28592687041964 in Python (same f32 values, same order).
-    assert!((sum - 363.285_926_870_419_64).abs() < 1e-9, "{sum}");
 }
 
 /// The benchmark's steps (docs/performance.md) never fall back to the reference.

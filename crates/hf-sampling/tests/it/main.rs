@@ -5,5 +5,6 @@ mod crosscheck;
 mod draw;
 mod fast;
 mod fixtures;
+mod processors;
 mod resolve;
 mod torch_seeded;

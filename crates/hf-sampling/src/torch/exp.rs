@@ -1,0 +1,132 @@
+//! `exp` in f32: SLEEF's `expf_u10` replayed exactly (torch's softmax
+//! kernel), and the fast exp the sampler's fast path uses with a checked error
+//! bound against it.
+
+/// `exp` of an f32, correctly rounded in practice (computed in f64). Used
+/// where torch calls its elementwise `exp` (whose kernel depends on the build).
+#[inline]
+pub(crate) fn exp_f32(x: f32) -> f32 {
+    (x as f64).exp() as f32
+}
+
+/// SLEEF's `xexpf` (`Sleef_expf16_u10`, 1.0-ulp), the `Vectorized<float>::exp`
+/// that torch's CPU softmax kernel calls on AVX512/AVX2 builds. Replayed
+/// operation by operation (FMA where SLEEF's `vmla` is an FMA) so softmax
+/// probabilities are bit-identical to torch's.
+#[inline]
+pub(crate) fn sleef_expf(d: f32) -> f32 {
+    // SLEEF's constants, as the f32 bit patterns its C literals round to.
+    const R_LN2F: f32 = std::f32::consts::LOG2_E; // 0x3fb8aa3b
+    let l2uf = f32::from_bits(0x3f31_7200); // 0.693145751953125
+    let l2lf = f32::from_bits(0x35bf_be8e); // 1.428606765330187045e-06
+    let q = (d * R_LN2F).round_ties_even();
+    // vrint_vi2_vf: out-of-range values only occur where the result is masked below.
+    let qi = q as i32;
+    let qf = qi as f32;
+    let mut s = qf.mul_add(-l2uf, d);
+    s = qf.mul_add(-l2lf, s);
+    let mut u = f32::from_bits(0x3950_2bda); // 0.000198527617612853646278381
+    u = u.mul_add(s, f32::from_bits(0x3ab6_96c9)); // 0.00139304355252534151077271
+    u = u.mul_add(s, f32::from_bits(0x3c08_88a6)); // 0.00833336077630519866943359
+    u = u.mul_add(s, f32::from_bits(0x3d2a_aa7a)); // 0.0416664853692054748535156
+    u = u.mul_add(s, f32::from_bits(0x3e2a_aaab)); // 0.166666671633720397949219
+    u = u.mul_add(s, 0.5);
+    u = 1.0 + (s * s).mul_add(u, s);
+    // vldexp2: u * 2^(q >> 1) * 2^(q - (q >> 1))
+    let pow2i = |e: i32| f32::from_bits((e.wrapping_add(127) as u32).wrapping_shl(23));
+    let h = qi >> 1;
+    u = u * pow2i(h) * pow2i(qi.wrapping_sub(h));
+    if d < -104.0 {
+        0.0
+    } else if 100.0 < d {
+        f32::INFINITY
+    } else {
+        u
+    }
+}
+
+/// Relative error bound of the fast exp against the reference's SLEEF exp,
+/// with an absolute slack of [`FAST_EXP_ABS`] (checked on every f32 in
+/// `[-104, 0]` by the ignored test `fast_exp_bound_exhaustive`).
+pub(crate) const FAST_EXP_REL: f64 = 1.0 / (1u64 << 20) as f64;
+/// Absolute slack of the fast exp bound (covers subnormal results).
+pub(crate) const FAST_EXP_ABS: f64 = 1.0e-38;
+
+/// SLEEF's `expf_u10` algorithm without fused multiply-adds and with a
+/// branch-free rounding, so it vectorises on baseline x86-64. Within
+/// [`FAST_EXP_REL`] relative (plus [`FAST_EXP_ABS`]) of [`sleef_expf`] for
+/// every `d <= 0`; 0 below -104.
+#[inline]
+pub(crate) fn fast_exp(d: f32) -> f32 {
+    const R_LN2F: f32 = std::f32::consts::LOG2_E;
+    const MAGIC: f32 = 12_582_912.0; // 1.5 * 2^23: adding it rounds to an integer
+    let l2uf = f32::from_bits(0x3f31_7200);
+    let l2lf = f32::from_bits(0x35bf_be8e);
+    let dc = d.max(-104.0);
+    let tq = dc * R_LN2F + MAGIC;
+    // tq = 1.5 * 2^23 + q with |q| <= 150: its low mantissa bits hold q.
+    let qi = tq.to_bits() as i32 - MAGIC.to_bits() as i32;
+    let q = tq - MAGIC;
+    let s = dc - q * l2uf - q * l2lf;
+    let mut u = f32::from_bits(0x3950_2bda);
+    u = u * s + f32::from_bits(0x3ab6_96c9);
+    u = u * s + f32::from_bits(0x3c08_88a6);
+    u = u * s + f32::from_bits(0x3d2a_aa7a);
+    u = u * s + f32::from_bits(0x3e2a_aaab);
+    u = u * s + 0.5;
+    u = 1.0 + (s * s * u + s);
+    let h = qi >> 1;
+    let p1 = f32::from_bits(((h + 127) as u32) << 23);
+    let p2 = f32::from_bits(((qi - h + 127) as u32) << 23);
+    let r = u * p1 * p2;
+    if d < -104.0 { 0.0 } else { r }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Checks the bound on every f32 bit pattern in `bits`; returns how many
+    /// and the worst relative error where the exact exp exceeds 1e-30.
+    fn check_fast_exp(bits: impl Iterator<Item = u32>) -> (u64, f64) {
+        let mut worst = 0.0f64;
+        let mut n = 0;
+        for b in bits {
+            let d = f32::from_bits(b);
+            let (fast, exact) = (fast_exp(d), sleef_expf(d));
+            let err = (fast as f64 - exact as f64).abs();
+            let bound = FAST_EXP_REL * exact as f64 + FAST_EXP_ABS;
+            assert!(err <= bound, "d = {d:e}: fast {fast:e}, sleef {exact:e}");
+            if exact > 1e-30 {
+                worst = worst.max(err / exact as f64);
+            }
+            n += 1;
+        }
+        (n, worst)
+    }
+
+    /// Every 257th f32 in [-104, 0] (about 4.4 million values).
+    #[test]
+    fn fast_exp_bound_sampled() {
+        let (n, worst) = check_fast_exp((0x8000_0000u32..=0xc2d0_0000).step_by(257));
+        eprintln!("fast exp: {n} values, worst relative error {worst:e}");
+        assert!(n > 4_000_000, "{n}");
+    }
+
+    /// Every f32 in [-104, 0] (1.1e9 values; about a minute):
+    /// `cargo test -p hf-sampling --release fast_exp_bound_exhaustive -- --ignored`.
+    #[test]
+    #[ignore]
+    fn fast_exp_bound_exhaustive() {
+        let (n, worst) = check_fast_exp(0x8000_0000u32..=0xc2d0_0000);
+        eprintln!("fast exp: {n} values, worst relative error {worst:e}");
+    }
+
+    #[test]
+    fn sleef_exp_of_zero_is_one_and_flushes_below_minus_104() {
+        assert_eq!(sleef_expf(0.0), 1.0);
+        assert_eq!(sleef_expf(-104.5), 0.0);
+        assert_eq!(fast_exp(-104.5), 0.0);
+        assert_eq!(sleef_expf(101.0), f32::INFINITY);
+    }
+}

@@ -1,0 +1,155 @@
+//! The few torch CPU operations the processors need, reproduced in f32.
+//!
+//! Facts checked against torch 2.15.0 on CPU (see `docs/hf-sampling.md`):
+//! - `torch.sort(x)` (not stable) on CPU is libstdc++ `std::sort` run on
+//!   (value, index) pairs with index = 0..n and comparator `a.value < b.value`
+//!   (NaN last). [`argsort_ascending`] replays that algorithm step by step, so
+//!   tied values come out in exactly torch's order, which is neither index
+//!   order nor any stable order once n > 16.
+//! - `cumsum` of an f32 tensor accumulates in f64 and rounds each prefix to f32.
+//! - `softmax` subtracts the maximum, takes SLEEF's `expf_u10`, sums in f32
+//!   over 16 SIMD lanes (AVX512) and multiplies by the reciprocal of the sum.
+//!   [`softmax`] replays exactly that and matched torch bit for bit on 5 million
+//!   entries (V from 4 to 49,152). On an AVX2-only CPU torch sums over 8 lanes,
+//!   so its probabilities can differ from these by an ulp.
+//! - Other reductions (`sum`, `logsumexp`) and elementwise `exp`/`log` are
+//!   computed in f64 and rounded: within an ulp or two of torch.
+//! - Comparing an f32 tensor with a Python float casts the float to f32 first.
+//!
+//! Two exact replicas live in submodules: `sort` (libstdc++'s introsort, which
+//! decides the order of ties) and `exp` (SLEEF's `expf_u10`, beside the fast
+//! exp that the sampler's fast path bounds against it).
+
+mod exp;
+mod sort;
+
+pub(crate) use exp::{FAST_EXP_ABS, FAST_EXP_REL, exp_f32, fast_exp, sleef_expf};
+pub(crate) use sort::argsort_ascending;
+
+/// Number of f32 lanes of torch's `Vectorized<float>` on the reference CPU
+/// (AVX512; an AVX2 build uses 8 and rounds sums differently).
+pub(crate) const LANES: usize = 16;
+
+/// `vec::reduce_all(x + y)` over f32 with [`LANES`] lanes: lane-wise
+/// accumulation of full vectors, the tail added into its lanes, then a
+/// halving tree (lane i + lane i+8, +4, +2, +1). Below one vector, a plain
+/// left-to-right sum.
+pub(crate) fn lane_sum(values: &[f32]) -> f32 {
+    let n = values.len();
+    if n < LANES {
+        let mut acc = 0.0f32;
+        for (i, &v) in values.iter().enumerate() {
+            acc = if i == 0 { v } else { acc + v };
+        }
+        return acc;
+    }
+    let mut acc = [0.0f32; LANES];
+    acc.copy_from_slice(&values[..LANES]);
+    let full = n - n % LANES;
+    for chunk in values[LANES..full].chunks_exact(LANES) {
+        for (a, &v) in acc.iter_mut().zip(chunk) {
+            *a += v;
+        }
+    }
+    for (a, &v) in acc.iter_mut().zip(&values[full..]) {
+        *a += v;
+    }
+    fold_lanes(acc)
+}
+
+/// The end of torch's vectorised sum: the lanes added pairwise, halving the
+/// width each time (16 → 8 → 4 → 2 → 1), in f32.
+pub(crate) fn fold_lanes(mut acc: [f32; LANES]) -> f32 {
+    let mut width = LANES / 2;
+    while width >= 1 {
+        for i in 0..width {
+            acc[i] += acc[i + width];
+        }
+        width /= 2;
+    }
+    acc[0]
+}
+
+/// `torch.amax` over the vector (no NaN allowed).
+pub(crate) fn max(values: &[f32]) -> f32 {
+    values.iter().copied().fold(f32::NEG_INFINITY, f32::max)
+}
+
+/// `torch.argmax` on CPU for NaN-free input: the first index of the maximum
+/// (0 when every entry is `-inf`).
+pub(crate) fn argmax_first(values: &[f32]) -> usize {
+    let mut best = 0;
+    for (i, &s) in values.iter().enumerate() {
+        if s > values[best] {
+            best = i;
+        }
+    }
+    best
+}
+
+/// `torch.softmax(x, dim=-1)` on CPU (`_vec_softmax_lastdim`):
+/// `e = exp(x - max)` with SLEEF's exp, `sum = reduce_all(e)`, `e * (1 / sum)`.
+/// Bit-identical to torch 2.15 on an AVX512 CPU.
+///
+/// With every entry -inf the result is NaN everywhere, as in torch.
+pub(crate) fn softmax(values: &[f32]) -> Vec<f32> {
+    let m = max(values);
+    let e: Vec<f32> = values.iter().map(|&x| sleef_expf(x - m)).collect();
+    let r = 1.0f32 / lane_sum(&e);
+    e.into_iter().map(|v| v * r).collect()
+}
+
+/// `torch.log_softmax(x, dim=-1)` in f32: `x - max - log(sum(exp(x - max)))`,
+/// in that order of operations (torch keeps it to avoid cancellation).
+pub(crate) fn log_softmax(values: &[f32]) -> Vec<f32> {
+    let m = max(values);
+    let e: Vec<f32> = values.iter().map(|&x| sleef_expf(x - m)).collect();
+    let log_sum = (lane_sum(&e) as f64).ln() as f32;
+    values.iter().map(|&x| (x - m) - log_sum).collect()
+}
+
+/// `torch.logsumexp(x, dim=-1)` in f32: `log(sum(exp(x - max))) + max`.
+pub(crate) fn logsumexp(values: &[f32]) -> f32 {
+    let m = max(values);
+    if m == f32::NEG_INFINITY {
+        return m;
+    }
+    let sum = values.iter().map(|&x| exp_f32(x - m) as f64).sum::<f64>() as f32;
+    ((sum as f64).ln() as f32) + m
+}
+
+/// `torch.cumsum` of an f32 vector: f64 accumulator, each prefix rounded to f32.
+pub(crate) fn cumsum(values: &[f32]) -> Vec<f32> {
+    let mut acc = 0.0f64;
+    values
+        .iter()
+        .map(|&v| {
+            acc += v as f64;
+            acc as f32
+        })
+        .collect()
+}
+
+/// Sum of an f32 vector rounded to f32 (torch's reductions are f32 with a
+/// CPU-dependent order; f64 accumulation is within their rounding).
+pub(crate) fn sum(values: impl IntoIterator<Item = f32>) -> f32 {
+    values.into_iter().map(|v| v as f64).sum::<f64>() as f32
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cumsum_accumulates_in_f64() {
+        // f32 sequential: 1e8 + 1 + 1 = 1e8 (each +1 is lost); f64 accumulator: 100000002.
+        let c = cumsum(&[1e8, 1.0, 1.0]);
+        assert_eq!(c[2], 100_000_002.0);
+    }
+
+    #[test]
+    fn softmax_of_minus_inf_entry_is_zero() {
+        let p = softmax(&[0.0, f32::NEG_INFINITY, 0.0]);
+        assert_eq!(p, vec![0.5, 0.0, 0.5]); // e^0 / 2
+    }
+}

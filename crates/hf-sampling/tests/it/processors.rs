@@ -1,0 +1,278 @@
+//! The processors beyond the sampling kwargs against real transformers 5.23.0
+//! generations (`fixtures/processors/`, recorded by
+//! `scripts/reference/hf_processors.py`): every step of every setting is
+//! replayed with its grown context and the prompt length, through the
+//! reference ([`process_at`]) and the fast path ([`HfSampler`]).
+//!
+//! Tolerances: scores bit-identical (NaN equal to NaN), except after
+//! `top_h` and `renormalize_logits`, whose reductions are computed in f64 and
+//! rounded (within 1e-5 relative, kept set identical). Every `rejected`
+//! setting must be rejected by `resolve` or at its first step.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use hf_sampling::{GenerationConfig, HfSampler, StepPath, process_at, resolve};
+use safetensors::{Dtype, SafeTensors};
+use serde_json::{Map, Value};
+
+struct File {
+    bytes: Vec<u8>,
+    meta: HashMap<String, String>,
+}
+
+impl File {
+    fn load(path: &Path) -> File {
+        let bytes = std::fs::read(path).expect("fixture readable");
+        let (_, m) = SafeTensors::read_metadata(&bytes).expect("safetensors header");
+        let meta = m.metadata().clone().expect("metadata");
+        File { bytes, meta }
+    }
+
+    fn tensors(&self) -> SafeTensors<'_> {
+        SafeTensors::deserialize(&self.bytes).expect("safetensors")
+    }
+
+    fn f32s(&self, name: &str) -> Option<(Vec<usize>, Vec<f32>)> {
+        let st = self.tensors();
+        let t = st.tensor(name).ok()?;
+        assert_eq!(t.dtype(), Dtype::F32, "{name}");
+        let v = t
+            .data()
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect();
+        Some((t.shape().to_vec(), v))
+    }
+
+    fn i64s(&self, name: &str) -> Option<Vec<i64>> {
+        let st = self.tensors();
+        let t = st.tensor(name).ok()?;
+        assert_eq!(t.dtype(), Dtype::I64, "{name}");
+        Some(
+            t.data()
+                .chunks_exact(8)
+                .map(|b| i64::from_le_bytes(b.try_into().expect("8 bytes")))
+                .collect(),
+        )
+    }
+
+    fn json(&self, key: &str) -> Value {
+        serde_json::from_str(&self.meta[key]).expect("JSON metadata")
+    }
+}
+
+fn fixture_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/processors")
+}
+
+fn files() -> Vec<(String, File)> {
+    let mut out: Vec<(String, File)> = std::fs::read_dir(fixture_dir())
+        .expect("fixtures/processors")
+        .map(|e| e.expect("dir entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "safetensors"))
+        .map(|p| {
+            let name = p.file_stem().expect("stem").to_string_lossy().into_owned();
+            (name, File::load(&p))
+        })
+        .collect();
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    assert!(
+        out.len() >= 3,
+        "expected the edge and SmolLM2 step fixtures"
+    );
+    out
+}
+
+/// The recorded scores of one setting, `[steps][V]`.
+fn scores(f: &File, name: &str, logits: &[Vec<f32>]) -> Vec<Vec<f32>> {
+    if let Some((shape, flat)) = f.f32s(&format!("scores.{name}")) {
+        return flat.chunks(shape[1]).map(<[f32]>::to_vec).collect();
+    }
+    // Sparse form: the logits with the listed (step, id) entries replaced.
+    let at = f.i64s(&format!("scores_at.{name}")).expect("scores_at");
+    let (_, values) = f
+        .f32s(&format!("scores_value.{name}"))
+        .expect("scores_value");
+    let mut out = logits.to_vec();
+    for (pair, v) in at.chunks_exact(2).zip(values) {
+        out[pair[0] as usize][pair[1] as usize] = v;
+    }
+    out
+}
+
+fn kwargs_of(setting: &Value) -> Map<String, Value> {
+    setting["kwargs"].as_object().expect("kwargs").clone()
+}
+
+fn same(a: f32, b: f32) -> bool {
+    a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan())
+}
+
+fn close(a: f32, b: f32) -> bool {
+    same(a, b)
+        || (a.is_finite()
+            && b.is_finite()
+            && ((a - b).abs() as f64) <= 1e-5 * (b.abs() as f64).max(1e-30))
+}
+
+#[test]
+fn every_step_of_every_setting_matches_transformers() {
+    let mut checked_steps = 0;
+    let mut later_steps = 0;
+    let mut settings = 0;
+    let mut inexact = Vec::new();
+    let mut fast_paths: HashMap<String, usize> = HashMap::new();
+    let mut failures = Vec::new();
+    for (file, f) in files() {
+        let config = GenerationConfig::from_json_str(&f.meta["generation_config"]).expect("config");
+        let prompt_len: usize = f.meta["prompt_len"].parse().expect("prompt_len");
+        for setting in f.json("settings").as_array().expect("settings") {
+            let name = setting["name"].as_str().expect("name");
+            let kwargs = kwargs_of(setting);
+            let params = match resolve(&kwargs, Some(&config)) {
+                Ok(p) => p,
+                Err(e) => {
+                    failures.push(format!(
+                        "{file}/{name}: resolve rejected an accepted setting: {e}"
+                    ));
+                    continue;
+                }
+            };
+            let (shape, flat) = f.f32s(&format!("logits.{name}")).expect("logits");
+            let logits: Vec<Vec<f32>> = flat.chunks(shape[1]).map(<[f32]>::to_vec).collect();
+            let want = scores(&f, name, &logits);
+            let sequence = f.i64s(&format!("sequence.{name}")).expect("sequence");
+            let approximate =
+                kwargs.contains_key("top_h") || kwargs.contains_key("renormalize_logits");
+            let mut sampler = HfSampler::new(&params).expect("valid parameters");
+            settings += 1;
+            for (step, (x, w)) in logits.iter().zip(&want).enumerate() {
+                let ctx = &sequence[..prompt_len + step];
+                let got = match process_at(x, ctx, prompt_len, &params) {
+                    Ok(out) => out,
+                    Err(e) => {
+                        failures.push(format!("{file}/{name} step {step}: rejected: {e}"));
+                        break;
+                    }
+                };
+                let ok = got.scores.iter().zip(w).all(|(&a, &b)| {
+                    if approximate { close(a, b) } else { same(a, b) }
+                });
+                if !got.scores.iter().zip(w).all(|(&a, &b)| same(a, b)) {
+                    let rel = got
+                        .scores
+                        .iter()
+                        .zip(w)
+                        .filter(|(a, b)| a.is_finite() && b.is_finite())
+                        .map(|(&a, &b)| ((a - b).abs() / b.abs().max(1e-30)) as f64)
+                        .fold(0.0, f64::max);
+                    inexact.push(format!("{file}/{name} step {step}: max rel {rel:.1e}"));
+                }
+                let kept_ok = got
+                    .scores
+                    .iter()
+                    .zip(w)
+                    .all(|(a, b)| (*a == f32::NEG_INFINITY) == (*b == f32::NEG_INFINITY));
+                if !ok || !kept_ok {
+                    failures.push(format!(
+                        "{file}/{name} step {step}: scores differ\n  ours {:?}\n  hf   {:?}",
+                        &got.scores[..got.scores.len().min(12)],
+                        &w[..w.len().min(12)]
+                    ));
+                }
+                // The fast path: the same kept set and, off the dense path,
+                // the same probabilities bit for bit.
+                let d = sampler
+                    .distribution_at(x, ctx, prompt_len)
+                    .expect("fast path");
+                let kept: Vec<usize> = d.kept.iter().map(|&i| i as usize).collect();
+                if kept != got.kept {
+                    failures.push(format!(
+                        "{file}/{name} step {step}: fast kept {kept:?} vs {:?}",
+                        got.kept
+                    ));
+                } else if d.path != StepPath::Dense
+                    && !d
+                        .kept
+                        .iter()
+                        .zip(d.probs)
+                        .all(|(&i, &p)| same(p, got.probs[i as usize]))
+                {
+                    failures.push(format!(
+                        "{file}/{name} step {step}: fast probabilities differ"
+                    ));
+                }
+                *fast_paths.entry(format!("{:?}", d.path)).or_default() += 1;
+                checked_steps += 1;
+                later_steps += usize::from(step > 0);
+            }
+        }
+    }
+    eprintln!(
+        "{settings} settings, {checked_steps} steps ({later_steps} after the first), \
+         not bit-identical: {inexact:?}; fast paths {fast_paths:?}"
+    );
+    assert!(
+        failures.is_empty(),
+        "{} failure(s):\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+    assert!(
+        checked_steps >= 150 && later_steps >= 100,
+        "{checked_steps} {later_steps}"
+    );
+}
+
+#[test]
+fn every_rejected_setting_is_rejected() {
+    let mut n = 0;
+    for (file, f) in files() {
+        let config = GenerationConfig::from_json_str(&f.meta["generation_config"]).expect("config");
+        let prompt = f.i64s("input_ids").expect("input_ids");
+        let logits = [2.0f32, 1.0, 0.5, 0.0, -1.0, 3.0, 1.5, -0.5]; // the edge files' V = 8 logits
+        for r in f.json("rejected").as_array().expect("rejected") {
+            let name = r["name"].as_str().expect("name");
+            let kwargs = kwargs_of(r);
+            // Some errors only come at a later step (a forced eos at
+            // max_length - 1): run the generation, extending the context
+            // with the greedy (or first kept) token, until one step fails.
+            let steps = kwargs
+                .get("max_new_tokens")
+                .and_then(Value::as_u64)
+                .unwrap_or(20);
+            let outcome = resolve(&kwargs, Some(&config)).and_then(|p| {
+                let mut ctx = prompt.clone();
+                for _ in 0..steps {
+                    let out = process_at(&logits, &ctx, prompt.len(), &p)?;
+                    ctx.push(out.greedy.unwrap_or(out.kept[0]) as i64);
+                }
+                Ok(())
+            });
+            let err = match outcome {
+                Ok(()) => panic!("{file}/{name}: accepted; transformers said {}", r["error"]),
+                Err(e) => e.to_string(),
+            };
+            // transformers' reason, not just any error: the message shares
+            // its key words (torch's own wording aside).
+            let hf = r["error"].as_str().expect("error");
+            let key_words = [
+                "`ngram_size`",
+                "bad_words_ids",
+                "sequence_bias",
+                "`min_length`",
+                "`eos_token_id`",
+                "out of bounds",
+                "top_h",
+                "NoneType",
+                "suppress_tokens",
+                "vocabulary size",
+            ];
+            let shared = key_words.iter().any(|k| hf.contains(k) && err.contains(k));
+            assert!(shared, "{file}/{name}:\n  ours: {err}\n  hf:   {hf}");
+            n += 1;
+        }
+    }
+    assert!(n >= 15, "{n}");
+}
