@@ -91,7 +91,13 @@ pub(super) fn write_fixture(rows: &[Row], width: usize, out: &mut dyn Write) -> 
     let Some(first) = rows.first() else {
         return Ok(());
     };
-    writeln!(out, "{}: {}", one_line(&first.fixture), first.context)?;
+    wrapped(
+        out,
+        width,
+        &format!("{}: ", one_line(&first.fixture)),
+        2,
+        &first.context,
+    )?;
     let table: Vec<[String; 8]> = rows.iter().map(cells).collect();
     let mut widths = HEADERS.map(|h| h.chars().count());
     for line in &table {
@@ -126,13 +132,24 @@ pub(super) fn write_fixture(rows: &[Row], width: usize, out: &mut dyn Write) -> 
     Ok(())
 }
 
-/// `label: text`, the text wrapped at spaces to `width` columns with a
-/// hanging indent (a word longer than a line stands alone).
+/// `label: text` under a row, wrapped with a hanging indent.
 fn detail(out: &mut dyn Write, width: usize, label: &str, text: &str) -> io::Result<()> {
     let first = format!("{DETAIL}{label}: ");
     let indent = first.chars().count();
-    let mut line = first;
-    let mut used = indent;
+    wrapped(out, width, &first, indent, text)
+}
+
+/// `first` then `text`, wrapped at spaces to `width` columns, continuation
+/// lines indented by `indent` (a word longer than a line stands alone).
+fn wrapped(
+    out: &mut dyn Write,
+    width: usize,
+    first: &str,
+    indent: usize,
+    text: &str,
+) -> io::Result<()> {
+    let mut line = first.to_string();
+    let mut used = first.chars().count();
     let mut empty = true;
     for word in one_line(text).split(' ').filter(|w| !w.is_empty()) {
         let n = word.chars().count();
