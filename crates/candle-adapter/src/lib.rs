@@ -66,5 +66,5 @@ pub use mirror::{Draw, Mirrored};
 pub use params::{CandleParams, CandleSampling, RepeatPenalty, Window};
 pub use penalty::{PenaltyWindow, apply_repeat_penalty, penalty_windows};
 pub use run::{CandleRun, Disagreement, Replay, Verification, VerifyOptions, mirror, real_draws};
-pub use semantics::{Candle, CandleExact, EXAMPLE_WINDOWS, fix_for_literal};
+pub use semantics::{Candle, EXAMPLE_WINDOWS, fix_for_literal};
 pub use translate::{TranslateWarning, Translation, literal, translate, translate_kwargs};

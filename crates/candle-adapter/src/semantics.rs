@@ -81,75 +81,32 @@ static CANDLE_EXACT: Info = Info {
     params: PARAMS,
 };
 
-/// `candle`: the literal port of generate kwargs.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Candle;
-
-/// `candle+hf-closure`: translate's exact setup.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct CandleExact;
-
-fn parse(params: &Map<String, Value>) -> Result<CandleParams, Error> {
-    CandleParams::from_json(&Value::Object(params.clone()))
-        .map_err(|e| Error::new(format_args!("params: {e}")))
+/// candle as a semantics. Its two registry entries share everything but how
+/// generate kwargs become candle params: [`Candle::LITERAL`] (`candle`, the
+/// port that reads them literally) and [`Candle::EXACT`]
+/// (`candle+hf-closure`, `translate`'s exact setup).
+#[derive(Debug, Clone, Copy)]
+pub struct Candle {
+    literal: bool,
 }
 
-fn distribution(
-    logits: &Logits,
-    context: &Context<'_>,
-    params: &CandleParams,
-) -> Result<Distribution, Error> {
-    let logits = logits.to_f32()?;
-    let run = CandleRun::new(&logits, context.input_ids(), params).map_err(Error::new)?;
-    let mirrored = run.mirrored();
-    let dist = Distribution::new(mirrored.probs.clone(), Precision::F64);
-    Ok(if params.repeat_penalty.is_some() {
-        dist.with_penalised(mirrored.penalised_logits.clone())
-    } else {
-        dist
-    })
-}
-
-fn check_draws(
-    logits: &Logits,
-    context: &Context<'_>,
-    params: &CandleParams,
-    options: &DrawOptions<'_>,
-) -> Option<Result<DrawCheck, Error>> {
-    let run = || -> Result<DrawCheck, Error> {
-        let logits = logits.to_f32()?;
-        let run = CandleRun::new(&logits, context.input_ids(), params).map_err(Error::new)?;
-        let v = run
-            .verify(&VerifyOptions {
-                seed: options.seed,
-                draws: options.draws,
-                streams: 2,
-                other_kept: Some(options.other_kept),
-                reference: None,
-                ..VerifyOptions::default()
-            })
-            .map_err(|e| Error::new(format_args!("candle draws: {e}")))?;
-        Ok(DrawCheck {
-            n: v.draws,
-            replay_agree: v.replay.as_ref().map(|r| r.agreed),
-            max_freq_dev: v.vs_mirror.max_abs_diff,
-            p_value: v.vs_mirror.gof.p_value,
-            outside_own: v.outside_mirror_kept,
-            outside_other: v.outside_other_kept.unwrap_or(0.0),
-        })
-    };
-    Some(run())
+impl Candle {
+    /// `candle`: the literal port of generate kwargs.
+    pub const LITERAL: Candle = Candle { literal: true };
+    /// `candle+hf-closure`: translate's exact setup.
+    pub const EXACT: Candle = Candle { literal: false };
 }
 
 impl Semantics for Candle {
     type Params = CandleParams;
 
     fn info(&self) -> &'static Info {
-        &CANDLE
+        if self.literal { &CANDLE } else { &CANDLE_EXACT }
     }
 
     fn parse_params(&self, params: &Map<String, Value>) -> Result<CandleParams, Error> {
-        parse(params)
+        CandleParams::from_json(&Value::Object(params.clone()))
+            .map_err(|e| Error::new(format_args!("params: {e}")))
     }
 
     fn distribution(
@@ -158,15 +115,32 @@ impl Semantics for Candle {
         context: &Context<'_>,
         params: &CandleParams,
     ) -> Result<Distribution, Error> {
-        distribution(logits, context, params)
+        let logits = logits.to_f32()?;
+        let run = CandleRun::new(&logits, context.input_ids(), params).map_err(Error::new)?;
+        let mirrored = run.mirrored();
+        let dist = Distribution::new(mirrored.probs.clone(), Precision::F64);
+        Ok(if params.repeat_penalty.is_some() {
+            dist.with_penalised(mirrored.penalised_logits.clone())
+        } else {
+            dist
+        })
     }
 
     fn from_generate(&self, kwargs: &Map<String, Value>) -> Option<Result<CandleParams, Error>> {
-        Some(Ok(literal(kwargs)))
+        if self.literal {
+            return Some(Ok(literal(kwargs)));
+        }
+        let exact = hf_sampling::resolve(kwargs, None)
+            .map_err(Error::new)
+            .and_then(|p| translate(&p).map_err(Error::new))
+            .map(|t| t.exact.unwrap_or(t.candle));
+        Some(exact)
     }
 
+    /// The literal port is also run with the penalty windows candle's
+    /// examples use.
     fn variants(&self, params: &CandleParams) -> Vec<(Variant, CandleParams)> {
-        let Some(rp) = params.repeat_penalty else {
+        let (true, Some(rp)) = (self.literal, params.repeat_penalty) else {
             return Vec::new();
         };
         EXAMPLE_WINDOWS
@@ -187,11 +161,15 @@ impl Semantics for Candle {
     }
 
     fn explain(&self, row: &Against<'_>, params: &CandleParams) -> Explanation {
-        explain(row, params, true)
+        explain(row, params, self.literal)
     }
 
     fn fix(&self, kwargs: &Map<String, Value>, variant: Option<&Variant>) -> Option<Fix> {
-        fix_for_literal(kwargs, variant)
+        if self.literal {
+            fix_for_literal(kwargs, variant)
+        } else {
+            None
+        }
     }
 
     fn check_draws(
@@ -201,54 +179,29 @@ impl Semantics for Candle {
         params: &CandleParams,
         options: &DrawOptions<'_>,
     ) -> Option<Result<DrawCheck, Error>> {
-        check_draws(logits, context, params, options)
-    }
-}
-
-impl Semantics for CandleExact {
-    type Params = CandleParams;
-
-    fn info(&self) -> &'static Info {
-        &CANDLE_EXACT
-    }
-
-    fn parse_params(&self, params: &Map<String, Value>) -> Result<CandleParams, Error> {
-        parse(params)
-    }
-
-    fn distribution(
-        &self,
-        logits: &Logits,
-        context: &Context<'_>,
-        params: &CandleParams,
-    ) -> Result<Distribution, Error> {
-        distribution(logits, context, params)
-    }
-
-    fn from_generate(&self, kwargs: &Map<String, Value>) -> Option<Result<CandleParams, Error>> {
-        let exact = hf_sampling::resolve(kwargs, None)
-            .map_err(Error::new)
-            .and_then(|p| translate(&p).map_err(Error::new))
-            .map(|t| t.exact.unwrap_or(t.candle));
-        Some(exact)
-    }
-
-    fn describe(&self, params: &CandleParams) -> Option<String> {
-        Some(params.to_string())
-    }
-
-    fn explain(&self, row: &Against<'_>, params: &CandleParams) -> Explanation {
-        explain(row, params, false)
-    }
-
-    fn check_draws(
-        &self,
-        logits: &Logits,
-        context: &Context<'_>,
-        params: &CandleParams,
-        options: &DrawOptions<'_>,
-    ) -> Option<Result<DrawCheck, Error>> {
-        check_draws(logits, context, params, options)
+        let run = || -> Result<DrawCheck, Error> {
+            let logits = logits.to_f32()?;
+            let run = CandleRun::new(&logits, context.input_ids(), params).map_err(Error::new)?;
+            let v = run
+                .verify(&VerifyOptions {
+                    seed: options.seed,
+                    draws: options.draws,
+                    streams: 2,
+                    other_kept: Some(options.other_kept),
+                    reference: None,
+                    ..VerifyOptions::default()
+                })
+                .map_err(|e| Error::new(format_args!("candle draws: {e}")))?;
+            Ok(DrawCheck {
+                n: v.draws,
+                replay_agree: v.replay.as_ref().map(|r| r.agreed),
+                max_freq_dev: v.vs_mirror.max_abs_diff,
+                p_value: v.vs_mirror.gof.p_value,
+                outside_own: v.outside_mirror_kept,
+                outside_other: v.outside_other_kept.unwrap_or(0.0),
+            })
+        };
+        Some(run())
     }
 }
 

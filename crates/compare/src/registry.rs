@@ -17,8 +17,8 @@ pub fn all(generation_config: Option<&GenerationConfig>) -> Vec<Box<dyn AnySeman
     vec![
         Box::new(hf_sampling::Hf::new(config())),
         Box::new(hf_sampling::HfRust::new(config())),
-        Box::new(candle_adapter::Candle),
-        Box::new(candle_adapter::CandleExact),
+        Box::new(candle_adapter::Candle::LITERAL),
+        Box::new(candle_adapter::Candle::EXACT),
         Box::new(spec_sampler::Spec),
         Box::new(llamacpp_sampling::LlamaCpp),
         Box::new(llamacpp_sampling::Ollama),
