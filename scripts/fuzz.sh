@@ -6,8 +6,10 @@
 #   scripts/fuzz.sh --minimise [TARGET...]              merge fuzz/corpus-raw/ into fuzz/corpus/, minimised
 #
 # Targets: compare_dist (the `compare dist` JSON-lines driver under every
-# semantics), spec_line (the spec-sampler line parser and sampler), fixture
-# (the safetensors fixture loader). Harnesses: fuzz/src/lib.rs.
+# semantics), compare_diff (`compare diff` on the same records),
+# compare_request (each line as a request through every server route),
+# spec_line (the spec-sampler line parser and sampler), fixture (the
+# safetensors fixture loader). Harnesses: fuzz/src/lib.rs.
 #
 # Works on the stable toolchain: cargo-fuzz needs nightly flags, which
 # RUSTC_BOOTSTRAP=1 unlocks. The default build has no sanitizer (the code is
@@ -22,7 +24,7 @@
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
-ALL_TARGETS=(compare_dist spec_line fixture)
+ALL_TARGETS=(compare_dist compare_diff compare_request spec_line fixture)
 export RUSTC_BOOTSTRAP=1
 SANITIZER=${FUZZ_SANITIZER:-none}
 BUILD_FLAGS=(-O --debug-assertions --sanitizer "$SANITIZER")
@@ -45,7 +47,7 @@ dict_of() {
 max_len_of() {
     case "$1" in
         fixture) echo 8192 ;;
-        compare_dist) echo 1024 ;;
+        compare_dist | compare_diff | compare_request) echo 1024 ;;
         *) echo 4096 ;;
     esac
 }

@@ -64,6 +64,65 @@ pub fn compare_dist(data: &[u8]) {
     }
 }
 
+/// Target `compare_request`: each line of the bytes that is a JSON object
+/// (its `params` when it has them, a `compare dist` record's shape) as an
+/// OpenAI-style request, through every semantics' server routes
+/// (`prepare_request`), each run on a record's logits when the line has
+/// them. A route is params or a non-empty refusal; what it ignores is among
+/// the request's fields; an answer is a real distribution.
+pub fn compare_request(data: &[u8]) {
+    let registry = compare::registry::all(None);
+    let text = String::from_utf8_lossy(data);
+    for line in text.lines() {
+        let Ok(Value::Object(object)) = serde_json::from_str::<Value>(line) else {
+            continue;
+        };
+        let request = match object.get("params") {
+            Some(Value::Object(p)) => p.clone(),
+            _ => object.clone(),
+        };
+        let logits: Vec<f32> = match object.get("logits") {
+            Some(Value::Array(l)) if !l.is_empty() => l
+                .iter()
+                .map(|x| x.as_f64().map_or(f32::NAN, |x| x as f32))
+                .collect(),
+            _ => vec![3.0, 2.0, 2.0, 1.0],
+        };
+        if logits.iter().any(|x| x.is_nan()) || logits.len() > 1 << 16 {
+            continue;
+        }
+        let logits = parity_core::Logits::from_f32(&logits);
+        let ids: Vec<i64> = Vec::new();
+        let context = parity_core::Context::new(&ids, None).expect("empty context");
+        for semantics in &registry {
+            for route in semantics.prepare_request(&request, None) {
+                let name = route.endpoint;
+                for field in &route.ignored {
+                    assert!(
+                        request.contains_key(field),
+                        "{name}: ignores {field:?}, not sent: {line}"
+                    );
+                }
+                match route.params {
+                    Err(e) => assert!(!e.to_string().is_empty(), "{name}: empty refusal: {line}"),
+                    Ok(prepared) => {
+                        if let Ok(d) = prepared.distribution(&logits, &context) {
+                            let sum: f64 = d.probs().iter().sum();
+                            assert!(
+                                d.probs()
+                                    .iter()
+                                    .all(|p| p.is_finite() && (0.0..=1.0).contains(p))
+                                    && (d.kept().is_empty() || (sum - 1.0).abs() < SUM_TOLERANCE),
+                                "{name}: not a distribution (sum {sum}): {line}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// Target `compare_diff`: the bytes as a `compare diff` JSON-lines batch
 /// (params read as generate kwargs) through `compare::commands::diff::run`,
 /// every pair against transformers, both candle recipes. Every record gets

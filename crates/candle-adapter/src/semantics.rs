@@ -10,7 +10,7 @@
 use parity_core::metrics::{max_logit_diff, softmax_f64};
 use parity_core::{
     Against, Context, Distribution, DrawCheck, DrawOptions, Error, Explanation, Fix, Info, Logits,
-    ParamInfo, Precision, Semantics, Variant,
+    ParamInfo, Precision, Route, Semantics, Variant,
 };
 use serde_json::{Map, Value};
 
@@ -135,6 +135,34 @@ impl Semantics for Candle {
             .and_then(|p| translate(&p).map_err(Error::new))
             .map(|t| t.exact.unwrap_or(t.candle));
         Some(exact)
+    }
+
+    /// A port's `LogitsProcessor` built from the request's fields as
+    /// written (the literal port of `generate(**request)`); only the
+    /// literal semantics stands for something people deploy.
+    fn from_request(
+        &self,
+        request: &Map<String, Value>,
+        _generation_config: Option<&Map<String, Value>>,
+    ) -> Vec<Route<CandleParams>> {
+        if !self.literal {
+            return Vec::new();
+        }
+        let (kwargs, _) = hf_sampling::request_kwargs(request);
+        let read = |k: &str| {
+            matches!(
+                k,
+                "do_sample" | "temperature" | "top_k" | "top_p" | "repetition_penalty"
+            )
+        };
+        vec![
+            Route::new(
+                "candle LogitsProcessor (literal port)",
+                Ok(literal(&kwargs)),
+            )
+            .ignoring_all_but(request, read)
+            .note("no default top-k; the penalty covers the whole context"),
+        ]
     }
 
     /// The literal port is also run with the penalty windows candle's

@@ -26,6 +26,9 @@ pub enum Command {
     Dist(DistArgs),
     /// Read JSON-lines records (params = generate kwargs) on stdin; compare pairs of semantics on each.
     Diff(DiffArgs),
+    /// Send one OpenAI-style request to every engine: what each server samples with, and how far
+    /// each lands from transformers on the fixtures.
+    Request(RequestArgs),
     /// Translate transformers generate kwargs into the candle setup that reproduces them.
     Translate(TranslateArgs),
     /// Show how each semantics breaks top-k ties (default: [3, 2, 2, 1] with k = 2).
@@ -59,6 +62,14 @@ pub struct ReportArgs {
     /// Run every setting a fixture recorded instead of the default six.
     #[arg(long, conflicts_with = "settings")]
     pub all_settings: bool,
+    /// Run these generate kwargs (a JSON object) on every fixture's logits instead of its
+    /// recorded settings. Nothing transformers recorded matches them, so its side is computed
+    /// by hf-rust and the rows say `hf-rust`.
+    #[arg(long, value_name = "JSON", conflicts_with_all = ["settings", "all_settings"])]
+    pub kwargs: Option<String>,
+    /// A model's generation_config.json, between --kwargs and transformers' defaults.
+    #[arg(long, value_name = "FILE", requires = "kwargs")]
+    pub generation_config: Option<PathBuf>,
     /// Only these pairs of semantics, comma-separated LEFT:RIGHT, from hf, hf-rust, candle,
     /// candle+hf-closure, spec (e.g. hf:candle,hf:spec) [default: hf against each other one].
     #[arg(long, value_delimiter = ',', value_name = "PAIRS")]
@@ -93,6 +104,8 @@ impl Default for ReportArgs {
             fixtures: Vec::new(),
             settings: Vec::new(),
             all_settings: false,
+            kwargs: None,
+            generation_config: None,
             pairs: Vec::new(),
             draws: 1000,
             seed: 42,
@@ -171,12 +184,46 @@ pub enum FailOn {
     Differs,
 }
 
+/// Arguments of `compare request`.
+#[derive(Debug, Clone, Args)]
+pub struct RequestArgs {
+    /// The request body as JSON, e.g. '{"temperature": 0.7, "top_p": 0.9}' (OpenAI chat-completions
+    /// fields, or generate kwargs: each engine reads what its server reads).
+    pub request: String,
+    /// Fixture files or folders of fixtures [default: the bundled SmolLM2 fixtures].
+    pub fixtures: Vec<PathBuf>,
+    /// The model's generation_config.json, for the engines that merge it (transformers, vLLM,
+    /// mistral.rs).
+    #[arg(long, value_name = "FILE")]
+    pub generation_config: Option<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Format,
+}
+
+/// The engine `compare translate` writes for.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum)]
+pub enum TranslateTo {
+    /// candle's `LogitsProcessor` (and the closure or drop-in where it needs one).
+    #[default]
+    Candle,
+    /// A llama-server request and llama-cli flags, proven on the bundled fixtures.
+    #[value(name = "llama.cpp")]
+    LlamaCpp,
+}
+
 /// Arguments of `compare translate`.
 #[derive(Debug, Clone, Args)]
 pub struct TranslateArgs {
     /// transformers generate kwargs as a JSON object, e.g. '{"do_sample": true, "temperature": 0.7}'.
     #[arg(long, value_name = "JSON", default_value = "{}")]
     pub kwargs: String,
+    /// The engine to translate for.
+    #[arg(long, value_enum, default_value_t)]
+    pub to: TranslateTo,
+    /// Your context length (llama.cpp: the penalty window must cover all of it).
+    #[arg(long, default_value_t = 4096, value_name = "N")]
+    pub context_len: usize,
     /// A model's generation_config.json, whose values sit between the kwargs and
     /// transformers' defaults.
     #[arg(long, value_name = "FILE")]

@@ -29,8 +29,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         .unwrap_or_else(|| Command::Report(ReportArgs::default()))
     {
         Command::Report(args) => {
-            let outcome =
-                commands::report::run_to(&args, &registry::all(None), progress, &mut out)?;
+            let config = registry::generation_config(args.generation_config.as_deref())?;
+            let semantics = registry::all(config.as_ref());
+            let outcome = commands::report::run_to(&args, &semantics, progress, &mut out)?;
             outcome.over_threshold()
         }
         Command::Dist(args) => {
@@ -56,6 +57,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             )?;
             summary.failed > 0 || (args.fail_on.is_some() && differing > 0)
         }
+        Command::Request(args) => commands::request::run(&args, &mut out).map(|()| false)?,
         Command::Translate(args) => commands::translate::run(&args, &mut out).map(|()| false)?,
         Command::Bench(args) => commands::bench::run(&args, &mut out).map(|()| false)?,
         Command::Ties(args) => commands::ties::run(&args, &mut out).map(|()| false)?,

@@ -64,6 +64,7 @@ mod fast;
 mod params;
 mod processors;
 mod pyfmt;
+mod request;
 mod semantics;
 mod torch;
 mod torch_rng;
@@ -73,6 +74,7 @@ pub use error::HfError;
 pub use fast::{Distribution, HfSampler, StepPath};
 pub use params::{GenerationConfig, GenerationParams, SAMPLING_KEYS, resolve};
 pub use processors::Processor;
+pub use request::generate_kwargs as request_kwargs;
 pub use semantics::{Hf, HfRust, Recorded, Source, provenance, rules};
 pub use torch_rng::{CpuCapability, TorchGenerator, TorchSampleError};
 

@@ -177,6 +177,11 @@ pub struct GenerationConfig {
 }
 
 impl GenerationConfig {
+    /// Every key of the file, as read.
+    pub fn values(&self) -> &Map<String, Value> {
+        &self.values
+    }
+
     /// Parse the text of a `generation_config.json`.
     pub fn from_json_str(s: &str) -> Result<Self, HfError> {
         let v: Value = serde_json::from_str(s)?;
@@ -275,6 +280,60 @@ fn wrong_type(key: &str, expected: &'static str, v: &Value) -> HfError {
         expected,
         value: v.to_string(),
     }
+}
+
+impl GenerationParams {
+    /// The resolved value of one of [`SAMPLING_KEYS`] as JSON (`null` for an
+    /// unset top-k or min-p; any other key reads as `repetition_penalty`).
+    pub(crate) fn sampling_value(&self, key: &str) -> Value {
+        match key {
+            "do_sample" => Value::from(self.do_sample),
+            "temperature" => Value::from(self.temperature),
+            "top_k" => self.top_k.map_or(Value::Null, Value::from),
+            "top_p" => Value::from(self.top_p),
+            "min_p" => self.min_p.map_or(Value::Null, Value::from),
+            "typical_p" => Value::from(self.typical_p),
+            "epsilon_cutoff" => Value::from(self.epsilon_cutoff),
+            "eta_cutoff" => Value::from(self.eta_cutoff),
+            _ => Value::from(self.repetition_penalty),
+        }
+    }
+
+    /// Every sampling value that is not transformers' no-op (`do_sample`
+    /// always), in [`SAMPLING_KEYS`] order: what a report prints as the
+    /// effective parameters.
+    pub fn sampling_values(&self) -> Map<String, Value> {
+        let mut out = Map::new();
+        out.insert("do_sample".into(), Value::from(self.do_sample));
+        let active = |key: &str| match key {
+            "temperature" => self.do_sample && self.temperature != 1.0,
+            "top_k" => self.do_sample && self.top_k.is_some(),
+            "top_p" => self.do_sample && self.top_p < 1.0,
+            "min_p" => self.do_sample && self.min_p.is_some(),
+            "typical_p" => self.do_sample && self.typical_p < 1.0,
+            "epsilon_cutoff" => {
+                self.do_sample && self.epsilon_cutoff > 0.0 && self.epsilon_cutoff < 1.0
+            }
+            "eta_cutoff" => self.do_sample && self.eta_cutoff > 0.0 && self.eta_cutoff < 1.0,
+            "repetition_penalty" => self.repetition_penalty != 1.0,
+            _ => false,
+        };
+        for &key in &SAMPLING_KEYS[1..] {
+            if active(key) {
+                out.insert(key.into(), self.sampling_value(key));
+            }
+        }
+        out
+    }
+}
+
+/// Whether `generate()` accepts `key` as a kwarg (a sampling key, a
+/// constraint, one accepted and ignored, or one accepted at a neutral value).
+pub(crate) fn is_generate_kwarg(key: &str) -> bool {
+    SAMPLING_KEYS.contains(&key)
+        || IGNORED_KEYS.contains(&key)
+        || constraints::KEYS.contains(&key)
+        || UNSUPPORTED_KEYS.iter().any(|(k, _)| *k == key)
 }
 
 /// Resolve generate kwargs against an optional model `generation_config.json`

@@ -4,7 +4,9 @@
 //! transformers' side of every known difference, for the other engines'
 //! explanations.
 
-use parity_core::{Context, Distribution, Error, Info, Logits, ParamInfo, Precision, Semantics};
+use parity_core::{
+    Context, Distribution, Error, Info, Logits, ParamInfo, Precision, Route, Semantics,
+};
 use serde_json::{Map, Value};
 
 use crate::params::{GenerationConfig, GenerationParams, resolve};
@@ -139,6 +141,48 @@ impl Semantics for HfRust {
 
     fn reads_generation_config(&self) -> bool {
         true
+    }
+
+    /// `generate(**request)` (the reference) and `transformers serve`; see
+    /// `request.rs`. Both merge the generation config this semantics was
+    /// built with.
+    fn from_request(
+        &self,
+        request: &Map<String, Value>,
+        _generation_config: Option<&Map<String, Value>>,
+    ) -> Vec<Route<GenerationParams>> {
+        let (kwargs, notes) = crate::request::generate_kwargs(request);
+        let mut generate = Route::new(
+            "transformers generate(**request)",
+            self.parse_params(&kwargs),
+        )
+        .ignoring_all_but(request, crate::params::is_generate_kwarg);
+        generate.notes = notes;
+        let serve_params = crate::request::serve_kwargs(request)
+            .map_err(Error::new)
+            .and_then(|k| self.parse_params(&k));
+        let greedy = matches!(&serve_params, Ok(p) if !p.do_sample)
+            && request.get("temperature").and_then(Value::as_f64) != Some(0.0);
+        let mut serve = Route::new("transformers serve /v1/chat/completions", serve_params)
+            .ignoring_all_but(request, |k| crate::request::SERVE_FIELDS.contains(&k));
+        if request.contains_key("frequency_penalty") {
+            serve =
+                serve.note("frequency_penalty read as repetition_penalty = 1 + frequency_penalty");
+        }
+        if greedy {
+            serve = serve.note(
+                "greedy: do_sample comes from the generation config (false when it says nothing)",
+            );
+        }
+        let mut routes = vec![generate, serve];
+        for r in &mut routes {
+            r.effective = r
+                .params
+                .as_ref()
+                .ok()
+                .map(|p| Value::Object(p.sampling_values()));
+        }
+        routes
     }
 }
 
@@ -333,17 +377,7 @@ pub fn provenance(
     crate::SAMPLING_KEYS
         .iter()
         .map(|&key| {
-            let value = match key {
-                "do_sample" => Value::from(params.do_sample),
-                "temperature" => Value::from(params.temperature),
-                "top_k" => params.top_k.map_or(Value::Null, Value::from),
-                "top_p" => Value::from(params.top_p),
-                "min_p" => params.min_p.map_or(Value::Null, Value::from),
-                "typical_p" => Value::from(params.typical_p),
-                "epsilon_cutoff" => Value::from(params.epsilon_cutoff),
-                "eta_cutoff" => Value::from(params.eta_cutoff),
-                _ => Value::from(params.repetition_penalty),
-            };
+            let value = params.sampling_value(key);
             let source = if kwargs.contains_key(key) {
                 Source::Kwargs
             } else if config.and_then(|c| c.get(key)).is_some() {

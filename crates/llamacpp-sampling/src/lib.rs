@@ -44,11 +44,13 @@ mod mt;
 mod ollama;
 mod params;
 mod stl;
+pub mod translate;
 
 use serde_json::{Map, Value, json};
 
 use parity_core::{
-    Against, Context, Distribution, Error, Explanation, Fix, Info, Logits, ParamInfo, Semantics,
+    Against, Context, Distribution, Error, Explanation, Fix, Info, Logits, ParamInfo, Route,
+    Semantics,
 };
 
 pub use params::ServerParams;
@@ -258,6 +260,30 @@ impl Semantics for LlamaCpp {
         Some(params::parse(&request))
     }
 
+    /// llama-server's `/v1/chat/completions` reads the same field names as
+    /// `/completion` (tools/server/server-common.cpp
+    /// `oaicompat_chat_params_parse` passes them through), ignores the ones
+    /// it does not know, fills in its own defaults and never reads a
+    /// generation config.
+    fn from_request(
+        &self,
+        request: &Map<String, Value>,
+        _generation_config: Option<&Map<String, Value>>,
+    ) -> Vec<Route<ServerParams>> {
+        let known = |k: &str| params::FIELDS.contains(&k) && k != "draws";
+        let own: Map<String, Value> = request
+            .iter()
+            .filter(|(k, _)| known(k))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        vec![
+            Route::new("llama-server /v1/chat/completions", params::parse(&own))
+                .ignoring_all_but(request, known)
+                .note("defaults for absent fields: top_k 40, top_p 0.95, min_p 0.05, repeat_last_n 64")
+                .note("generation_config.json is never read"),
+        ]
+    }
+
     fn describe(&self, params: &ServerParams) -> Option<String> {
         Some(params.describe())
     }
@@ -292,6 +318,29 @@ impl Semantics for Ollama {
         // kwargs can say.
         let options = request_for_generate(kwargs)?;
         Some(self.parse_params(&options))
+    }
+
+    /// Ollama's OpenAI endpoint (openai/openai.go `FromChatRequest`) and its
+    /// own `/api/chat`, whose `options` are this semantics' params.
+    fn from_request(
+        &self,
+        request: &Map<String, Value>,
+        _generation_config: Option<&Map<String, Value>>,
+    ) -> Vec<Route<ServerParams>> {
+        let (openai, notes) = ollama::openai_options(request);
+        let mut openai = Route::new("Ollama /v1/chat/completions", self.parse_params(&openai))
+            .ignoring_all_but(request, |k| ollama::OPENAI_FIELDS.contains(&k));
+        openai.notes = notes;
+        let is_option = |k: &str| ollama::OPTIONS.iter().any(|(name, _)| *name == k);
+        let native: Map<String, Value> = request
+            .iter()
+            .filter(|(k, _)| is_option(k))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        let native = Route::new("Ollama /api/chat (options)", self.parse_params(&native))
+            .ignoring_all_but(request, is_option)
+            .note("defaults for absent options: temperature 0.8, top_k 40, top_p 0.9, repeat_last_n 64");
+        vec![openai, native]
     }
 
     fn describe(&self, params: &ServerParams) -> Option<String> {
@@ -434,56 +483,9 @@ fn explain(row: &Against<'_>, p: &ServerParams) -> Explanation {
             p.penalty_last_n
         ));
     }
-    let fix = fix_for(kw, n).map(|params| Fix {
-        text: "order the chain like transformers (penalties, temperature, top_k, top_p, min_p, typical), send every filter explicitly with transformers' defaults, and widen the penalty window to the whole context; exact except where top_k cuts a tie or top_p/min_p sit on a float rounding boundary".into(),
+    let fix = translate::matching_request(kw, n).ok().map(|params| Fix {
+        text: translate::RECIPE.into(),
         params,
     });
     Explanation { reasons, fix }
-}
-
-/// The request that puts llama.cpp's chain in transformers' order with
-/// transformers' defaults.
-fn fix_for(kw: &Map<String, Value>, n_context: usize) -> Option<Map<String, Value>> {
-    request_for_generate(kw)?;
-    let sample = kw
-        .get("do_sample")
-        .and_then(Value::as_bool)
-        .unwrap_or(false);
-    let rep = kw_f64(kw, "repetition_penalty").unwrap_or(1.0);
-    let mut m = Map::new();
-    m.insert(
-        "samplers".into(),
-        json!([
-            "penalties",
-            "temperature",
-            "top_k",
-            "top_p",
-            "min_p",
-            "typ_p"
-        ]),
-    );
-    if sample {
-        m.insert(
-            "temperature".into(),
-            json!(kw_f64(kw, "temperature").unwrap_or(1.0)),
-        );
-        m.insert(
-            "top_k".into(),
-            json!(kw.get("top_k").and_then(Value::as_i64).unwrap_or(50)),
-        );
-        m.insert("top_p".into(), json!(kw_f64(kw, "top_p").unwrap_or(1.0)));
-        m.insert("min_p".into(), json!(kw_f64(kw, "min_p").unwrap_or(0.0)));
-        m.insert(
-            "typical_p".into(),
-            json!(kw_f64(kw, "typical_p").unwrap_or(1.0)),
-        );
-    } else {
-        m.insert("temperature".into(), json!(0.0));
-        m.insert("top_k".into(), json!(0));
-        m.insert("top_p".into(), json!(1.0));
-        m.insert("min_p".into(), json!(0.0));
-    }
-    m.insert("repeat_penalty".into(), json!(rep));
-    m.insert("repeat_last_n".into(), json!(n_context.max(1)));
-    Some(m)
 }

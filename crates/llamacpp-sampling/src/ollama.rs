@@ -41,6 +41,42 @@ pub(crate) const OPTIONS: &[(&str, bool)] = &[
     ("seed", true),
 ];
 
+/// The sampling fields of Ollama's `ChatCompletionRequest` (openai/openai.go
+/// at fb3076099); Go's JSON decoder drops every other field unread.
+pub(crate) const OPENAI_FIELDS: &[&str] = &[
+    "temperature",
+    "top_p",
+    "frequency_penalty",
+    "presence_penalty",
+];
+
+/// The `options` Ollama's OpenAI endpoint builds from a chat-completions
+/// request (`FromChatRequest`): `temperature` and `top_p` as sent or 1.0
+/// (not Ollama's own 0.8 and 0.9), the two penalties and `seed` as sent;
+/// everything else keeps Ollama's defaults. Notes say which defaults bit.
+pub(crate) fn openai_options(request: &Map<String, Value>) -> (Map<String, Value>, Vec<String>) {
+    let mut options = Map::new();
+    let mut notes = Vec::new();
+    for field in ["temperature", "top_p"] {
+        match request.get(field) {
+            Some(v) if !v.is_null() => {
+                options.insert(field.into(), v.clone());
+            }
+            _ => {
+                options.insert(field.into(), Value::from(1.0));
+                notes.push(format!("{field} 1.0: this endpoint's default when absent"));
+            }
+        }
+    }
+    for field in ["frequency_penalty", "presence_penalty", "seed"] {
+        if let Some(v) = request.get(field).filter(|v| !v.is_null()) {
+            options.insert(field.into(), v.clone());
+        }
+    }
+    notes.push("top_k 40 (Ollama's default; the endpoint has no top_k field)".to_string());
+    (options, notes)
+}
+
 /// Go's `int64(f)` on amd64: truncation; out of range gives the minimum.
 fn go_int(f: f64) -> i64 {
     if f > -9.223_372_036_854_776e18 && f < 9.223_372_036_854_776e18 {

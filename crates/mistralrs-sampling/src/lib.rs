@@ -71,7 +71,7 @@ mod params;
 mod sampler;
 
 use parity_core::{
-    Against, Context, Distribution, Error, Explanation, Info, Logits, ParamInfo, Precision,
+    Against, Context, Distribution, Error, Explanation, Info, Logits, ParamInfo, Precision, Route,
     Semantics,
 };
 use serde_json::{Map, Value};
@@ -178,6 +178,30 @@ impl Semantics for MistralRs {
 
     fn from_generate(&self, kwargs: &Map<String, Value>) -> Option<Result<MistralRsParams, Error>> {
         params::from_generate(kwargs)
+    }
+
+    /// mistral.rs's OpenAI server: its own fields, the model's generation
+    /// config filling what the request leaves unset ([`request_params`]).
+    fn from_request(
+        &self,
+        request: &Map<String, Value>,
+        generation_config: Option<&Map<String, Value>>,
+    ) -> Vec<Route<MistralRsParams>> {
+        let own = |k: &str| params::FIELDS.contains(&k) && k != "version";
+        let mut route = Route::new(
+            "mistralrs-server /v1/chat/completions",
+            request_params(request, generation_config),
+        )
+        .ignoring_all_but(request, own);
+        if generation_config.is_some() {
+            route = route.note("unset fields filled from generation_config.json");
+        }
+        if !request.contains_key("temperature")
+            && matches!(&route.params, Ok(p) if p.temperature.is_none())
+        {
+            route = route.note("no temperature: greedy");
+        }
+        vec![route]
     }
 
     fn describe(&self, params: &MistralRsParams) -> Option<String> {

@@ -90,7 +90,7 @@ impl MistralRsParams {
     }
 }
 
-const FIELDS: &[&str] = &[
+pub(crate) const FIELDS: &[&str] = &[
     "temperature",
     "top_k",
     "top_p",

@@ -299,6 +299,93 @@ pub struct DrawCheck {
     pub outside_other: f64,
 }
 
+/// Fields of an OpenAI-style request that never shape one step's
+/// distribution (what to generate from, how much, how to stream, the RNG
+/// seed): a [`Route`] does not list them as ignored.
+pub const REQUEST_FIELDS_NOT_SAMPLING: &[&str] = &[
+    "model",
+    "messages",
+    "prompt",
+    "max_tokens",
+    "max_completion_tokens",
+    "n",
+    "stop",
+    "stream",
+    "stream_options",
+    "user",
+    "seed",
+    "logprobs",
+    "top_logprobs",
+    "response_format",
+    "tools",
+    "tool_choice",
+    "echo",
+    "suffix",
+];
+
+/// One endpoint's reading of a request: see [`Semantics::from_request`].
+#[derive(Debug)]
+pub struct Route<P> {
+    /// The endpoint, with the version whose source says how it maps the
+    /// request (e.g. `"llama-server /v1/chat/completions"`).
+    pub endpoint: &'static str,
+    /// The params the sampler runs with, or the server's refusal.
+    pub params: Result<P, Error>,
+    /// Request fields this endpoint drops without an error.
+    pub ignored: Vec<String>,
+    /// What the endpoint decided on its own, in words (a default it fills
+    /// in, a field it renames, a merge), for the reader of the table.
+    pub notes: Vec<String>,
+    /// The effective params as JSON, for a semantics whose
+    /// [`Prepared::describe`] says nothing (`None`: use that).
+    pub effective: Option<Value>,
+}
+
+impl<P> Route<P> {
+    /// A route whose params are `params`, ignoring nothing, with no notes.
+    pub fn new(endpoint: &'static str, params: Result<P, Error>) -> Self {
+        Self {
+            endpoint,
+            params,
+            ignored: Vec::new(),
+            notes: Vec::new(),
+            effective: None,
+        }
+    }
+
+    /// The same route with `ignored` set to the request's fields that
+    /// `consumed` does not take, leaving out [`REQUEST_FIELDS_NOT_SAMPLING`].
+    pub fn ignoring_all_but(
+        mut self,
+        request: &Map<String, Value>,
+        consumed: impl Fn(&str) -> bool,
+    ) -> Self {
+        self.ignored = request
+            .keys()
+            .filter(|k| !consumed(k) && !REQUEST_FIELDS_NOT_SAMPLING.contains(&k.as_str()))
+            .cloned()
+            .collect();
+        self
+    }
+
+    /// The same route with one more note.
+    pub fn note(mut self, note: impl Into<String>) -> Self {
+        self.notes.push(note.into());
+        self
+    }
+
+    /// The same route with its params mapped (errors kept).
+    pub fn map<Q>(self, f: impl FnOnce(P) -> Q) -> Route<Q> {
+        Route {
+            endpoint: self.endpoint,
+            params: self.params.map(f),
+            ignored: self.ignored,
+            notes: self.notes,
+            effective: self.effective,
+        }
+    }
+}
+
 /// How many real draws to make, and from which seed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DrawOptions<'a> {
@@ -342,6 +429,23 @@ pub trait Semantics: Send + Sync {
     /// registry hands it the file when the user names one).
     fn reads_generation_config(&self) -> bool {
         false
+    }
+
+    /// What this engine's servers sample with when they receive `request`,
+    /// an OpenAI-style request body (`{"temperature": 0.7, "top_p": 0.9}`):
+    /// one [`Route`] per endpoint that maps it differently, each with the
+    /// server's defaults filled in and, for servers that merge it, the
+    /// model's `generation_config.json` (`generation_config`, as JSON).
+    /// Empty when the engine has no server (the default).
+    // Named for what it converts from (a request); `self` is the engine.
+    #[allow(clippy::wrong_self_convention)]
+    fn from_request(
+        &self,
+        request: &Map<String, Value>,
+        generation_config: Option<&Map<String, Value>>,
+    ) -> Vec<Route<Self::Params>> {
+        let _ = (request, generation_config);
+        Vec::new()
     }
 
     /// Settings worth a row of their own besides `params` itself.
@@ -481,6 +585,12 @@ pub trait AnySemantics: Send + Sync {
         &self,
         kwargs: &Map<String, Value>,
     ) -> Option<Result<Box<dyn Prepared + '_>, Error>>;
+    /// See [`Semantics::from_request`].
+    fn prepare_request(
+        &self,
+        request: &Map<String, Value>,
+        generation_config: Option<&Map<String, Value>>,
+    ) -> Vec<Route<Box<dyn Prepared + '_>>>;
 }
 
 impl<S: Semantics> AnySemantics for S
@@ -521,6 +631,24 @@ where
             });
             p
         }))
+    }
+    fn prepare_request(
+        &self,
+        request: &Map<String, Value>,
+        generation_config: Option<&Map<String, Value>>,
+    ) -> Vec<Route<Box<dyn Prepared + '_>>> {
+        self.from_request(request, generation_config)
+            .into_iter()
+            .map(|route| {
+                route.map(|params| {
+                    let p: Box<dyn Prepared + '_> = Box::new(WithParams {
+                        semantics: self,
+                        params,
+                    });
+                    p
+                })
+            })
+            .collect()
     }
 }
 

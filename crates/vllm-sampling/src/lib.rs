@@ -62,7 +62,7 @@ mod torch;
 
 use parity_core::{
     Against, Context, Distribution, Error, Explanation, Fix, Info, Logits, ParamInfo, Precision,
-    Semantics,
+    Route, Semantics,
 };
 use serde_json::{Map, Value};
 
@@ -198,6 +198,40 @@ impl Semantics for Vllm {
 
     fn from_generate(&self, kwargs: &Map<String, Value>) -> Option<Result<VllmParams, Error>> {
         params::from_generate(kwargs)
+    }
+
+    fn from_request(
+        &self,
+        request: &Map<String, Value>,
+        generation_config: Option<&Map<String, Value>>,
+    ) -> Vec<Route<VllmParams>> {
+        let (params, ignored) = match params::chat_request(request) {
+            Ok((own, ignored)) => (request_params(&own, generation_config), ignored),
+            Err(e) => (Err(e), Vec::new()),
+        };
+        let mut route = Route::new("vllm serve /v1/chat/completions", params);
+        route.ignored = ignored
+            .into_iter()
+            .filter(|k| !parity_core::REQUEST_FIELDS_NOT_SAMPLING.contains(&k.as_str()))
+            .collect();
+        let merged: Vec<&str> = GENERATION_CONFIG_FIELDS
+            .iter()
+            .copied()
+            .filter(|f| {
+                !request.contains_key(*f)
+                    && generation_config.is_some_and(|g| g.get(*f).is_some_and(|v| !v.is_null()))
+            })
+            .collect();
+        if !merged.is_empty() {
+            route = route.note(format!(
+                "from generation_config.json (--generation-config auto): {}",
+                merged.join(", ")
+            ));
+        }
+        if !request.contains_key("top_k") && !merged.contains(&"top_k") {
+            route = route.note("top_k off (vLLM's default; transformers' is 50)");
+        }
+        vec![route]
     }
 
     fn describe(&self, params: &VllmParams) -> Option<String> {

@@ -566,6 +566,144 @@ pub const GENERATION_CONFIG_FIELDS: &[&str] = &[
     "min_p",
 ];
 
+/// Request fields that pass through to `SamplingParams` unchanged.
+const PASSED: &[&str] = &["seed", "allowed_token_ids", "n", "min_tokens", "bad_words"];
+/// Request fields vLLM reads that do not shape one step's distribution.
+const IGNORED: &[&str] = &[
+    "model",
+    "messages",
+    "prompt",
+    "max_tokens",
+    "max_completion_tokens",
+    "stop",
+    "stop_token_ids",
+    "stream",
+    "stream_options",
+    "logprobs",
+    "top_logprobs",
+    "user",
+    "ignore_eos",
+    "include_stop_str_in_output",
+    "skip_special_tokens",
+    "spaces_between_special_tokens",
+    "echo",
+    "prompt_logprobs",
+];
+/// Every field of vLLM 0.32.0's `ChatCompletionRequest`
+/// (vllm/entrypoints/openai/chat_completion/protocol.py). Any other field
+/// is logged ("present in the request but ignored") and dropped
+/// (`OpenAIBaseModel`, vllm/entrypoints/serve/engine/protocol.py).
+const CHAT_REQUEST_FIELDS: &[&str] = &[
+    "messages",
+    "model",
+    "frequency_penalty",
+    "logit_bias",
+    "logprobs",
+    "top_logprobs",
+    "max_tokens",
+    "max_completion_tokens",
+    "n",
+    "presence_penalty",
+    "response_format",
+    "seed",
+    "stop",
+    "stream",
+    "stream_options",
+    "temperature",
+    "top_p",
+    "tools",
+    "tool_choice",
+    "reasoning_effort",
+    "thinking_token_budget",
+    "include_reasoning",
+    "parallel_tool_calls",
+    "user",
+    "use_beam_search",
+    "top_k",
+    "min_p",
+    "repetition_penalty",
+    "watermarking",
+    "length_penalty",
+    "stop_token_ids",
+    "include_stop_str_in_output",
+    "ignore_eos",
+    "min_tokens",
+    "skip_special_tokens",
+    "spaces_between_special_tokens",
+    "truncate_prompt_tokens",
+    "truncation_side",
+    "prompt_logprobs",
+    "logprob_token_ids",
+    "allowed_token_ids",
+    "bad_words",
+    "echo",
+    "add_generation_prompt",
+    "continue_final_message",
+    "add_special_tokens",
+    "documents",
+    "chat_template",
+    "chat_template_kwargs",
+    "media_io_kwargs",
+    "mm_processor_kwargs",
+    "structured_outputs",
+    "priority",
+    "request_id",
+    "session_id",
+    "return_tokens_as_token_ids",
+    "return_token_ids",
+    "routed_experts_prompt_start",
+    "return_token_offsets",
+    "return_prompt_text",
+    "mm_payload",
+    "return_mm_kwargs",
+    "cache_salt",
+    "kv_transfer_params",
+    "ec_transfer_params",
+    "vllm_xargs",
+    "repetition_detection",
+    "stream_interval",
+];
+
+/// `ChatCompletionRequest` fields that change what vLLM samples and that
+/// this semantics does not model: a request setting one is refused.
+const UNMODELLED: &[&str] = &[
+    "use_beam_search",
+    "length_penalty",
+    "response_format",
+    "structured_outputs",
+    "watermarking",
+    "repetition_detection",
+    "vllm_xargs",
+];
+
+/// `vllm serve`'s reading of a chat-completions request: what
+/// [`request_params`] receives, and the fields vLLM drops unread.
+pub(crate) fn chat_request(
+    request: &Map<String, Value>,
+) -> Result<(Map<String, Value>, Vec<String>), Error> {
+    let mut own = Map::new();
+    let mut ignored = Vec::new();
+    for (k, v) in request {
+        let k = k.as_str();
+        if !CHAT_REQUEST_FIELDS.contains(&k) {
+            ignored.push(k.to_string());
+        } else if UNMODELLED.contains(&k) {
+            if !(v.is_null() || v == &Value::Bool(false)) {
+                return Err(Error::new(format_args!(
+                    "request field `{k}` (= {v}) changes vLLM's sampling and is not modelled by the vllm semantics"
+                )));
+            }
+        } else if GENERATION_CONFIG_FIELDS.contains(&k)
+            || PASSED.contains(&k)
+            || IGNORED.contains(&k)
+            || k == "logit_bias"
+        {
+            own.insert(k.to_string(), v.clone());
+        }
+    }
+    Ok((own, ignored))
+}
+
 /// What an OpenAI-style request to `vllm serve` samples with: for each of
 /// the seven sampling fields, the request's value, else the model's
 /// `generation_config.json` value (vLLM's default `--generation-config auto`
@@ -578,27 +716,6 @@ pub fn request_params(
     request: &Map<String, Value>,
     generation_config: Option<&Map<String, Value>>,
 ) -> Result<VllmParams, Error> {
-    const PASSED: &[&str] = &["seed", "allowed_token_ids", "n", "min_tokens", "bad_words"];
-    const IGNORED: &[&str] = &[
-        "model",
-        "messages",
-        "prompt",
-        "max_tokens",
-        "max_completion_tokens",
-        "stop",
-        "stop_token_ids",
-        "stream",
-        "stream_options",
-        "logprobs",
-        "top_logprobs",
-        "user",
-        "ignore_eos",
-        "include_stop_str_in_output",
-        "skip_special_tokens",
-        "spaces_between_special_tokens",
-        "echo",
-        "prompt_logprobs",
-    ];
     let mut out = Map::new();
     for &f in GENERATION_CONFIG_FIELDS {
         let v = match request.get(f) {

@@ -5,6 +5,7 @@ pub mod bench;
 pub mod diff;
 pub mod dist;
 pub mod report;
+pub mod request;
 pub mod semantics;
 pub mod ties;
 pub mod translate;

@@ -235,3 +235,66 @@ fn a_moved_binary_finds_the_fixtures_or_says_where_it_looked() {
     let out = run(Some(&real));
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
 }
+
+#[test]
+fn report_runs_your_kwargs_with_transformers_computed_and_labelled() {
+    // On this context transformers' default top_k 50 cuts before top_p 0.9
+    // renormalises (11 tokens kept); candle's literal TopP keeps 14.
+    let model = fixture("smollm2/hello_k0");
+    let kwargs = r#"{"do_sample": true, "temperature": 0.7, "top_p": 0.9}"#;
+    let out = compare(
+        &[
+            "report",
+            &model,
+            "--kwargs",
+            kwargs,
+            "--pairs",
+            "hf:candle",
+            "--format",
+            "json",
+            "--draws",
+            "0",
+        ],
+        "",
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let rows = v["rows"].as_array().expect("rows");
+    assert_eq!(rows.len(), 1);
+    let row = &rows[0];
+    assert_eq!(
+        (row["left"].as_str(), row["setting"].as_str()),
+        (Some("hf-rust"), Some("kwargs"))
+    );
+    assert_eq!(row["verdict"], "differs");
+    assert_eq!(row["fix_verdict"], "same", "{row}");
+
+    // A generation config that sets top_k 1 makes transformers greedy-like:
+    // one token kept on the transformers side.
+    let config = std::env::temp_dir().join(format!("sp-genconfig-{}.json", std::process::id()));
+    std::fs::write(&config, r#"{"top_k": 1}"#).expect("write config");
+    let out = compare(
+        &[
+            "report",
+            &model,
+            "--kwargs",
+            kwargs,
+            "--generation-config",
+            config.to_str().expect("utf-8 path"),
+            "--pairs",
+            "hf:candle",
+            "--format",
+            "json",
+            "--draws",
+            "0",
+        ],
+        "",
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(v["rows"][0]["kept_left"], 1);
+
+    let out = compare(&["report", &model, "--kwargs", "[1]"], "");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("--kwargs is not a JSON object: [1]"));
+}

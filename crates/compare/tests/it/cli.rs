@@ -273,3 +273,68 @@ fn bench_json_rows_have_the_documented_fields() {
         assert!(ours > 0.0 && candle > 0.0, "{row}");
     }
 }
+
+#[test]
+fn translate_to_llama_cpp_is_proven_on_the_bundled_fixtures() {
+    // Llama-3.1's generation config: transformers adds top_k 50 before top_p.
+    let out = compare(
+        &[
+            "translate",
+            "--to",
+            "llama.cpp",
+            "--format",
+            "json",
+            "--kwargs",
+            r#"{"do_sample": true, "temperature": 0.6, "top_p": 0.9, "repetition_penalty": 1.3}"#,
+        ],
+        "",
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let r = &v["llama_server_request"];
+    assert_eq!(
+        r["samplers"],
+        serde_json::json!([
+            "penalties",
+            "temperature",
+            "top_k",
+            "top_p",
+            "min_p",
+            "typ_p"
+        ])
+    );
+    assert_eq!(
+        (r["top_k"].as_i64(), r["min_p"].as_f64()),
+        (Some(50), Some(0.0))
+    );
+    assert_eq!(r["repeat_last_n"].as_u64(), Some(4096));
+    let flags = v["llama_cli_flags"].to_string();
+    assert!(flags.contains("--top-k\",\"50"), "{flags}");
+    // The proof ran on all six SmolLM2 fixtures and every one is `same`.
+    let proof = v["proof"].as_array().expect("proof");
+    assert_eq!(proof.len(), 6);
+    for p in proof {
+        assert_eq!(p["same"], true, "{p}");
+    }
+}
+
+#[test]
+fn translate_to_llama_cpp_names_what_it_cannot_match() {
+    let out = compare(
+        &[
+            "translate",
+            "--to",
+            "llama.cpp",
+            "--kwargs",
+            r#"{"do_sample": true, "eta_cutoff": 0.001}"#,
+        ],
+        "",
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let s = text(&out.stdout);
+    assert!(s.contains("llama.cpp cannot reproduce these kwargs"), "{s}");
+    assert!(
+        s.contains("eta_cutoff = 0.001: llama.cpp has no such sampler"),
+        "{s}"
+    );
+}

@@ -6,4 +6,5 @@ mod cli;
 mod differential;
 mod registry;
 mod report;
+mod request;
 mod robustness;

@@ -1422,6 +1422,12 @@ fn fuzz_corpus_compare_diff_replays() {
 }
 
 #[test]
+fn fuzz_corpus_compare_request_replays() {
+    // The dist corpus: each record's params read as an OpenAI-style request.
+    replay("compare_dist", harness::compare_request, 10);
+}
+
+#[test]
 fn fuzz_corpus_spec_line_replays() {
     replay("spec_line", harness::spec_line, 10);
 }

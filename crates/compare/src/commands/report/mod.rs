@@ -26,7 +26,7 @@ pub(crate) mod rows;
 mod schema;
 pub(crate) mod select;
 mod summary;
-mod text;
+pub(crate) mod text;
 
 pub use schema::{Draws, Penalty, Report, Row, Summary, TokenRow, Verdict};
 pub use select::DEFAULT_SETTINGS;
@@ -101,7 +101,12 @@ fn run_with(
     progress: bool,
     on_fixture: &mut dyn FnMut(&[Row]) -> io::Result<()>,
 ) -> anyhow::Result<Outcome> {
+    let kwargs = select::kwargs(args)?;
     let pairs = select::pairs(&args.pairs, registry)?;
+    let pairs = match &kwargs {
+        Some(_) => select::computed_hf(pairs, registry),
+        None => pairs,
+    };
     let files = select::fixture_files(&args.fixtures)?;
     if files.is_empty() {
         bail!(
@@ -139,8 +144,21 @@ fn run_with(
         };
         let case = rows::CaseRows::new(rows::Case::fixture(fx, vocab)?, &recorder, registry);
         let start = rows.len();
-        for setting in select::settings(fx, *default_settings, args) {
-            rows.extend(case.setting_rows(&rows::Run::recorded(setting), &pairs, &row_args)?);
+        match &kwargs {
+            Some(kwargs) => {
+                let run = rows::Run {
+                    name: "kwargs",
+                    kwargs,
+                    recorded: None,
+                };
+                rows.extend(case.setting_rows(&run, &pairs, &row_args)?);
+            }
+            None => {
+                for setting in select::settings(fx, *default_settings, args) {
+                    let run = rows::Run::recorded(setting);
+                    rows.extend(case.setting_rows(&run, &pairs, &row_args)?);
+                }
+            }
         }
         if progress {
             eprint!("\r\x1b[2K");

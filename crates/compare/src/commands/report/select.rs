@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use anyhow::{Context, bail};
 use parity_core::AnySemantics;
 use parity_core::fixture::{self, Fixture, FixtureKind, Setting};
+use serde_json::{Map, Value};
 
 use crate::cli::ReportArgs;
 
@@ -70,12 +71,45 @@ pub(crate) fn pairs(
         .collect()
 }
 
+/// `--kwargs`, parsed.
+pub(super) fn kwargs(args: &ReportArgs) -> anyhow::Result<Option<Map<String, Value>>> {
+    args.kwargs
+        .as_deref()
+        .map(|text| match serde_json::from_str::<Value>(text) {
+            Ok(Value::Object(m)) => Ok(m),
+            _ => bail!("--kwargs is not a JSON object: {text}"),
+        })
+        .transpose()
+}
+
+/// With `--kwargs` nothing transformers recorded applies: `hf` is computed,
+/// which is exactly `hf-rust`, so the pairs say so (a pair that becomes
+/// `hf-rust:hf-rust` is dropped).
+pub(super) fn computed_hf(
+    pairs: Vec<(usize, usize)>,
+    registry: &[Box<dyn AnySemantics>],
+) -> Vec<(usize, usize)> {
+    let index = |name: &str| registry.iter().position(|s| s.info().name == name);
+    let (Some(hf), Some(hf_rust)) = (index("hf"), index("hf-rust")) else {
+        return pairs;
+    };
+    let swap = |i: usize| if i == hf { hf_rust } else { i };
+    let mut out: Vec<(usize, usize)> = Vec::new();
+    for (l, r) in pairs {
+        let pair = (swap(l), swap(r));
+        if pair.0 != pair.1 && !out.contains(&pair) {
+            out.push(pair);
+        }
+    }
+    out
+}
+
 /// A fixed list of setting names.
 pub(super) type SettingNames = &'static [&'static str];
 
 /// Fixture files with the settings each runs by default (`None`: the
 /// article's six on a model fixture, every setting on an edge fixture).
-pub(super) fn fixture_files(
+pub(crate) fn fixture_files(
     args: &[PathBuf],
 ) -> anyhow::Result<Vec<(PathBuf, Option<SettingNames>)>> {
     if args.is_empty() {

@@ -16,7 +16,7 @@ const DEFAULT_WIDTH: usize = 100;
 const DETAIL: &str = "      ";
 
 /// The width detail lines are wrapped at.
-pub(super) fn wrap_width() -> usize {
+pub(crate) fn wrap_width() -> usize {
     use std::io::IsTerminal;
     // A terminal's width is read from $COLUMNS when the shell exports it.
     let columns = std::env::var("COLUMNS").ok().and_then(|c| c.parse().ok());
@@ -141,7 +141,7 @@ fn detail(out: &mut dyn Write, width: usize, label: &str, text: &str) -> io::Res
 
 /// `first` then `text`, wrapped at spaces to `width` columns, continuation
 /// lines indented by `indent` (a word longer than a line stands alone).
-fn wrapped(
+pub(crate) fn wrapped(
     out: &mut dyn Write,
     width: usize,
     first: &str,

@@ -1,0 +1,275 @@
+//! `compare request`: one OpenAI-style request through every engine's server.
+//!
+//! "The same model answers differently in vLLM and in transformers": the
+//! same request body reaches each engine's sampler through that engine's own
+//! reading of it — its defaults for absent fields, the fields it drops, the
+//! model's `generation_config.json` merged or not. Each semantics says how
+//! its servers read a request ([`parity_core::Semantics::from_request`]);
+//! this command runs every route on each fixture's logits and measures it
+//! against the first route, transformers' `generate(**request)`.
+
+use std::io::{self, Write};
+use std::path::Path;
+
+use anyhow::{Context as _, bail};
+use parity_core::{AnySemantics, Comparison, Distribution, Fixture, Logits, Prepared};
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use super::report::rows::Case;
+use super::report::select;
+use super::report::text::{wrap_width, wrapped};
+use crate::cli::{Format, RequestArgs};
+use crate::registry;
+
+/// One endpoint's reading of the request.
+#[derive(Debug, Serialize)]
+pub struct Endpoint {
+    /// The semantics that runs it (`compare semantics` lists them).
+    pub semantics: &'static str,
+    /// The endpoint and server.
+    pub endpoint: &'static str,
+    /// The params the sampler runs with (null when refused).
+    pub params: Option<Value>,
+    /// Why the engine refuses the request, when it does.
+    pub error: Option<String>,
+    /// Request fields this endpoint drops unread.
+    pub ignored: Vec<String>,
+    /// What the endpoint decided on its own.
+    pub notes: Vec<String>,
+}
+
+/// One endpoint on one fixture.
+#[derive(Debug, Serialize)]
+pub struct Cell {
+    /// [`Endpoint::endpoint`].
+    pub endpoint: &'static str,
+    /// Tokens it can draw (null when it could not run).
+    pub kept: Option<usize>,
+    /// Total variation distance to the reference.
+    pub tv: Option<f64>,
+    /// Largest |Δp| to the reference.
+    pub max_abs_diff: Option<f64>,
+    /// Why it could not run on these logits.
+    pub error: Option<String>,
+}
+
+/// One fixture's cells.
+#[derive(Debug, Serialize)]
+pub struct FixtureCells {
+    /// The fixture's name.
+    pub fixture: String,
+    /// Its context, in words.
+    pub context: String,
+    /// One cell per endpoint, in [`Answer::endpoints`] order.
+    pub cells: Vec<Cell>,
+}
+
+/// The whole answer (`--format json`, docs/report-schema.md).
+#[derive(Debug, Serialize)]
+pub struct Answer {
+    /// The request as given.
+    pub request: Map<String, Value>,
+    /// The `--generation-config` file, if any.
+    pub generation_config: Option<String>,
+    /// Every endpoint; the first is the reference.
+    pub endpoints: Vec<Endpoint>,
+    /// Per fixture, each endpoint against the reference.
+    pub fixtures: Vec<FixtureCells>,
+}
+
+/// Runs the request through every engine on every fixture and writes the answer.
+pub fn run(args: &RequestArgs, out: &mut dyn Write) -> anyhow::Result<()> {
+    let request = match serde_json::from_str::<Value>(&args.request) {
+        Ok(Value::Object(m)) => m,
+        Ok(other) => bail!("the request must be a JSON object, got {other}"),
+        Err(e) => bail!("the request is not JSON ({e}): {:?}", args.request),
+    };
+    let config = registry::generation_config(args.generation_config.as_deref())?;
+    let config_map = config.as_ref().map(|c| c.values().clone());
+    let semantics = registry::all(config.as_ref());
+    let routes = routes(&semantics, &request, config_map.as_ref());
+    let Some((first, reference)) = routes.first() else {
+        bail!("no semantics reads requests");
+    };
+    let Ok(reference) = reference else {
+        let why = first.error.clone().unwrap_or_default();
+        bail!("{} refuses the request: {why}", first.endpoint);
+    };
+    let files = select::fixture_files(&args.fixtures)?;
+    let files: Vec<_> = if args.fixtures.is_empty() {
+        // The model fixtures; the bundled tie case is a 4-token toy.
+        files.into_iter().filter(|(_, s)| s.is_none()).collect()
+    } else {
+        files
+    };
+    if files.is_empty() {
+        bail!("nothing compared: no .safetensors fixture given");
+    }
+    let mut fixtures = Vec::new();
+    for (path, _) in &files {
+        fixtures.push(fixture_cells(path, reference.as_ref(), &routes)?);
+    }
+    let answer = Answer {
+        request,
+        generation_config: args
+            .generation_config
+            .as_ref()
+            .map(|p| p.display().to_string()),
+        endpoints: routes.into_iter().map(|(e, _)| e).collect(),
+        fixtures,
+    };
+    match args.format {
+        Format::Json => {
+            serde_json::to_writer_pretty(&mut *out, &answer)?;
+            writeln!(out)?;
+        }
+        Format::Text => write_text(&answer, wrap_width(), out)?,
+    }
+    Ok(())
+}
+
+type Routed<'s> = (Endpoint, Result<Box<dyn Prepared + 's>, String>);
+
+/// Every semantics' routes for the request, prepared once.
+fn routes<'s>(
+    semantics: &'s [Box<dyn AnySemantics>],
+    request: &Map<String, Value>,
+    config: Option<&Map<String, Value>>,
+) -> Vec<Routed<'s>> {
+    let mut out: Vec<Routed<'s>> = Vec::new();
+    for s in semantics {
+        for route in s.prepare_request(request, config) {
+            let params = match &route.params {
+                Ok(p) => route.effective.clone().or_else(|| {
+                    p.describe()
+                        .map(|d| serde_json::from_str(&d).unwrap_or(Value::String(d)))
+                }),
+                Err(_) => None,
+            };
+            let endpoint = Endpoint {
+                semantics: s.info().name,
+                endpoint: route.endpoint,
+                params,
+                error: route.params.as_ref().err().map(|e| e.to_string()),
+                ignored: route.ignored,
+                notes: route.notes,
+            };
+            out.push((endpoint, route.params.map_err(|e| e.to_string())));
+        }
+    }
+    out
+}
+
+fn fixture_cells(
+    path: &Path,
+    reference: &dyn Prepared,
+    routes: &[Routed<'_>],
+) -> anyhow::Result<FixtureCells> {
+    let fx = Fixture::load(path)?;
+    let case = Case::fixture(&fx, None)?;
+    let logits = Logits::from_f32(case.logits);
+    let reference = reference
+        .distribution(&logits, &case.context)
+        .with_context(|| format!("{}: transformers' distribution", case.origin))?;
+    let cells = routes
+        .iter()
+        .map(|(endpoint, prepared)| {
+            let dist: Result<Distribution, String> = prepared
+                .as_ref()
+                .map_err(|_| "refused (see above)".to_string())
+                .and_then(|p| {
+                    p.distribution(&logits, &case.context)
+                        .map_err(|e| e.to_string())
+                });
+            let cmp = dist.as_ref().ok().and_then(|d| {
+                Comparison::new(reference.probs(), d.probs())
+                    .ok()
+                    .map(|c| (d.kept().len(), c))
+            });
+            Cell {
+                endpoint: endpoint.endpoint,
+                kept: cmp.as_ref().map(|(k, _)| *k),
+                tv: cmp.as_ref().map(|(_, c)| c.tv),
+                max_abs_diff: cmp.as_ref().map(|(_, c)| c.max_abs_diff),
+                error: dist.err(),
+            }
+        })
+        .collect();
+    Ok(FixtureCells {
+        fixture: case.name.clone(),
+        context: case.description.clone(),
+        cells,
+    })
+}
+
+/// The params object as `key value, key value`, for wrapping.
+fn params_text(params: &Option<Value>) -> String {
+    match params {
+        Some(Value::Object(m)) => m
+            .iter()
+            .map(|(k, v)| format!("{k} {v}"))
+            .collect::<Vec<_>>()
+            .join(", "),
+        Some(Value::String(text)) => text.clone(),
+        Some(other) => other.to_string(),
+        None => "-".to_string(),
+    }
+}
+
+fn write_text(answer: &Answer, width: usize, out: &mut dyn Write) -> io::Result<()> {
+    writeln!(out, "request: {}", Value::Object(answer.request.clone()))?;
+    match &answer.generation_config {
+        Some(path) => writeln!(out, "generation config: {path}")?,
+        None => writeln!(out, "generation config: none")?,
+    }
+    writeln!(out)?;
+    writeln!(
+        out,
+        "What each server samples with (the first is the reference):"
+    )?;
+    for e in &answer.endpoints {
+        writeln!(out, "  {} [{}]", e.endpoint, e.semantics)?;
+        match &e.error {
+            Some(err) => wrapped(out, width, "      refused: ", 6, err)?,
+            None => wrapped(out, width, "      ", 6, &params_text(&e.params))?,
+        }
+        if !e.ignored.is_empty() {
+            wrapped(out, width, "      ignores: ", 6, &e.ignored.join(", "))?;
+        }
+        for note in &e.notes {
+            wrapped(out, width, "      note: ", 6, note)?;
+        }
+    }
+    let name_width = answer
+        .endpoints
+        .iter()
+        .map(|e| e.endpoint.chars().count())
+        .max()
+        .unwrap_or(0);
+    let figure = |x: Option<f64>| x.map_or("-".to_string(), |x| format!("{x:.2e}"));
+    for fx in &answer.fixtures {
+        writeln!(out)?;
+        let header = format!("{} ({})", fx.fixture, fx.context);
+        wrapped(out, width, "", 4, &header)?;
+        writeln!(
+            out,
+            "  {:name_width$}  {:>6}  {:>9}  {:>9}",
+            "endpoint", "kept", "TV", "max|Δp|"
+        )?;
+        for (i, c) in fx.cells.iter().enumerate() {
+            let kept = c.kept.map_or("-".to_string(), |k| k.to_string());
+            let (tv, dp) = if i == 0 {
+                ("reference".to_string(), String::new())
+            } else {
+                (figure(c.tv), figure(c.max_abs_diff))
+            };
+            let line = format!("  {:name_width$}  {kept:>6}  {tv:>9}  {dp:>9}", c.endpoint);
+            writeln!(out, "{}", line.trim_end())?;
+            if let Some(err) = c.error.as_deref().filter(|e| !e.starts_with("refused")) {
+                wrapped(out, width, "      error: ", 6, err)?;
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,166 @@
+//! transformers generate kwargs → the llama-server request (and llama-cli
+//! flags) whose chain gives transformers' distribution.
+//!
+//! llama.cpp can be made to match transformers because its chain is
+//! configurable (llama.cpp 0c1e57098, common/sampling.cpp
+//! `common_sampler_init` builds the samplers in the order of the `samplers`
+//! field): penalties, then temperature *first* (its default places it last,
+//! after top-p/min-p/typical), then top_k, top_p, min_p and typical as
+//! transformers orders its warpers; every filter sent explicitly, since
+//! llama-server's defaults (top_k 40, top_p 0.95, min_p 0.05) are not
+//! transformers' (top_k 50, nothing else); and the penalty window widened to
+//! the whole context (`repeat_last_n` at least the context size: a negative
+//! value is an error in this version, not "everything"). What stays
+//! different: top-k keeps exactly k where transformers keeps every token
+//! tied with the k-th, and top-p/min-p decide a token lying on the
+//! threshold within float rounding in their own arithmetic. Samplers
+//! llama.cpp does not have (epsilon, eta, n-gram bans, bad words, sequence
+//! bias) cannot be matched.
+//!
+//! The llama-cli flags are those of common/arg.cpp at the same commit
+//! (`--samplers` takes names separated by `;`).
+
+use serde_json::{Map, Value, json};
+
+/// The recipe, in words (a report's `fix` text).
+pub const RECIPE: &str = "order the chain like transformers (penalties, temperature, top_k, top_p, min_p, typical), send every filter explicitly with transformers' defaults, and widen the penalty window to the whole context; exact except where top_k cuts a tie or top_p/min_p sit on a float rounding boundary";
+
+/// Kwargs that llama.cpp has no sampler for, when set to a value that acts.
+fn unmatched(kwargs: &Map<String, Value>) -> Vec<String> {
+    let sample = kwargs.get("do_sample").and_then(Value::as_bool) == Some(true);
+    let mut out = Vec::new();
+    for (key, val) in kwargs {
+        let acts = match key.as_str() {
+            "epsilon_cutoff" | "eta_cutoff" => {
+                sample && val.as_f64().is_some_and(|x| x > 0.0 && x < 1.0)
+            }
+            "encoder_repetition_penalty" | "num_beams" => val.as_f64().is_some_and(|x| x != 1.0),
+            "no_repeat_ngram_size" | "bad_words_ids" | "sequence_bias" | "penalty_alpha" => {
+                !(val.is_null() || val.as_f64() == Some(0.0))
+            }
+            _ => false,
+        };
+        if acts {
+            out.push(format!("{key} = {val}: llama.cpp has no such sampler"));
+        }
+    }
+    out
+}
+
+/// The llama-server request that reproduces transformers for these
+/// *resolved* kwargs (every sampling key present, `top_k` 0 when off), with
+/// the penalty over the last `repeat_last_n` ids — at least the context
+/// length for an exact match. `Err`: what cannot be matched.
+pub fn matching_request(
+    kwargs: &Map<String, Value>,
+    repeat_last_n: usize,
+) -> Result<Map<String, Value>, Vec<String>> {
+    let blocked = unmatched(kwargs);
+    if !blocked.is_empty() {
+        return Err(blocked);
+    }
+    let f = |key: &str| kwargs.get(key).and_then(Value::as_f64);
+    let sample = kwargs.get("do_sample").and_then(Value::as_bool) == Some(true);
+    let mut m = Map::new();
+    m.insert(
+        "samplers".into(),
+        json!([
+            "penalties",
+            "temperature",
+            "top_k",
+            "top_p",
+            "min_p",
+            "typ_p"
+        ]),
+    );
+    if sample {
+        m.insert("temperature".into(), json!(f("temperature").unwrap_or(1.0)));
+        m.insert(
+            "top_k".into(),
+            json!(kwargs.get("top_k").and_then(Value::as_i64).unwrap_or(50)),
+        );
+        m.insert("top_p".into(), json!(f("top_p").unwrap_or(1.0)));
+        m.insert("min_p".into(), json!(f("min_p").unwrap_or(0.0)));
+        m.insert("typical_p".into(), json!(f("typical_p").unwrap_or(1.0)));
+    } else {
+        m.insert("temperature".into(), json!(0.0));
+        m.insert("top_k".into(), json!(0));
+        m.insert("top_p".into(), json!(1.0));
+        m.insert("min_p".into(), json!(0.0));
+    }
+    m.insert(
+        "repeat_penalty".into(),
+        json!(f("repetition_penalty").unwrap_or(1.0)),
+    );
+    m.insert("repeat_last_n".into(), json!(repeat_last_n.max(1)));
+    Ok(m)
+}
+
+/// The llama-cli flags for a request of [`matching_request`]'s fields.
+pub fn cli_flags(request: &Map<String, Value>) -> Vec<String> {
+    const FLAGS: &[(&str, &str)] = &[
+        ("temperature", "--temp"),
+        ("top_k", "--top-k"),
+        ("top_p", "--top-p"),
+        ("min_p", "--min-p"),
+        ("typical_p", "--typical"),
+        ("repeat_penalty", "--repeat-penalty"),
+        ("repeat_last_n", "--repeat-last-n"),
+    ];
+    let mut out = Vec::new();
+    if let Some(Value::Array(names)) = request.get("samplers") {
+        let names: Vec<&str> = names.iter().filter_map(Value::as_str).collect();
+        out.push("--samplers".to_string());
+        out.push(format!("'{}'", names.join(";")));
+    }
+    for (field, flag) in FLAGS {
+        if let Some(v) = request.get(*field) {
+            out.push((*flag).to_string());
+            out.push(v.to_string());
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn map(v: Value) -> Map<String, Value> {
+        v.as_object().cloned().expect("object")
+    }
+
+    #[test]
+    fn sampling_kwargs_become_transformers_order_and_defaults() {
+        let kw = map(
+            json!({"do_sample": true, "temperature": 0.7, "top_k": 50, "top_p": 0.9,
+                            "repetition_penalty": 1.3}),
+        );
+        let r = matching_request(&kw, 4096).expect("matchable");
+        assert_eq!(
+            Value::Object(r.clone()),
+            json!({"samplers": ["penalties", "temperature", "top_k", "top_p", "min_p", "typ_p"],
+                   "temperature": 0.7, "top_k": 50, "top_p": 0.9, "min_p": 0.0,
+                   "typical_p": 1.0, "repeat_penalty": 1.3, "repeat_last_n": 4096})
+        );
+        assert_eq!(
+            cli_flags(&r).join(" "),
+            "--samplers 'penalties;temperature;top_k;top_p;min_p;typ_p' --temp 0.7 --top-k 50 \
+             --top-p 0.9 --min-p 0.0 --typical 1.0 --repeat-penalty 1.3 --repeat-last-n 4096"
+        );
+    }
+
+    #[test]
+    fn what_llama_cpp_lacks_is_named() {
+        let kw = map(json!({"do_sample": true, "eta_cutoff": 0.001, "no_repeat_ngram_size": 3}));
+        let e = matching_request(&kw, 10).unwrap_err();
+        assert_eq!(e.len(), 2);
+        assert!(e[0].starts_with("eta_cutoff = 0.001"), "{e:?}");
+        // Greedy: temperature 0 and no filters.
+        let r = matching_request(&map(json!({"do_sample": false})), 10).expect("greedy");
+        assert_eq!(
+            (r["temperature"].as_f64(), r["top_k"].as_i64()),
+            (Some(0.0), Some(0))
+        );
+    }
+}
