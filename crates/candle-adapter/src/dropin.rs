@@ -12,12 +12,20 @@
 //! candle's processor never sees the context; this one keeps it: the prompt
 //! given to [`HfLogitsProcessor::set_prompt`] plus every token it returned.
 //!
-//! It does not replay transformers' tokens for a seed (torch's generator is
-//! not reproduced; see `hf_sampling`'s crate docs): same distribution, own
-//! `StdRng` stream.
+//! Two ways to draw:
+//!
+//! - [`HfLogitsProcessor::new`]: the same distribution as transformers,
+//!   drawn with a seeded `StdRng` through the fast sampler.
+//! - [`HfLogitsProcessor::torch_seeded`]: transformers' very tokens for a
+//!   `torch.manual_seed(seed)`, step after step, through
+//!   [`hf_sampling::TorchGenerator`] (torch 2.15's CPU generator and
+//!   `torch.multinomial` replayed; `docs/engines/torch-seeded.md`). Given the
+//!   logits transformers saw, it returns the tokens `generate(do_sample=True)`
+//!   returned; a port whose tokens part from transformers' under this mode
+//!   parts because of its logits, not its sampler.
 
 use candle_core::{DType, Storage, Tensor};
-use hf_sampling::{GenerationParams, HfError, HfSampler};
+use hf_sampling::{GenerationParams, HfError, HfSampler, TorchGenerator};
 
 use rand::SeedableRng;
 use rand::rngs::StdRng;
@@ -25,10 +33,22 @@ use rand::rngs::StdRng;
 /// transformers' sampling behind candle's `LogitsProcessor` interface.
 #[derive(Debug, Clone)]
 pub struct HfLogitsProcessor {
-    sampler: HfSampler,
-    rng: StdRng,
+    draw: Draw,
     context: Vec<i64>,
     prompt_len: usize,
+}
+
+/// Where the randomness comes from.
+#[derive(Debug, Clone)]
+enum Draw {
+    Fast {
+        sampler: Box<HfSampler>,
+        rng: StdRng,
+    },
+    Torch {
+        params: GenerationParams,
+        generator: Box<TorchGenerator>,
+    },
 }
 
 impl HfLogitsProcessor {
@@ -37,8 +57,27 @@ impl HfLogitsProcessor {
     /// where transformers' processor constructors raise.
     pub fn new(seed: u64, params: &GenerationParams) -> Result<Self, HfError> {
         Ok(Self {
-            sampler: HfSampler::new(params)?,
-            rng: StdRng::seed_from_u64(seed),
+            draw: Draw::Fast {
+                sampler: Box::new(HfSampler::new(params)?),
+                rng: StdRng::seed_from_u64(seed),
+            },
+            context: Vec::new(),
+            prompt_len: 0,
+        })
+    }
+
+    /// A processor that draws as transformers does after
+    /// `torch.manual_seed(seed)` on CPU: the same tokens for the same logits.
+    /// Slower than [`Self::new`] (torch's race draws two generator outputs
+    /// per vocabulary entry). Errors where transformers' processor
+    /// constructors raise.
+    pub fn torch_seeded(seed: u64, params: &GenerationParams) -> Result<Self, HfError> {
+        params.processors()?;
+        Ok(Self {
+            draw: Draw::Torch {
+                params: params.clone(),
+                generator: Box::new(TorchGenerator::manual_seed(seed)),
+            },
             context: Vec::new(),
             prompt_len: 0,
         })
@@ -85,16 +124,27 @@ impl HfLogitsProcessor {
 
     /// Draw from plain logits with an explicit context, which is not
     /// recorded: the same sampler and seeded RNG without a tensor.
-    pub fn sample_slice(&mut self, logits: &[f32], context: &[i64]) -> Result<u32, HfError> {
-        let id = self.sampler.sample(logits, context, &mut self.rng)?;
-        Ok(u32::try_from(id).unwrap_or(u32::MAX))
+    pub fn sample_slice(&mut self, logits: &[f32], context: &[i64]) -> candle_core::Result<u32> {
+        let id = match &mut self.draw {
+            Draw::Fast { sampler, rng } => sampler
+                .sample(logits, context, rng)
+                .map_err(candle_core::Error::wrap)?,
+            Draw::Torch { params, generator } => generator
+                .sample(logits, context, params)
+                .map_err(candle_core::Error::wrap)?,
+        };
+        u32::try_from(id).map_err(candle_core::Error::wrap)
     }
 
     fn draw(&mut self, logits: &[f32]) -> candle_core::Result<u32> {
-        let id = self
-            .sampler
-            .sample_at(logits, &self.context, self.prompt_len, &mut self.rng)
-            .map_err(candle_core::Error::wrap)?;
+        let id = match &mut self.draw {
+            Draw::Fast { sampler, rng } => sampler
+                .sample_at(logits, &self.context, self.prompt_len, rng)
+                .map_err(candle_core::Error::wrap)?,
+            Draw::Torch { params, generator } => generator
+                .sample(logits, &self.context, params)
+                .map_err(candle_core::Error::wrap)?,
+        };
         u32::try_from(id).map_err(candle_core::Error::wrap)
     }
 }

@@ -8,5 +8,6 @@ mod k40p09;
 mod params;
 mod penalty;
 mod ties;
+mod torch_seeded;
 mod translate;
 mod variants;
