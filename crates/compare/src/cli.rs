@@ -82,6 +82,11 @@ pub struct ReportArgs {
     /// differs by one token of tiny mass fails too, unlike --max-tv).
     #[arg(long, value_enum, value_name = "WHAT")]
     pub fail_on: Option<FailOn>,
+    /// Let --max-tv, --max-abs-diff and --fail-on pass rows whose whole difference is a
+    /// decision float rounding could flip (a tie at the top-k cut, a top-p mass within a few
+    /// ulps of p, ...; the row's `fragile` list).
+    #[arg(long)]
+    pub ignore_fragile: bool,
     /// Tokens listed per row that one side keeps and the other does not.
     #[arg(long, default_value_t = 3, value_name = "N")]
     pub show_tokens: usize,
@@ -100,6 +105,7 @@ impl Default for ReportArgs {
             max_tv: None,
             max_abs_diff: None,
             fail_on: None,
+            ignore_fragile: false,
             show_tokens: 3,
         }
     }

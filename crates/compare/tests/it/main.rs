@@ -4,6 +4,7 @@
 mod check;
 mod cli;
 mod differential;
+mod fragile;
 mod registry;
 mod report;
 mod robustness;

@@ -28,7 +28,7 @@ pub(crate) mod select;
 mod summary;
 mod text;
 
-pub use schema::{Draws, Penalty, Report, Row, Summary, TokenRow, Verdict};
+pub use schema::{Draws, FragileRow, Penalty, Report, Row, Summary, TokenRow, TopToken, Verdict};
 pub use select::DEFAULT_SETTINGS;
 
 /// Version of the JSON document (`docs/report-schema.md`).
