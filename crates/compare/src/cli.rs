@@ -46,6 +46,18 @@ pub enum Format {
     Json,
 }
 
+/// Output format of `compare report`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum)]
+pub enum ReportFormat {
+    /// A table per fixture, for people.
+    #[default]
+    Text,
+    /// One JSON document (see docs/report-schema.md).
+    Json,
+    /// One self-contained HTML page: summary, TV heatmap, a chart per row.
+    Html,
+}
+
 /// Arguments of `compare report`.
 #[derive(Debug, Clone, Args)]
 pub struct ReportArgs {
@@ -71,7 +83,7 @@ pub struct ReportArgs {
     pub seed: u64,
     /// Output format.
     #[arg(long, value_enum, default_value_t)]
-    pub format: Format,
+    pub format: ReportFormat,
     /// Exit with status 1 if any row's total variation exceeds X.
     #[arg(long, value_name = "X")]
     pub max_tv: Option<f64>,
@@ -101,7 +113,7 @@ impl Default for ReportArgs {
             pairs: Vec::new(),
             draws: 1000,
             seed: 42,
-            format: Format::Text,
+            format: ReportFormat::Text,
             max_tv: None,
             max_abs_diff: None,
             fail_on: None,

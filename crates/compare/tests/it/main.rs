@@ -5,6 +5,7 @@ mod check;
 mod cli;
 mod differential;
 mod fragile;
+mod html;
 mod registry;
 mod report;
 mod robustness;

@@ -236,7 +236,14 @@ impl<'a> CaseRows<'a> {
         let cmp = Comparison::new(left.probs(), right.probs())
             .with_context(|| format!("{}: setting {}", self.case.origin, setting.name))?;
         self.fill_metrics(&mut row, &cmp, args.show_tokens);
-        row.top = self.top_tokens(left.probs(), right.probs());
+        let only: Vec<usize> = cmp
+            .only_left
+            .iter()
+            .take(args.show_tokens.max(3))
+            .chain(cmp.only_right.iter().take(args.show_tokens.max(3)))
+            .map(|t| t.id)
+            .collect();
+        row.top = self.top_tokens(left.probs(), right.probs(), &only);
         row.fragile = self.fragile(&l, &r);
         row.draws = self
             .draws(&l, &r, args)
@@ -284,9 +291,10 @@ impl<'a> CaseRows<'a> {
         rows
     }
 
-    /// The union of each side's `TOP_TOKENS` most likely tokens, with both
+    /// The union of each side's `TOP_TOKENS` most likely tokens and the
+    /// heaviest tokens only one side keeps (`only`), with both
     /// probabilities, most likely on either side first.
-    fn top_tokens(&self, left: &[f64], right: &[f64]) -> Vec<TopToken> {
+    fn top_tokens(&self, left: &[f64], right: &[f64], only: &[usize]) -> Vec<TopToken> {
         let top = |p: &[f64]| {
             let mut ids: Vec<usize> = (0..p.len()).filter(|&i| p[i] > 0.0).collect();
             ids.sort_by(|&a, &b| p[b].total_cmp(&p[a]).then(a.cmp(&b)));
@@ -294,7 +302,7 @@ impl<'a> CaseRows<'a> {
             ids
         };
         let mut ids = top(left);
-        for id in top(right) {
+        for id in top(right).into_iter().chain(only.iter().copied()) {
             if !ids.contains(&id) {
                 ids.push(id);
             }
