@@ -180,6 +180,10 @@ pub struct DiffArgs {
     /// Tokens listed per row that one side keeps and the other does not.
     #[arg(long, default_value_t = 3, value_name = "N")]
     pub show_tokens: usize,
+    /// A vocabulary file (a JSON array of token strings, as fixtures/smollm2/vocab.json), so
+    /// tokens are shown as text beside their ids.
+    #[arg(long, value_name = "FILE")]
+    pub vocab: Option<PathBuf>,
 }
 
 /// What fails a check besides the thresholds.
@@ -227,6 +231,10 @@ pub struct TiesArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t)]
     pub format: Format,
+    /// A vocabulary file (a JSON array of token strings, as fixtures/smollm2/vocab.json), so
+    /// kept tokens are shown as text beside their ids.
+    #[arg(long, value_name = "FILE")]
+    pub vocab: Option<PathBuf>,
 }
 
 /// Arguments of `compare semantics`.

@@ -9,3 +9,4 @@ mod html;
 mod registry;
 mod report;
 mod robustness;
+mod tokens;

@@ -2,7 +2,7 @@
 //!
 //! Everything is inline — styles, SVG charts, no script, no font, no
 //! request — so the file opens offline and can be mailed (the default report
-//! is about 1.7 MB). At the top the summary and a heatmap of TV per fixture
+//! is about 0.9 MB). At the top the summary and a heatmap of TV per fixture
 //! and setting (rows) and pair (columns); then each fixture as a collapsible
 //! section (`<details>`), each row inside it with its figures, the reason
 //! and fix, the fragile decisions, and a chart of both distributions over

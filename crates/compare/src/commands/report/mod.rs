@@ -29,6 +29,7 @@ pub(crate) mod select;
 mod summary;
 mod text;
 
+pub(crate) use schema::text_fields;
 pub use schema::{Draws, FragileRow, Penalty, Report, Row, Summary, TokenRow, TopToken, Verdict};
 pub use select::DEFAULT_SETTINGS;
 
