@@ -218,9 +218,9 @@ fn fixture(page: &mut String, rows: &[Row], first: usize) -> io::Result<()> {
         .iter()
         .filter(|r| r.verdict == Verdict::Differs)
         .count();
-    let _ = write!(
+    let _ = writeln!(
         page,
-        "<details class=\"fixture\" open><summary>{}: {} ({} rows, {} differ)</summary>\n",
+        "<details class=\"fixture\" open><summary>{}: {} ({} rows, {} differ)</summary>",
         esc(&head.fixture),
         esc(&head.context),
         rows.len(),
@@ -310,11 +310,11 @@ fn row_section(page: &mut String, row: &Row, index: usize) -> io::Result<()> {
         );
     }
     page.push_str("</table>\n");
-    let _ = write!(
+    let _ = writeln!(
         page,
         "<figure class=\"chart\"><figcaption class=\"legend\"><span style=\"background:#1f77b4\">\
          </span>{}<span style=\"background:#ff7f0e\"></span>{}<span style=\"background:#ffe0e0\">\
-         </span>only one side can draw it</figcaption>\n",
+         </span>only one side can draw it</figcaption>",
         esc(&row.left),
         esc(&row.right)
     );
