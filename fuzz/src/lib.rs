@@ -137,6 +137,7 @@ pub fn compare_diff(data: &[u8]) {
             format: Format::Json,
             fail_on: None,
             show_tokens: 3,
+            vocab: None,
         };
         let (mut out, mut err) = (Vec::new(), Vec::new());
         let (summary, _) =
@@ -322,6 +323,33 @@ pub fn fixture(data: &[u8]) {
             if let Some(model) = &fixture.model {
                 assert_eq!(model.prompt_len + model.k, fixture.input_ids.len());
             }
+        }
+    }
+}
+
+/// A vocabulary string, as a fixture's `vocab.json` could hold it, read as
+/// a byte-level token and as written: never a panic; the label a report
+/// prints holds no control character and no whitespace but the space (so a
+/// token cannot forge report lines), and decoding a byte-level token gives
+/// back exactly its bytes.
+pub fn token_piece(data: &[u8]) {
+    use parity_core::token::{Piece, byte_level_bytes};
+    let token = String::from_utf8_lossy(data);
+    for byte_level in [false, true] {
+        let piece = Piece::new(&token, byte_level);
+        let label = parity_core::vocab::label(Some(&piece), 7);
+        assert!(
+            !label
+                .chars()
+                .any(|c| c.is_control() || (c.is_whitespace() && c != ' ')),
+            "{token:?} printed as {label:?}"
+        );
+        if byte_level && let Some(bytes) = byte_level_bytes(&token) {
+            let back = match &piece {
+                Piece::Text(t) => t.as_bytes().to_vec(),
+                Piece::Bytes(b) => b.clone(),
+            };
+            assert_eq!(back, bytes, "{token:?}");
         }
     }
 }

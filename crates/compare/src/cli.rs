@@ -49,6 +49,18 @@ pub enum Format {
     Json,
 }
 
+/// Output format of `compare report`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum)]
+pub enum ReportFormat {
+    /// A table per fixture, for people.
+    #[default]
+    Text,
+    /// One JSON document (see docs/report-schema.md).
+    Json,
+    /// One self-contained HTML page: summary, TV heatmap, a chart per row.
+    Html,
+}
+
 /// Arguments of `compare report`.
 #[derive(Debug, Clone, Args)]
 pub struct ReportArgs {
@@ -82,7 +94,7 @@ pub struct ReportArgs {
     pub seed: u64,
     /// Output format.
     #[arg(long, value_enum, default_value_t)]
-    pub format: Format,
+    pub format: ReportFormat,
     /// Exit with status 1 if any row's total variation exceeds X.
     #[arg(long, value_name = "X")]
     pub max_tv: Option<f64>,
@@ -93,6 +105,11 @@ pub struct ReportArgs {
     /// differs by one token of tiny mass fails too, unlike --max-tv).
     #[arg(long, value_enum, value_name = "WHAT")]
     pub fail_on: Option<FailOn>,
+    /// Let --max-tv, --max-abs-diff and --fail-on pass rows whose whole difference is a
+    /// decision float rounding could flip (a tie at the top-k cut, a top-p mass within a few
+    /// ulps of p, ...; the row's `fragile` list).
+    #[arg(long)]
+    pub ignore_fragile: bool,
     /// Tokens listed per row that one side keeps and the other does not.
     #[arg(long, default_value_t = 3, value_name = "N")]
     pub show_tokens: usize,
@@ -109,10 +126,11 @@ impl Default for ReportArgs {
             pairs: Vec::new(),
             draws: 1000,
             seed: 42,
-            format: Format::Text,
+            format: ReportFormat::Text,
             max_tv: None,
             max_abs_diff: None,
             fail_on: None,
+            ignore_fragile: false,
             show_tokens: 3,
         }
     }
@@ -175,6 +193,10 @@ pub struct DiffArgs {
     /// Tokens listed per row that one side keeps and the other does not.
     #[arg(long, default_value_t = 3, value_name = "N")]
     pub show_tokens: usize,
+    /// A vocabulary file (a JSON array of token strings, as fixtures/smollm2/vocab.json), so
+    /// tokens are shown as text beside their ids.
+    #[arg(long, value_name = "FILE")]
+    pub vocab: Option<PathBuf>,
 }
 
 /// What fails a check besides the thresholds.
@@ -256,6 +278,10 @@ pub struct TiesArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t)]
     pub format: Format,
+    /// A vocabulary file (a JSON array of token strings, as fixtures/smollm2/vocab.json), so
+    /// kept tokens are shown as text beside their ids.
+    #[arg(long, value_name = "FILE")]
+    pub vocab: Option<PathBuf>,
 }
 
 /// Arguments of `compare semantics`.

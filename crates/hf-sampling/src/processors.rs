@@ -378,6 +378,17 @@ pub fn epsilon(scores: &mut [f32], epsilon: f64) {
 /// normalised logits clamped to `finfo(f32).min`, `-(logits * probs).sum()`.
 pub fn eta(scores: &mut [f32], epsilon: f64) {
     let probs = torch::softmax(scores);
+    let eta = eta_threshold(scores, epsilon);
+    let top = torch::max(scores);
+    for (s, &p) in scores.iter_mut().zip(&probs) {
+        if p < eta && *s < top {
+            *s = f32::NEG_INFINITY;
+        }
+    }
+}
+
+/// The threshold [`eta`] compares probabilities with.
+pub(crate) fn eta_threshold(scores: &[f32], epsilon: f64) -> f32 {
     let lse = torch::logsumexp(scores);
     let logits: Vec<f32> = scores.iter().map(|&s| s - lse).collect();
     let cat_probs = torch::softmax(&logits);
@@ -388,13 +399,7 @@ pub fn eta(scores: &mut [f32], epsilon: f64) {
             .map(|(&l, &q)| l.max(f32::MIN) * q),
     );
     let eps = epsilon as f32;
-    let eta = eps.min(eps.sqrt() * torch::exp_f32(-entropy));
-    let top = torch::max(scores);
-    for (s, &p) in scores.iter_mut().zip(&probs) {
-        if p < eta && *s < top {
-            *s = f32::NEG_INFINITY;
-        }
-    }
+    eps.min(eps.sqrt() * torch::exp_f32(-entropy))
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@
 //! explanations.
 
 use parity_core::{
-    Context, Distribution, Error, Info, Logits, ParamInfo, Precision, Route, Semantics,
+    Context, Distribution, Error, Fragile, Info, Logits, ParamInfo, Precision, Route, Semantics,
 };
 use serde_json::{Map, Value};
 
@@ -101,6 +101,16 @@ impl HfRust {
     }
 }
 
+/// transformers' fragile decisions on these logits (none when they cannot
+/// be read as f32 or the params fail: the distribution says why).
+fn fragile_at(logits: &Logits, context: &Context<'_>, params: &GenerationParams) -> Vec<Fragile> {
+    let Ok(logits) = logits.to_f32() else {
+        return Vec::new();
+    };
+    crate::fragile::fragile(&logits, context.input_ids(), context.prompt_len(), params)
+        .unwrap_or_default()
+}
+
 fn computed(
     logits: &Logits,
     context: &Context<'_>,
@@ -183,6 +193,15 @@ impl Semantics for HfRust {
                 .map(|p| Value::Object(p.sampling_values()));
         }
         routes
+    }
+
+    fn fragile(
+        &self,
+        logits: &Logits,
+        context: &Context<'_>,
+        params: &GenerationParams,
+    ) -> Vec<Fragile> {
+        fragile_at(logits, context, params)
     }
 }
 
@@ -279,6 +298,13 @@ impl Semantics for Hf {
 
     fn reads_generation_config(&self) -> bool {
         true
+    }
+
+    /// The recorded scores are transformers' own; where its rules decided
+    /// within rounding is found by running the chain again (hf-rust's,
+    /// bit-identical on every fixture).
+    fn fragile(&self, logits: &Logits, context: &Context<'_>, recorded: &Recorded) -> Vec<Fragile> {
+        fragile_at(logits, context, &recorded.params)
     }
 }
 

@@ -14,16 +14,19 @@
 #![deny(missing_docs)]
 
 pub mod fixture;
+pub mod fragile;
 pub mod jsonl;
 pub mod metrics;
 pub mod record;
 pub mod semantics;
 pub mod text;
+pub mod token;
 pub mod vocab;
 
 pub use fixture::{
     Fixture, FixtureError, FixtureKind, MetadataProblem, ModelMeta, Rejected, Setting,
 };
+pub use fragile::{Fragile, FragileKind};
 pub use metrics::{Comparison, TokenMass};
 pub use record::{Logits, Record};
 pub use semantics::{

@@ -14,6 +14,7 @@
 
 use serde_json::{Map, Value};
 
+use crate::fragile::Fragile;
 use crate::metrics::Comparison;
 use crate::record::Logits;
 
@@ -482,6 +483,19 @@ pub trait Semantics: Send + Sync {
     ) -> Option<Result<DrawCheck, Error>> {
         None
     }
+
+    /// The decisions of this semantics' rules on these logits that float
+    /// rounding could flip ([`crate::fragile`]): empty when there are none,
+    /// when the semantics does not look, or when it fails on these logits
+    /// (its distribution reports the error).
+    fn fragile(
+        &self,
+        _logits: &Logits,
+        _context: &Context<'_>,
+        _params: &Self::Params,
+    ) -> Vec<Fragile> {
+        Vec::new()
+    }
 }
 
 /// A semantics with its parameters already parsed: what a report row runs.
@@ -505,6 +519,8 @@ pub trait Prepared: Send + Sync {
     ) -> Option<Result<DrawCheck, Error>>;
     /// See [`Semantics::variants`].
     fn variants(&self) -> Vec<(Variant, Box<dyn Prepared + '_>)>;
+    /// See [`Semantics::fragile`].
+    fn fragile(&self, logits: &Logits, context: &Context<'_>) -> Vec<Fragile>;
 }
 
 struct WithParams<'s, S: Semantics> {
@@ -539,6 +555,9 @@ where
     ) -> Option<Result<DrawCheck, Error>> {
         self.semantics
             .check_draws(logits, context, &self.params, options)
+    }
+    fn fragile(&self, logits: &Logits, context: &Context<'_>) -> Vec<Fragile> {
+        self.semantics.fragile(logits, context, &self.params)
     }
     fn variants(&self) -> Vec<(Variant, Box<dyn Prepared + '_>)> {
         self.semantics

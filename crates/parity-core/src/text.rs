@@ -3,28 +3,56 @@
 //! Fixture metadata, record keys and token strings come from files a user
 //! hands us. Printed raw, a newline in them could forge report lines and an
 //! escape sequence could drive the terminal, so control characters are
-//! written as Rust escapes (`\n`, `\u{1b}`). JSON output needs none of this:
-//! serde_json escapes its strings itself.
+//! written as Rust escapes (`\n`, `\u{1b}`). Whitespace other than the plain
+//! space and the invisible format characters (zero-width and bidirectional
+//! marks, which can reorder what a terminal shows) are escaped too
+//! (`\u{a0}`, `\u{202e}`): a token that is a no-break space must not look
+//! like one that is a space. JSON output needs none of this: serde_json
+//! escapes its strings itself.
 
 use std::borrow::Cow;
 
-/// `s` with control characters escaped; borrowed when there are none.
-pub fn one_line(s: &str) -> Cow<'_, str> {
-    if s.chars().any(char::is_control) {
-        s.chars()
-            .flat_map(|c| {
-                let escaped: Vec<char> = if c.is_control() {
-                    c.escape_default().collect()
-                } else {
-                    vec![c]
-                };
-                escaped
-            })
-            .collect::<String>()
-            .into()
-    } else {
-        s.into()
+/// Whether `c` is written as an escape.
+fn needs_escape(c: char) -> bool {
+    c.is_control()
+        || (c.is_whitespace() && c != ' ')
+        || matches!(
+            c,
+            '\u{ad}' | '\u{61c}' | '\u{180e}' | '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}'
+                | '\u{2060}'..='\u{2064}' | '\u{2066}'..='\u{2069}' | '\u{feff}'
+        )
+}
+
+/// `s` with every character `escape` picks written as a Rust escape.
+fn escape_with(s: &str, escape: impl Fn(char) -> bool) -> Cow<'_, str> {
+    if !s.chars().any(&escape) {
+        return s.into();
     }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        if escape(c) {
+            // \n, \t, \r, \", \\ and \u{..} for the rest.
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out.into()
+}
+
+/// `s` with control characters, whitespace other than the space, and
+/// invisible format characters escaped; borrowed when there are none.
+pub fn one_line(s: &str) -> Cow<'_, str> {
+    escape_with(s, needs_escape)
+}
+
+/// `s` in double quotes, escaped as [`one_line`] and with `"` and `\`
+/// escaped too, so the quotes delimit it: `" the"`, `"\n"`, `"\""`.
+pub fn quoted(s: &str) -> String {
+    format!(
+        "\"{}\"",
+        escape_with(s, |c| needs_escape(c) || c == '"' || c == '\\')
+    )
 }
 
 #[cfg(test)]
@@ -35,5 +63,22 @@ mod tests {
     fn control_characters_are_escaped() {
         assert_eq!(one_line("a\nb\u{1b}[31mc"), "a\\nb\\u{1b}[31mc");
         assert!(matches!(one_line("ĠAI \"quoted\""), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn invisible_characters_are_escaped_and_visible_ones_kept() {
+        // no-break space, ideographic space, right-to-left override, zero-width space
+        assert_eq!(
+            one_line("a\u{a0}b\u{3000}c\u{202e}d\u{200b}"),
+            "a\\u{a0}b\\u{3000}c\\u{202e}d\\u{200b}"
+        );
+        assert_eq!(one_line("大 “x”"), "大 “x”");
+    }
+
+    #[test]
+    fn quoted_escapes_its_delimiters() {
+        assert_eq!(quoted(" the"), "\" the\"");
+        assert_eq!(quoted("\t\"\\"), r#""\t\"\\""#);
+        assert_eq!(quoted(""), "\"\"");
     }
 }

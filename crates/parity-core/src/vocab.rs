@@ -1,10 +1,12 @@
-//! Token strings, so reports can say `ĠAI` instead of `id 15593`.
+//! Token strings, so reports can say `" AI" (15593)` instead of `id 15593`.
 //!
 //! The vocabulary is a JSON array of strings (index = token id) extracted once
 //! from the GGUF's `tokenizer.ggml.tokens` by the reference script, so that
 //! neither the tests nor the reports need the model.
 
 use std::path::{Path, PathBuf};
+
+use crate::token::Piece;
 
 /// Largest vocabulary file read (262,144 tokens as JSON are ~5 MB).
 pub const MAX_VOCAB_BYTES: u64 = 64 * 1024 * 1024;
@@ -13,6 +15,8 @@ pub const MAX_VOCAB_BYTES: u64 = 64 * 1024 * 1024;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Vocab {
     tokens: Vec<String>,
+    /// Whether the strings are byte-level BPE ([`crate::token::is_byte_level`]).
+    byte_level: bool,
 }
 
 /// Why a vocabulary file could not be loaded.
@@ -64,12 +68,13 @@ impl Vocab {
             path: path.to_path_buf(),
             source,
         })?;
-        Ok(Self { tokens })
+        Ok(Self::new(tokens))
     }
 
     /// Builds a vocabulary from token strings.
     pub fn new(tokens: Vec<String>) -> Self {
-        Self { tokens }
+        let byte_level = crate::token::is_byte_level(tokens.iter().map(String::as_str));
+        Self { tokens, byte_level }
     }
 
     /// Number of tokens.
@@ -85,5 +90,40 @@ impl Vocab {
     /// The token string for an id, if the id is in range.
     pub fn token(&self, id: usize) -> Option<&str> {
         self.tokens.get(id).map(String::as_str)
+    }
+
+    /// What the token reads as, if the id is in range.
+    pub fn piece(&self, id: usize) -> Option<Piece> {
+        self.token(id).map(|t| Piece::new(t, self.byte_level))
+    }
+
+    /// The token for people, with its id beside it: `" the" (260)`,
+    /// `<0xE5 0xA4> (18614)`, or `id 7` out of range.
+    pub fn label(&self, id: usize) -> String {
+        label(self.piece(id).as_ref(), id)
+    }
+}
+
+/// `" the" (260)` for a known token, `id 260` for an unknown one.
+pub fn label(piece: Option<&Piece>, id: usize) -> String {
+    match piece {
+        Some(p) => format!("{p} ({id})"),
+        None => format!("id {id}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_decode_byte_level_tokens() {
+        let v = Vocab::new(vec!["<|endoftext|>".into(), "Ġthe".into(), "å¤".into()]);
+        assert_eq!(v.label(0), r#""<|endoftext|>" (0)"#);
+        assert_eq!(v.label(1), r#"" the" (1)"#);
+        assert_eq!(v.label(2), "<0xE5 0xA4> (2)");
+        assert_eq!(v.label(3), "id 3");
+        let sp = Vocab::new(vec!["▁the".into(), "é".into()]);
+        assert_eq!(sp.label(1), r#""é" (1)"#);
     }
 }

@@ -9,7 +9,7 @@
 use std::io::{BufRead, Write};
 
 use parity_core::jsonl::{self, Summary};
-use parity_core::{AnySemantics, Context, Record};
+use parity_core::{AnySemantics, Context, Record, Vocab};
 
 use super::report::rows::{Case, CaseRows, RowArgs, Run};
 use super::report::{Row, Verdict, select};
@@ -42,6 +42,7 @@ pub fn run<R: BufRead, W: Write, E: Write>(
         })
         .collect();
     let pairs = select::pairs(&pairs, registry)?;
+    let vocab = args.vocab.as_deref().map(Vocab::load).transpose()?;
     let recorder = hf_sampling::Hf::default();
     let row_args = RowArgs {
         draws: 0,
@@ -63,7 +64,7 @@ pub fn run<R: BufRead, W: Write, E: Write>(
             origin: format!("record {number}"),
             logits: &logits,
             context,
-            vocab: None,
+            vocab: vocab.as_ref(),
         };
         let rows = CaseRows::new(case, &recorder, registry)
             .setting_rows(
@@ -109,11 +110,33 @@ fn write_text(out: &mut Vec<u8>, number: usize, rows: &[Row]) {
                 Verdict::Differs => "differs",
             }
         ));
+        if !row.fragile.is_empty() {
+            text.push_str(" ≈");
+        }
         if let Some(reason) = &row.reason {
             text.push_str(&format!("\n    why: {reason}"));
         }
         if let Some(fix) = &row.fix {
             text.push_str(&format!("\n    fix: {fix}"));
+        }
+        for f in &row.fragile {
+            text.push_str(&format!(
+                "\n    fragile: {} {} ({} ulps): {}; tokens {:?}",
+                f.semantics,
+                f.kind.as_str(),
+                f.margin_ulps,
+                f.detail,
+                f.tokens
+            ));
+        }
+        for (side, list) in [(&row.left, &row.only_left), (&row.right, &row.only_right)] {
+            if !list.is_empty() {
+                let shown: Vec<String> = list
+                    .iter()
+                    .map(|t| format!("{} {:.2e}", t.label(), t.mass))
+                    .collect();
+                text.push_str(&format!("\n    only {side}: {}", shown.join(", ")));
+            }
         }
     }
     out.extend_from_slice(text.as_bytes());

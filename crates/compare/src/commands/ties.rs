@@ -9,6 +9,9 @@ use anyhow::Context;
 use candle_adapter::{CandleParams, CandleRun, CandleSampling};
 use serde_json::{Map, Value, json};
 
+use parity_core::Vocab;
+
+use super::report::text_fields;
 use crate::cli::{Format, TiesArgs};
 
 /// Prints the three kept sets, candle's real draw counts and the probabilities.
@@ -55,6 +58,24 @@ pub fn run(args: &TiesArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         spec_params,
     )?;
     let spec = spec_sampler::distribution(&spec_input);
+    let vocab = args.vocab.as_deref().map(Vocab::load).transpose()?;
+    // Kept ids as people read them: `[0, 1]`, or with a vocabulary
+    // `["<|endoftext|>" (0), "<|im_start|>" (1)]`.
+    let kept = |ids: &[usize]| match &vocab {
+        None => format!("{ids:?}"),
+        Some(v) => {
+            let labels: Vec<String> = ids.iter().map(|&i| v.label(i)).collect();
+            format!("[{}]", labels.join(", "))
+        }
+    };
+    let tokens = vocab.as_ref().map(|v| {
+        (0..logits.len())
+            .map(|id| {
+                let (text, bytes) = text_fields(v.piece(id));
+                json!({"id": id, "token": v.token(id), "text": text, "bytes": bytes})
+            })
+            .collect::<Vec<_>>()
+    });
 
     match args.format {
         Format::Json => {
@@ -72,6 +93,7 @@ pub fn run(args: &TiesArgs, out: &mut dyn Write) -> anyhow::Result<()> {
                     "outside_hf": outside_hf,
                 },
                 "spec": { "kept": spec.kept(), "probs": spec.probs() },
+                "tokens": tokens,
             });
             serde_json::to_writer_pretty(&mut *out, &doc)?;
             writeln!(out)?;
@@ -80,13 +102,14 @@ pub fn run(args: &TiesArgs, out: &mut dyn Write) -> anyhow::Result<()> {
             writeln!(out, "top-k with k = {} on logits {:?}", args.k, logits)?;
             writeln!(
                 out,
-                "  transformers keeps {:?}  probs {:?}",
-                hf.kept, hf.probs
+                "  transformers keeps {}  probs {:?}",
+                kept(&hf.kept),
+                hf.probs
             )?;
             writeln!(
                 out,
-                "  candle       keeps {:?}  probs {:?}",
-                candle.kept,
+                "  candle       keeps {}  probs {:?}",
+                kept(&candle.kept.iter().map(|&i| i as usize).collect::<Vec<_>>()),
                 round(&candle.probs)
             )?;
             writeln!(
@@ -99,8 +122,8 @@ pub fn run(args: &TiesArgs, out: &mut dyn Write) -> anyhow::Result<()> {
             )?;
             writeln!(
                 out,
-                "  spec         keeps {:?}  probs {:?}",
-                spec.kept(),
+                "  spec         keeps {}  probs {:?}",
+                kept(spec.kept()),
                 round(spec.probs())
             )?;
         }

@@ -4,7 +4,10 @@
 mod check;
 mod cli;
 mod differential;
+mod fragile;
+mod html;
 mod registry;
 mod report;
 mod request;
 mod robustness;
+mod tokens;

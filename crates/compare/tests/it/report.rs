@@ -173,6 +173,9 @@ fn text_report_is_a_readable_table() {
     );
     assert!(s.contains("why: top-k then top-p"), "{s}");
     assert!(s.contains("only candle (mass"), "{s}");
+    // Tokens read as text, with their ids: vocab.json[372] is "ĠM", " M".
+    assert!(s.contains(r#"" M" (372)"#), "{s}");
+    assert!(!s.contains("ĠM"), "{s}");
     assert!(
         s.lines()
             .last()

@@ -20,15 +20,17 @@ use std::path::PathBuf;
 use anyhow::bail;
 use parity_core::{AnySemantics, Fixture, Vocab};
 
-use crate::cli::{Format, ReportArgs};
+use crate::cli::{ReportArgs, ReportFormat};
 
+mod html;
 pub(crate) mod rows;
 mod schema;
 pub(crate) mod select;
 mod summary;
 pub(crate) mod text;
 
-pub use schema::{Draws, Penalty, Report, Row, Summary, TokenRow, Verdict};
+pub(crate) use schema::text_fields;
+pub use schema::{Draws, FragileRow, Penalty, Report, Row, Summary, TokenRow, TopToken, Verdict};
 pub use select::DEFAULT_SETTINGS;
 
 /// Version of the JSON document (`docs/report-schema.md`).
@@ -52,7 +54,7 @@ impl Outcome {
 
 /// Runs the report and writes it: in text, each fixture's table as soon as
 /// its rows are done (so a pipe sees them stream), then the summary; in
-/// JSON, the whole document at the end.
+/// JSON and HTML, the whole document at the end.
 pub fn run_to(
     args: &ReportArgs,
     registry: &[Box<dyn AnySemantics>],
@@ -62,7 +64,7 @@ pub fn run_to(
     let width = text::wrap_width();
     let mut first = true;
     let mut on_fixture = |rows: &[Row]| -> io::Result<()> {
-        if args.format == Format::Text && !rows.is_empty() {
+        if args.format == ReportFormat::Text && !rows.is_empty() {
             if !first {
                 writeln!(out)?;
             }
@@ -74,11 +76,12 @@ pub fn run_to(
     };
     let outcome = run_with(args, registry, progress, &mut on_fixture)?;
     match args.format {
-        Format::Json => {
+        ReportFormat::Json => {
             serde_json::to_writer_pretty(&mut *out, &outcome.report)?;
             writeln!(out)?;
         }
-        Format::Text => {
+        ReportFormat::Html => html::write_page(&outcome.report, out)?,
+        ReportFormat::Text => {
             writeln!(out)?;
             text::write_summary(&outcome.report.summary, out)?;
         }

@@ -16,7 +16,11 @@ use parity_core::{
 use serde_json::{Map, Value};
 
 use super::SAME_TOLERANCE;
-use super::schema::{Draws, Penalty, Row, TokenRow, Verdict};
+use super::schema::{Draws, FragileRow, Penalty, Row, TokenRow, TopToken, Verdict, text_fields};
+
+/// Tokens of each side in a row's `top` (the union is at most twice this).
+const TOP_TOKENS: usize = 10;
+
 /// What rows need from the command line.
 pub(crate) struct RowArgs {
     /// Real draws per row whose engine can be run.
@@ -232,6 +236,15 @@ impl<'a> CaseRows<'a> {
         let cmp = Comparison::new(left.probs(), right.probs())
             .with_context(|| format!("{}: setting {}", self.case.origin, setting.name))?;
         self.fill_metrics(&mut row, &cmp, args.show_tokens);
+        let only: Vec<usize> = cmp
+            .only_left
+            .iter()
+            .take(args.show_tokens.max(3))
+            .chain(cmp.only_right.iter().take(args.show_tokens.max(3)))
+            .map(|t| t.id)
+            .collect();
+        row.top = self.top_tokens(left.probs(), right.probs(), &only);
+        row.fragile = self.fragile(&l, &r);
         row.draws = self
             .draws(&l, &r, args)
             .with_context(|| format!("{}: setting {}", self.case.origin, setting.name))?;
@@ -249,8 +262,73 @@ impl<'a> CaseRows<'a> {
                 self.prove(&mut row, &mut reasons, semantics, fix, reference);
             }
             row.reason = Some(reasons.join("; "));
+            row.only_fragile = only_fragile(&cmp, &row);
         }
         Ok(row)
+    }
+
+    /// Both sides' fragile decisions, each once (hf and hf-rust share theirs).
+    fn fragile(&self, l: &View<'_>, r: &View<'_>) -> Vec<FragileRow> {
+        let mut rows: Vec<FragileRow> = Vec::new();
+        for side in [l, r] {
+            let Some(p) = side.prepared else { continue };
+            for f in p.fragile(&self.logits, &self.case.context) {
+                let seen = rows.iter().any(|x| {
+                    x.kind == f.kind && x.tokens == f.tokens && x.margin_ulps == f.margin_ulps
+                });
+                if !seen {
+                    rows.push(FragileRow {
+                        semantics: side.name.to_string(),
+                        kind: f.kind,
+                        tokens: f.tokens,
+                        margin_ulps: f.margin_ulps,
+                        penalised: f.penalised,
+                        detail: f.detail,
+                    });
+                }
+            }
+        }
+        rows
+    }
+
+    /// The union of each side's `TOP_TOKENS` most likely tokens and the
+    /// heaviest tokens only one side keeps (`only`), with both
+    /// probabilities, most likely on either side first.
+    fn top_tokens(&self, left: &[f64], right: &[f64], only: &[usize]) -> Vec<TopToken> {
+        let top = |p: &[f64]| {
+            let mut ids: Vec<usize> = (0..p.len()).filter(|&i| p[i] > 0.0).collect();
+            ids.sort_by(|&a, &b| p[b].total_cmp(&p[a]).then(a.cmp(&b)));
+            ids.truncate(TOP_TOKENS);
+            ids
+        };
+        let mut ids = top(left);
+        for id in top(right).into_iter().chain(only.iter().copied()) {
+            if !ids.contains(&id) {
+                ids.push(id);
+            }
+        }
+        let most = |i: usize| left[i].max(right[i]);
+        ids.sort_by(|&a, &b| most(b).total_cmp(&most(a)).then(a.cmp(&b)));
+        ids.into_iter()
+            .map(|id| {
+                let (text, bytes) = text_fields(self.case.vocab.and_then(|v| v.piece(id)));
+                TopToken {
+                    id,
+                    token: self.token_string(id),
+                    text,
+                    bytes,
+                    left: left[id],
+                    right: right[id],
+                }
+            })
+            .collect()
+    }
+
+    fn token_string(&self, id: usize) -> Option<String> {
+        self.case
+            .vocab
+            .and_then(|v| v.token(id))
+            .map(str::to_string)
     }
 
     /// The row's identity, with every figure still unknown.
@@ -289,6 +367,9 @@ impl<'a> CaseRows<'a> {
             fix_verdict: None,
             draws: None,
             penalty: None,
+            top: Vec::new(),
+            fragile: Vec::new(),
+            only_fragile: false,
         }
     }
 
@@ -296,14 +377,15 @@ impl<'a> CaseRows<'a> {
         let tokens = |list: &[TokenMass]| {
             list.iter()
                 .take(show)
-                .map(|t| TokenRow {
-                    id: t.id,
-                    token: self
-                        .case
-                        .vocab
-                        .and_then(|v| v.token(t.id))
-                        .map(str::to_string),
-                    mass: t.mass,
+                .map(|t| {
+                    let (text, bytes) = text_fields(self.case.vocab.and_then(|v| v.piece(t.id)));
+                    TokenRow {
+                        id: t.id,
+                        token: self.token_string(t.id),
+                        text,
+                        bytes,
+                        mass: t.mass,
+                    }
                 })
                 .collect()
         };
@@ -467,6 +549,20 @@ fn verdict(cmp: &Comparison, penalty: Option<&Penalty>) -> Verdict {
     } else {
         Verdict::Differs
     }
+}
+
+/// Whether a differing row differs only in tokens its fragile decisions
+/// name: the kept sets differ, every token kept by one side only is one of
+/// them, and the penalised logits (if any) agree.
+fn only_fragile(cmp: &Comparison, row: &Row) -> bool {
+    let named = |id: usize| row.fragile.iter().any(|f| f.tokens.contains(&id));
+    let differing = cmp.only_left.iter().chain(&cmp.only_right);
+    !(cmp.only_left.is_empty() && cmp.only_right.is_empty())
+        && differing.clone().all(|t| named(t.id))
+        && row
+            .penalty
+            .as_ref()
+            .is_none_or(|p| p.max_logit_diff <= SAME_TOLERANCE)
 }
 
 /// What differs, plainly, when no known rule explains it.

@@ -2,6 +2,8 @@
 //! (`docs/report-schema.md`): every field documented there is a field here,
 //! and the tests read reports back with `deny_unknown_fields`.
 
+use parity_core::FragileKind;
+use parity_core::token::Piece;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -33,6 +35,11 @@ pub struct Summary {
     pub replay_agree: usize,
     /// Rows over `--max-tv` / `--max-abs-diff` (0 when no threshold is set).
     pub over_threshold: usize,
+    /// Rows with at least one decision float rounding could flip.
+    pub fragile: usize,
+    /// Of the rows that differ, those whose whole difference is such a
+    /// decision (`--ignore-fragile` lets them pass).
+    pub differs_only_fragile: usize,
 }
 
 /// One comparison of two semantics on one fixture and setting.
@@ -71,6 +78,9 @@ pub struct Row {
     pub only_left: Vec<TokenRow>,
     /// The heaviest tokens only the right keeps.
     pub only_right: Vec<TokenRow>,
+    /// Both sides' probabilities over the union of each side's most likely
+    /// tokens, most likely (on either side) first.
+    pub top: Vec<TopToken>,
     /// `same` (max |Δp| ≤ 1e-5) or `differs`.
     pub verdict: Verdict,
     /// Why the sides differ, in words; null when they agree.
@@ -87,6 +97,47 @@ pub struct Row {
     pub draws: Option<Draws>,
     /// Repetition-penalty details, for settings with a penalty.
     pub penalty: Option<Penalty>,
+    /// Decisions of either side's rules that float rounding could flip.
+    pub fragile: Vec<FragileRow>,
+    /// The row differs, and only in tokens `fragile` names: the kept sets
+    /// differ in those tokens alone and the penalised logits agree.
+    pub only_fragile: bool,
+}
+
+/// A decision float rounding could flip (`parity_core::fragile`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FragileRow {
+    /// The semantics whose rule it is.
+    pub semantics: String,
+    /// The rule.
+    pub kind: FragileKind,
+    /// The tokens the decision keeps or drops.
+    pub tokens: Vec<usize>,
+    /// Distance from flipping, in ulps of the compared f32 values.
+    pub margin_ulps: u64,
+    /// Whether a repetition penalty moved one of the tokens onto the threshold.
+    pub penalised: bool,
+    /// The decision in words.
+    pub detail: String,
+}
+
+/// A token with both sides' probabilities.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TopToken {
+    /// Token id.
+    pub id: usize,
+    /// The vocabulary string, if known.
+    pub token: Option<String>,
+    /// What it reads as, when its bytes are complete UTF-8.
+    pub text: Option<String>,
+    /// Its bytes, when they are not complete UTF-8.
+    pub bytes: Option<Vec<u8>>,
+    /// The left side's probability.
+    pub left: f64,
+    /// The right side's probability.
+    pub right: f64,
 }
 
 /// A token kept by one side only.
@@ -95,10 +146,48 @@ pub struct Row {
 pub struct TokenRow {
     /// Token id.
     pub id: usize,
-    /// Token text from the fixture's vocabulary, if known.
+    /// The vocabulary string (byte-level BPE form, e.g. `ĠAI`), if known.
     pub token: Option<String>,
+    /// What it reads as (` AI`), when its bytes are complete UTF-8.
+    pub text: Option<String>,
+    /// Its bytes, when they are not complete UTF-8 (part of a character).
+    pub bytes: Option<Vec<u8>>,
     /// Its probability on the side that keeps it.
     pub mass: f64,
+}
+
+/// `text` and `bytes` of a token as the schema writes them.
+pub(crate) fn text_fields(piece: Option<Piece>) -> (Option<String>, Option<Vec<u8>>) {
+    match piece {
+        Some(Piece::Text(t)) => (Some(t), None),
+        Some(Piece::Bytes(b)) => (None, Some(b)),
+        None => (None, None),
+    }
+}
+
+/// The token for people with its id: `" AI" (15593)`, `<0xE5 0xA4> (18614)`,
+/// `id 3` without a vocabulary.
+pub(crate) fn token_label(text: Option<&String>, bytes: Option<&Vec<u8>>, id: usize) -> String {
+    let piece = match (text, bytes) {
+        (Some(t), _) => Some(Piece::Text(t.clone())),
+        (None, Some(b)) => Some(Piece::Bytes(b.clone())),
+        (None, None) => None,
+    };
+    parity_core::vocab::label(piece.as_ref(), id)
+}
+
+impl TokenRow {
+    /// See [`token_label`].
+    pub fn label(&self) -> String {
+        token_label(self.text.as_ref(), self.bytes.as_ref(), self.id)
+    }
+}
+
+impl TopToken {
+    /// See [`token_label`].
+    pub fn label(&self) -> String {
+        token_label(self.text.as_ref(), self.bytes.as_ref(), self.id)
+    }
 }
 
 /// Row verdict.

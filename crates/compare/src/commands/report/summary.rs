@@ -5,8 +5,12 @@ use crate::cli::{FailOn, ReportArgs};
 
 /// Whether a row fails the check: over `--max-tv` / `--max-abs-diff` (a row
 /// with no figure, because a side failed, exceeds any threshold), or not
-/// `same` under `--fail-on differs`.
+/// `same` under `--fail-on differs`; never, under `--ignore-fragile`, a row
+/// whose whole difference is a decision float rounding could flip.
 fn over(row: &Row, args: &ReportArgs) -> bool {
+    if args.ignore_fragile && row.only_fragile {
+        return false;
+    }
     if args.fail_on == Some(FailOn::Differs) && row.verdict != Verdict::Same {
         return true;
     }
@@ -36,5 +40,7 @@ pub(super) fn summarise(rows: &[Row], args: &ReportArgs) -> Summary {
             .filter_map(|r| r.draws.as_ref().and_then(|d| d.replay_agree))
             .sum(),
         over_threshold: rows.iter().filter(|r| over(r, args)).count(),
+        fragile: rows.iter().filter(|r| !r.fragile.is_empty()).count(),
+        differs_only_fragile: rows.iter().filter(|r| r.only_fragile).count(),
     }
 }

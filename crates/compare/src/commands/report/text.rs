@@ -2,6 +2,8 @@
 //! content (about 90 columns for the default report), and under each row
 //! that differs the reason, the proven fix and the tokens only one side
 //! keeps, wrapped at the terminal's width (100 columns when not a terminal).
+//! A row with a decision float rounding could flip has `≈` after its verdict
+//! and a `fragile:` line saying which.
 
 use std::io::{self, Write};
 
@@ -63,10 +65,14 @@ fn cells(row: &Row) -> [String; 8] {
         ),
         None => ("-".into(), "-".into()),
     };
-    let verdict = match row.verdict {
+    let mut verdict = match row.verdict {
         Verdict::Same => "same",
         Verdict::Differs => "differs",
-    };
+    }
+    .to_string();
+    if !row.fragile.is_empty() {
+        verdict.push_str(FRAGILE_MARK);
+    }
     [
         one_line(&row.setting).into_owned(),
         pair,
@@ -75,9 +81,15 @@ fn cells(row: &Row) -> [String; 8] {
         sci(row.tv),
         replayed,
         p_value,
-        verdict.into(),
+        verdict,
     ]
 }
+
+/// After the verdict of a row with a fragile decision.
+const FRAGILE_MARK: &str = " ≈";
+
+/// Fragile tokens listed by name before "and N more".
+const FRAGILE_TOKENS: usize = 4;
 
 const HEADERS: [&str; 8] = [
     "setting", "pair", "kept L/R", "max|Δp|", "TV", "replayed", "p-value", "verdict",
@@ -148,10 +160,25 @@ pub(crate) fn wrapped(
     indent: usize,
     text: &str,
 ) -> io::Result<()> {
+    let text = one_line(text);
+    let words = text.split(' ').filter(|w| !w.is_empty());
+    wrap_words(out, width, first, indent, words)
+}
+
+/// `first` then `words` separated by spaces, wrapped to `width` columns
+/// between words (a word may hold spaces: a token's `" M" (372) 1.99e-3`
+/// is never split, so the spaces of a token stay as they are).
+fn wrap_words<'w>(
+    out: &mut dyn Write,
+    width: usize,
+    first: &str,
+    indent: usize,
+    words: impl Iterator<Item = &'w str>,
+) -> io::Result<()> {
     let mut line = first.to_string();
     let mut used = first.chars().count();
     let mut empty = true;
-    for word in one_line(text).split(' ').filter(|w| !w.is_empty()) {
+    for word in words {
         let n = word.chars().count();
         if !empty && used + 1 + n > width {
             writeln!(out, "{line}")?;
@@ -168,6 +195,24 @@ pub(crate) fn wrapped(
         empty = false;
     }
     writeln!(out, "{line}")
+}
+
+/// `label: a, b, c` under a row, wrapped between items only.
+fn detail_list(out: &mut dyn Write, width: usize, label: &str, items: &[String]) -> io::Result<()> {
+    let first = format!("{DETAIL}{label}: ");
+    let indent = first.chars().count();
+    let words: Vec<String> = items
+        .iter()
+        .enumerate()
+        .map(|(i, item)| {
+            if i + 1 < items.len() {
+                format!("{item},")
+            } else {
+                item.clone()
+            }
+        })
+        .collect();
+    wrap_words(out, width, &first, indent, words.iter().map(String::as_str))
 }
 
 fn write_details(row: &Row, width: usize, out: &mut dyn Write) -> io::Result<()> {
@@ -206,18 +251,51 @@ fn write_details(row: &Row, width: usize, out: &mut dyn Write) -> io::Result<()>
         if !list.is_empty() {
             let shown: Vec<String> = list
                 .iter()
-                .map(|t| match &t.token {
-                    Some(tok) => format!("{tok:?} ({}) {:.2e}", t.id, t.mass),
-                    None => format!("id {} {:.2e}", t.id, t.mass),
-                })
+                .map(|t| format!("{} {:.2e}", t.label(), t.mass))
                 .collect();
-            detail(
+            detail_list(
                 out,
                 width,
                 &format!("only {side} (mass {})", sci(mass)),
-                &shown.join(", "),
+                &shown,
             )?;
         }
+    }
+    for f in &row.fragile {
+        let mut names: Vec<String> = f
+            .tokens
+            .iter()
+            .take(FRAGILE_TOKENS)
+            .map(|&id| {
+                // The row carries token text for its top and only-one-side
+                // tokens; a tied token beyond those is named by id.
+                let top = row.top.iter().find(|t| t.id == id).map(|t| t.label());
+                let only = || {
+                    row.only_left
+                        .iter()
+                        .chain(&row.only_right)
+                        .find(|t| t.id == id)
+                        .map(|t| t.label())
+                };
+                top.or_else(only).unwrap_or_else(|| format!("id {id}"))
+            })
+            .collect();
+        if f.tokens.len() > FRAGILE_TOKENS {
+            names.push(format!("and {} more", f.tokens.len() - FRAGILE_TOKENS));
+        }
+        detail(
+            out,
+            width,
+            "fragile",
+            &format!(
+                "{} {} ({} ulps): {}",
+                f.semantics,
+                f.kind.as_str(),
+                f.margin_ulps,
+                f.detail,
+            ),
+        )?;
+        detail_list(out, width, "  tokens", &names)?;
     }
     if let Some(p) = &row.penalty
         // The literal candle port shows its penalty scope even where it agrees.
@@ -245,11 +323,12 @@ pub(super) fn write_summary(s: &Summary, out: &mut dyn Write) -> io::Result<()> 
         |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
     write!(
         out,
-        "{}: {} same, {} differ.",
+        "{}: {} same, {} differ",
         plural(s.rows, "row", "rows"),
         s.same,
         s.differs
     )?;
+    write!(out, ".")?;
     if s.candle_draws > 0 {
         write!(
             out,
@@ -258,6 +337,18 @@ pub(super) fn write_summary(s: &Summary, out: &mut dyn Write) -> io::Result<()> 
         )?;
     }
     writeln!(out)?;
+    if s.differs_only_fragile > 0 {
+        writeln!(
+            out,
+            "{} only where float rounding decides (≈; --ignore-fragile lets {} pass a check).",
+            plural(s.differs_only_fragile, "row differs", "rows differ"),
+            if s.differs_only_fragile == 1 {
+                "it"
+            } else {
+                "them"
+            }
+        )?;
+    }
     if s.over_threshold > 0 {
         writeln!(
             out,

@@ -1,0 +1,96 @@
+//! Tokens shown as text beside their ids in `compare diff` and `compare ties`
+//! with `--vocab`, and in the report's JSON.
+
+use compare::commands::report::Report;
+
+use crate::cli::{compare, text};
+use crate::report::fixture;
+
+fn vocab() -> String {
+    format!(
+        "{}/../../fixtures/smollm2/vocab.json",
+        env!("CARGO_MANIFEST_DIR")
+    )
+}
+
+#[test]
+fn diff_and_ties_show_token_text_with_a_vocabulary() {
+    // top-k 2 on [3, 2, 2, 1]: transformers keeps id 2 too, candle does not.
+    // vocab.json ids 0, 1, 2: "<|endoftext|>", "<|im_start|>", "<|im_end|>".
+    let record = r#"{"logits": [3, 2, 2, 1], "params": {"do_sample": true, "top_k": 2}}"#;
+    let v = vocab();
+    let out = compare(&["diff", "--pairs", "hf:candle", "--vocab", &v], record);
+    let s = text(&out.stdout);
+    assert!(s.contains(r#"only hf: "<|im_end|>" (2) 2.12e-1"#), "{s}");
+    let out = compare(
+        &[
+            "diff",
+            "--pairs",
+            "hf:candle",
+            "--vocab",
+            &v,
+            "--format",
+            "json",
+        ],
+        record,
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON line");
+    let only = &doc["rows"][0]["only_left"][0];
+    assert_eq!(
+        (only["id"].as_u64(), only["text"].as_str()),
+        (Some(2), Some("<|im_end|>"))
+    );
+
+    let out = compare(&["ties", "--draws", "10", "--vocab", &v], "");
+    let s = text(&out.stdout);
+    assert!(
+        s.contains(
+            r#"transformers keeps ["<|endoftext|>" (0), "<|im_start|>" (1), "<|im_end|>" (2)]"#
+        ),
+        "{s}"
+    );
+    // Without a vocabulary, ids as before.
+    let s = text(&compare(&["ties", "--draws", "10"], "").stdout);
+    assert!(s.contains("transformers keeps [0, 1, 2]"), "{s}");
+}
+
+#[test]
+fn report_json_carries_decoded_text_and_incomplete_bytes() {
+    let out = compare(
+        &[
+            "report",
+            "--format",
+            "json",
+            "--draws",
+            "0",
+            "--settings",
+            "t07_default",
+            "--pairs",
+            "hf:candle",
+            &fixture("smollm2/hello_k0"),
+        ],
+        "",
+    );
+    let r: Report = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", text(&out.stderr)));
+    let tokens: Vec<_> = r.rows.iter().flat_map(|x| &x.top).collect();
+    // vocab.json[19556] is "Hello" and [176] is "å": byte 0xE5 alone, the
+    // first byte of a three-byte character.
+    let hello = tokens
+        .iter()
+        .find(|t| t.id == 19556)
+        .expect("Hello in the top");
+    assert_eq!(
+        (hello.token.as_deref(), hello.text.as_deref()),
+        (Some("Hello"), Some("Hello"))
+    );
+    let e5 = tokens
+        .iter()
+        .find(|t| t.id == 176)
+        .expect("id 176 in the top");
+    assert_eq!(
+        (e5.token.as_deref(), e5.text.as_deref(), e5.bytes.as_deref()),
+        (Some("å"), None, Some(&[0xE5][..]))
+    );
+    assert_eq!(e5.label(), "<0xE5> (176)");
+}
