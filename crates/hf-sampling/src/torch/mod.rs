@@ -24,7 +24,7 @@ mod exp;
 mod sort;
 
 pub(crate) use exp::{FAST_EXP_ABS, FAST_EXP_REL, exp_f32, fast_exp, sleef_expf};
-pub(crate) use sort::argsort_ascending;
+pub use sort::argsort_ascending;
 
 /// Number of f32 lanes of torch's `Vectorized<float>` on the reference CPU
 /// (AVX512; an AVX2 build uses 8 and rounds sums differently).
@@ -119,7 +119,7 @@ pub(crate) fn logsumexp(values: &[f32]) -> f32 {
 }
 
 /// `torch.cumsum` of an f32 vector: f64 accumulator, each prefix rounded to f32.
-pub(crate) fn cumsum(values: &[f32]) -> Vec<f32> {
+pub fn cumsum(values: &[f32]) -> Vec<f32> {
     let mut acc = 0.0f64;
     values
         .iter()

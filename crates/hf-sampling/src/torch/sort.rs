@@ -7,7 +7,7 @@
 /// A line-by-line port of libstdc++'s `std::__sort` (introsort with
 /// median-of-three pivot, heap-sort fallback at depth 2·⌊log₂ n⌋, final
 /// insertion sort with threshold 16). The input must not contain NaN.
-pub(crate) fn argsort_ascending(values: &[f32]) -> Vec<usize> {
+pub fn argsort_ascending(values: &[f32]) -> Vec<usize> {
     let mut a: Vec<(f32, usize)> = values.iter().copied().zip(0..).collect();
     let n = a.len();
     if n > 1 {
