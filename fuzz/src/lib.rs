@@ -30,6 +30,7 @@ pub fn compare_dist(data: &[u8]) {
         let args = DistArgs {
             semantics: semantics.to_string(),
             generation_config: None,
+            vocab: None,
         };
         let (mut out, mut err) = (Vec::new(), Vec::new());
         let summary =

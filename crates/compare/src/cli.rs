@@ -147,6 +147,10 @@ pub struct DistArgs {
     /// one (transformers: between the kwargs and its defaults).
     #[arg(long, value_name = "FILE")]
     pub generation_config: Option<PathBuf>,
+    /// A vocabulary file (a JSON array of token strings, as fixtures/smollm2/vocab.json): drawn
+    /// tokens get their text in `token_text`.
+    #[arg(long, value_name = "FILE")]
+    pub vocab: Option<PathBuf>,
 }
 
 /// A name from the registry; anything else is a usage error listing them.

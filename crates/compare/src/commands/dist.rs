@@ -3,7 +3,9 @@
 use std::io::{BufRead, Write};
 
 use parity_core::jsonl::{self, Summary, write_f32_array, write_f64_array};
-use parity_core::{AnySemantics, Context, Distribution, Precision, Record};
+use parity_core::{AnySemantics, Context, Distribution, Precision, Record, Vocab};
+
+use super::report::text_fields;
 
 use crate::cli::DistArgs;
 use crate::registry;
@@ -25,9 +27,10 @@ pub fn run<R: BufRead, W: Write, E: Write>(
             args.semantics
         );
     }
+    let vocab = args.vocab.as_deref().map(Vocab::load).transpose()?;
     let summary = jsonl::drive(input, out, err, "error: ", |line, answer| {
         let dist = answer_record(semantics, line)?;
-        write_answer(answer, &dist);
+        write_answer(answer, &dist, vocab.as_ref());
         Ok(())
     })?;
     Ok(summary)
@@ -44,9 +47,10 @@ pub fn answer_record(semantics: &dyn AnySemantics, line: &[u8]) -> Result<Distri
         .map_err(|e| e.to_string())
 }
 
-/// `{"kept": N, "probs": [...], "scores": [...], "tokens": [...]}`: probs at
-/// the engine's own precision; scores and tokens when the semantics has them.
-fn write_answer(answer: &mut Vec<u8>, dist: &Distribution) {
+/// `{"kept": N, "probs": [...], "scores": [...], "tokens": [...],
+/// "token_text": [...]}`: probs at the engine's own precision; scores and
+/// tokens when the semantics has them; token_text with a vocabulary.
+fn write_answer(answer: &mut Vec<u8>, dist: &Distribution, vocab: Option<&Vocab>) {
     answer.extend_from_slice(format!("{{\"kept\":{},\"probs\":", dist.kept().len()).as_bytes());
     match dist.precision() {
         Precision::F32 => {
@@ -62,6 +66,21 @@ fn write_answer(answer: &mut Vec<u8>, dist: &Distribution) {
     if let Some(tokens) = dist.tokens() {
         let list: Vec<String> = tokens.iter().map(i64::to_string).collect();
         answer.extend_from_slice(format!(",\"tokens\":[{}]", list.join(",")).as_bytes());
+        if let Some(v) = vocab {
+            // Each drawn token's fields, as in a report row (null for −1).
+            let fields: Vec<serde_json::Value> = tokens
+                .iter()
+                .map(|&t| match usize::try_from(t) {
+                    Ok(id) => {
+                        let (text, bytes) = text_fields(v.piece(id));
+                        serde_json::json!({"id": id, "token": v.token(id), "text": text, "bytes": bytes})
+                    }
+                    Err(_) => serde_json::Value::Null,
+                })
+                .collect();
+            answer.extend_from_slice(b",\"token_text\":");
+            answer.extend_from_slice(serde_json::Value::Array(fields).to_string().as_bytes());
+        }
     }
     answer.push(b'}');
 }

@@ -57,6 +57,7 @@ fn a_toy_semantics_is_one_module_and_one_registry_line() {
     let args = DistArgs {
         semantics: "greedy".into(),
         generation_config: None,
+        vocab: None,
     };
     let (mut out, mut err) = (Vec::new(), Vec::new());
     let input = "{\"logits\": [1, 3, 3]}\n{\"logits\": [0], \"params\": {\"k\": 1}}\n";

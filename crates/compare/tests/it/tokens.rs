@@ -94,3 +94,22 @@ fn report_json_carries_decoded_text_and_incomplete_bytes() {
     );
     assert_eq!(e5.label(), "<0xE5> (176)");
 }
+
+#[test]
+fn dist_names_drawn_tokens_with_a_vocabulary() {
+    // softmax([3, 2, 2, 1]) = 0.534, 0.197, 0.197, 0.072: the cumulative mass
+    // first reaches u = 0.7 at id 1 (0.534 + 0.197 = 0.731), vocab.json[1] =
+    // "<|im_start|>".
+    let record = r#"{"logits": [3, 2, 2, 1], "params": {"temperature": 1.0, "top_k": 0, "top_p": 1.0, "repetition_penalty": 1.0, "u": 0.7}}"#;
+    let out = compare(
+        &["dist", "--semantics", "spec", "--vocab", &vocab()],
+        record,
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON line");
+    assert_eq!(doc["tokens"], serde_json::json!([1]));
+    assert_eq!(doc["token_text"][0]["text"], "<|im_start|>");
+    // Without --vocab the answer has no token_text.
+    let out = compare(&["dist", "--semantics", "spec"], record);
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON line");
+    assert!(doc.get("token_text").is_none(), "{doc}");
+}
