@@ -23,12 +23,13 @@ pub struct Vocab {
 #[derive(Debug, thiserror::Error)]
 pub enum VocabError {
     /// The file could not be read.
-    #[error("{path}: cannot read vocabulary: {source}")]
+    #[error("{path}: cannot read vocabulary: {cause}")]
     Io {
         /// The file.
         path: PathBuf,
-        /// The I/O error.
-        source: std::io::Error,
+        /// The I/O error, in the message only (not also a `source()`, which
+        /// would print it twice in an error chain).
+        cause: std::io::Error,
     },
     /// The file is larger than any vocabulary should be (or never ends, like
     /// `/dev/zero`).
@@ -40,21 +41,21 @@ pub enum VocabError {
         max: u64,
     },
     /// The file is not a JSON array of strings.
-    #[error("{path}: vocabulary is not a JSON array of strings: {source}")]
+    #[error("{path}: vocabulary is not a JSON array of strings: {cause}")]
     Json {
         /// The file.
         path: PathBuf,
-        /// The parse error (with line and column).
-        source: serde_json::Error,
+        /// The parse error (with line and column), in the message only.
+        cause: serde_json::Error,
     },
 }
 
 impl Vocab {
     /// Reads a vocabulary file.
     pub fn load(path: &Path) -> Result<Self, VocabError> {
-        let io = |source| VocabError::Io {
+        let io = |cause| VocabError::Io {
             path: path.to_path_buf(),
-            source,
+            cause,
         };
         // Bounded read: a fixture names its vocabulary file, so a hostile one
         // could name an endless file such as /dev/zero.
@@ -64,9 +65,9 @@ impl Vocab {
                 path: path.to_path_buf(),
                 max: MAX_VOCAB_BYTES,
             })?;
-        let tokens = serde_json::from_slice(&bytes).map_err(|source| VocabError::Json {
+        let tokens = serde_json::from_slice(&bytes).map_err(|cause| VocabError::Json {
             path: path.to_path_buf(),
-            source,
+            cause,
         })?;
         Ok(Self::new(tokens))
     }
