@@ -1,9 +1,11 @@
 //! Integration tests for the `compare` binary: each module runs the built
 //! binary (`CARGO_BIN_EXE_compare`) and checks exit status, stdout and stderr.
 
+mod beam;
 mod check;
 mod cli;
 mod differential;
 mod registry;
 mod report;
 mod robustness;
+mod speculative;
