@@ -370,14 +370,16 @@ pub fn run(args: &BeamArgs, out: &mut dyn Write) -> anyhow::Result<bool> {
         let Model::Table(lm) = &rec.model else {
             continue;
         };
-        cases.push(case(
+        let mut c = case(
             lm,
-            format!("SmolLM2-135M-Instruct, prompt {}", rec.name),
+            "SmolLM2-135M-Instruct".into(),
             &rec.prompt,
             &rec.kwargs,
             &rec.config,
             Some(rec),
-        )?);
+        )?;
+        c.prompt_name = Some(rec.name.clone());
+        cases.push(c);
     }
     match args.format {
         Format::Json => {
@@ -392,9 +394,9 @@ pub fn run(args: &BeamArgs, out: &mut dyn Write) -> anyhow::Result<bool> {
         Format::Text => {
             writeln!(
                 out,
-                "beam search: transformers 5.23 (replayed) beside the tutorial's; generated tokens"
+                "beam search, transformers 5.23 (replayed) beside the tutorial's; generated tokens"
             )?;
-            writeln!(out, "toy models with {}", Value::Object(kwargs.clone()))?;
+            writeln!(out, "toy models: {}", kwargs_text(&kwargs))?;
             let mut smollm2_header = false;
             for c in &cases {
                 if c.label.starts_with("SmolLM2") && !smollm2_header {
@@ -413,9 +415,26 @@ pub fn run(args: &BeamArgs, out: &mut dyn Write) -> anyhow::Result<bool> {
     Ok(false)
 }
 
+/// The beam kwargs as `key=value`, in a fixed order (do_sample is false).
+fn kwargs_text(kwargs: &Map<String, Value>) -> String {
+    [
+        "num_beams",
+        "length_penalty",
+        "early_stopping",
+        "num_return_sequences",
+        "max_new_tokens",
+    ]
+    .iter()
+    .filter_map(|k| kwargs.get(*k).map(|v| format!("{k}={v}")))
+    .collect::<Vec<_>>()
+    .join(" ")
+}
+
 /// One model and prompt, both searches.
 struct Case {
     label: String,
+    /// A recorded prompt's name (its ids are long).
+    prompt_name: Option<String>,
     kwargs: Map<String, Value>,
     prompt: Vec<i64>,
     transformers: BeamOutput,
@@ -445,6 +464,7 @@ fn case(
     let recorded = recorded.map(|r| compare_output(&transformers, &r.sequences, &r.scores));
     Ok(Case {
         label,
+        prompt_name: None,
         kwargs: kwargs.clone(),
         prompt: prompt.to_vec(),
         transformers,
@@ -490,6 +510,7 @@ impl Case {
         };
         json!({
             "model": self.label,
+            "prompt_name": self.prompt_name,
             "prompt": self.prompt,
             "kwargs": self.kwargs,
             "transformers": {
@@ -510,23 +531,34 @@ impl Case {
 
     fn write_text(&self, out: &mut dyn Write) -> anyhow::Result<()> {
         writeln!(out)?;
-        writeln!(out, "{}, prompt {:?}", self.label, self.prompt)?;
-        if self.label.starts_with("SmolLM2") {
-            writeln!(out, "  kwargs {}", Value::Object(self.kwargs.clone()))?;
+        match &self.prompt_name {
+            Some(name) => writeln!(
+                out,
+                "{}, prompt {name} ({} tokens)",
+                self.label,
+                self.prompt.len()
+            )?,
+            None => writeln!(out, "{}, prompt {:?}", self.label, self.prompt)?,
         }
-        let record = match &self.recorded {
-            None => String::new(),
-            Some(c) if c.reproduced => {
-                format!(
-                    "; recorded by transformers 5.23: reproduced (max |score difference| {:.1e})",
-                    c.max_score_diff
-                )
-            }
-            Some(_) => "; recorded by transformers 5.23: NOT reproduced".into(),
-        };
+        if self.label.starts_with("SmolLM2") {
+            writeln!(out, "  {}", kwargs_text(&self.kwargs))?;
+        }
+        match &self.recorded {
+            None => {}
+            Some(c) if c.reproduced => writeln!(
+                out,
+                "  this configuration was recorded by transformers 5.23: reproduced (max |score \
+                 difference| {:.1e})",
+                c.max_score_diff
+            )?,
+            Some(_) => writeln!(
+                out,
+                "  this configuration was recorded by transformers 5.23: NOT reproduced"
+            )?,
+        }
         writeln!(
             out,
-            "  transformers 5.23, {} steps (score: sum / len^length_penalty){record}",
+            "  transformers 5.23, {} steps (score: sum / len^length_penalty)",
             self.transformers.steps
         )?;
         for (g, s) in self.transformers_beams() {
