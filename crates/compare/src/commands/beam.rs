@@ -396,7 +396,8 @@ pub fn run(args: &BeamArgs, out: &mut dyn Write) -> anyhow::Result<bool> {
                 out,
                 "beam search, transformers 5.23 (replayed) beside the tutorial's; generated tokens"
             )?;
-            writeln!(out, "toy models: {}", kwargs_text(&kwargs))?;
+            writeln!(out, "toy models, with")?;
+            writeln!(out, "  {}", kwargs_text(&kwargs))?;
             let mut smollm2_header = false;
             for c in &cases {
                 if c.label.starts_with("SmolLM2") && !smollm2_header {
