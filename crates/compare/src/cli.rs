@@ -285,7 +285,12 @@ pub struct BeamArgs {
     #[arg(long, default_value_t = 2, value_name = "N")]
     pub num_beams: usize,
     /// `length_penalty`: finished scores are sum / generated_len^L.
-    #[arg(long, default_value_t = 1.0, value_name = "L", allow_hyphen_values = true)]
+    #[arg(
+        long,
+        default_value_t = 1.0,
+        value_name = "L",
+        allow_hyphen_values = true
+    )]
     pub length_penalty: f64,
     /// `early_stopping`.
     #[arg(long, value_enum, default_value_t, value_name = "WHEN")]

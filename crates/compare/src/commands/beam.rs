@@ -17,8 +17,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, bail};
 use serde_json::{Map, Value, json};
 use tutorial_sampling::beam::{
-    BeamConfig, BeamOutput, LanguageModel, TableLm, ToyLm, TutorialBeams,
-    first_difference, transformers_beam_search, tutorial_beam_search,
+    BeamConfig, BeamOutput, LanguageModel, TableLm, ToyLm, TutorialBeams, first_difference,
+    transformers_beam_search, tutorial_beam_search,
 };
 
 use crate::cli::{BeamArgs, EarlyStoppingArg, Format};
@@ -91,7 +91,10 @@ pub fn load(path: &Path) -> anyhow::Result<Vec<Recorded>> {
 
 /// Parses a recording; errors name `origin`, the line and the field.
 pub fn parse(text: &str, origin: &str) -> anyhow::Result<Vec<Recorded>> {
-    let mut lines = text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty());
+    let mut lines = text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty());
     let Some((_, header)) = lines.next() else {
         bail!("{origin}: empty, expected a header line");
     };
@@ -109,10 +112,12 @@ pub fn parse(text: &str, origin: &str) -> anyhow::Result<Vec<Recorded>> {
         .map(|(i, line)| {
             let at = format!("{origin}:{}", i + 1);
             let r: Value = serde_json::from_str(line).with_context(|| format!("{at}: not JSON"))?;
-            record(&r, table).with_context(|| at.clone()).map(|mut rec| {
-                rec.origin = at;
-                rec
-            })
+            record(&r, table)
+                .with_context(|| at.clone())
+                .map(|mut rec| {
+                    rec.origin = at;
+                    rec
+                })
         })
         .collect()
 }
@@ -183,7 +188,13 @@ fn record(r: &Value, table: bool) -> anyhow::Result<Recorded> {
             .context("`prompt` must be a string")?
             .to_string();
         let pad = r.get("pad_token_id").and_then(Value::as_i64);
-        (name, Model::Table(lm), prompt, ints(r, "eos_token_ids")?, pad)
+        (
+            name,
+            Model::Table(lm),
+            prompt,
+            ints(r, "eos_token_ids")?,
+            pad,
+        )
     } else {
         let m = field(r, "model")?;
         let eos = uint(m, "eos")?;
@@ -207,7 +218,13 @@ fn record(r: &Value, table: bool) -> anyhow::Result<Recorded> {
             .context("`name` must be a string")?
             .to_string();
         let prompt = ints(r, "prompt")?;
-        (name, Model::Toy(lm, pad, m.clone()), prompt, eos_ids, Some(pad))
+        (
+            name,
+            Model::Toy(lm, pad, m.clone()),
+            prompt,
+            eos_ids,
+            Some(pad),
+        )
     };
     let config = BeamConfig::from_kwargs(&kwargs, eos, pad)?;
     Ok(Recorded {
@@ -656,4 +673,3 @@ fn replay_all(
     }
     Ok(failed)
 }
-

@@ -159,7 +159,11 @@ pub fn run(
         (Some(t), Some(d)) => vec![Pair {
             target: parse_side("--target", t, registry)?,
             draft: parse_side("--draft", d, registry)?,
-            perturb: args.draft_perturb.as_deref().map(parse_perturb).transpose()?,
+            perturb: args
+                .draft_perturb
+                .as_deref()
+                .map(parse_perturb)
+                .transpose()?,
         }],
         (None, None) => default_pairs(),
         _ => bail!("--target and --draft go together"),
@@ -279,10 +283,7 @@ pub fn reason(row: &Row, target: &[f64], draft: &[f64]) -> Option<String> {
              handed: largest gap where {}",
             gap(largest_gap(&f.probs, target))
         ),
-        Proposal::Draft => format!(
-            "largest gap where {}",
-            gap(largest_gap(&f.probs, target))
-        ),
+        Proposal::Draft => format!("largest gap where {}", gap(largest_gap(&f.probs, target))),
     };
     if f.undefined > 0.0 {
         let what = match f.algorithm {
@@ -364,11 +365,7 @@ fn write_json(
 }
 
 fn compact(side: &Side) -> String {
-    format!(
-        "{}:{}",
-        side.semantics,
-        Value::Object(side.params.clone())
-    )
+    format!("{}:{}", side.semantics, Value::Object(side.params.clone()))
 }
 
 fn write_text(
@@ -396,8 +393,7 @@ fn write_text(
         for c in cases {
             writeln!(
                 out,
-                "{} (V = {}, K = {k}; target keeps {}, draft {}): acceptance rate \
-                 sum min(p, q) = {:.4}",
+                "{} (V = {}, K = {k}; target keeps {}, draft {}): sum min(p, q) = {:.4}",
                 c.fixture,
                 c.spec.target.len(),
                 c.target_kept,
@@ -443,16 +439,16 @@ fn write_text(
     writeln!(out)?;
     writeln!(
         out,
-        "exact: TV <= {EXACT_TV:e}. alpha: acceptance probability; accepted, emitted: expected \
-         tokens per step for K"
+        "sum min(p, q): the acceptance rate with x ~ q. exact: TV <= {EXACT_TV:e}. alpha: \
+         acceptance"
     )?;
-    writeln!(out, "(docs/search.md). Where each row occurs:")?;
+    writeln!(
+        out,
+        "probability; accepted, emitted: expected tokens per step for K (docs/search.md)."
+    )?;
+    writeln!(out, "Where each row occurs:")?;
     for (algorithm, proposal, setting) in speculative::standard_rows() {
-        let line = format!(
-            "{}, {}: {setting}",
-            algorithm.name(),
-            proposal.describe()
-        );
+        let line = format!("{}, {}: {setting}", algorithm.name(), proposal.describe());
         for line in wrap(&line, 96) {
             writeln!(out, "  {line}")?;
         }

@@ -33,7 +33,12 @@ fn recorded_every_run_is_reproduced() {
     let files = doc["files"].as_array().expect("files");
     let totals: Vec<(u64, u64)> = files
         .iter()
-        .map(|f| (f["total"].as_u64().expect("n"), f["reproduced"].as_u64().expect("n")))
+        .map(|f| {
+            (
+                f["total"].as_u64().expect("n"),
+                f["reproduced"].as_u64().expect("n"),
+            )
+        })
         .collect();
     assert_eq!(totals, vec![(288, 288), (8, 8)]);
     // transformers' float32 log_softmax against the replay's: 1.9e-6 at most.
@@ -67,7 +72,10 @@ fn recorded_exits_1_when_a_run_is_not_reproduced() {
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
     let stdout = text(&out.stdout);
     assert!(stdout.contains("287 of 288 reproduced"), "{stdout}");
-    assert!(stdout.contains("transformers_beams.jsonl:2 m1_b2_lp1.0_F_r1"), "{stdout}");
+    assert!(
+        stdout.contains("transformers_beams.jsonl:2 m1_b2_lp1.0_F_r1"),
+        "{stdout}"
+    );
 }
 
 /// The defaults (num_beams 2, length_penalty 1, early_stopping false, one
@@ -79,7 +87,11 @@ fn default_comparison_on_the_toy_models_and_smollm2() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let doc: Value = serde_json::from_slice(&out.stdout).expect("JSON");
     let cases = doc["cases"].as_array().expect("cases");
-    assert_eq!(cases.len(), 6 + 8, "six toy models and prompts, eight SmolLM2 runs");
+    assert_eq!(
+        cases.len(),
+        6 + 8,
+        "six toy models and prompts, eight SmolLM2 runs"
+    );
     let first = &cases[0];
     assert_eq!(first["prompt"], serde_json::json!([7, 4]));
     let best = &first["transformers"]["beams"][0];
@@ -106,7 +118,12 @@ fn usage_error(args: &[&str], expected: &str) {
     let mut all = vec!["beam"];
     all.extend_from_slice(args);
     let out = compare(&all, "");
-    assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{args:?}: {}",
+        text(&out.stderr)
+    );
     assert!(out.stdout.is_empty(), "{args:?}");
     let err = text(&out.stderr);
     assert!(err.contains(expected), "{args:?}: {err}");
@@ -114,16 +131,34 @@ fn usage_error(args: &[&str], expected: &str) {
 
 #[test]
 fn usage_errors() {
-    usage_error(&["--num-beams", "0"], "--num-beams: 0, but beam search needs");
-    usage_error(&["--num-beams", "1"], "transformers then runs greedy decoding");
+    usage_error(
+        &["--num-beams", "0"],
+        "--num-beams: 0, but beam search needs",
+    );
+    usage_error(
+        &["--num-beams", "1"],
+        "transformers then runs greedy decoding",
+    );
     usage_error(&["--num-beams", "65"], "--num-beams: 65 is more than 64");
     usage_error(
         &["--num-beams", "2", "--num-return-sequences", "3"],
         "--num-return-sequences: 3 is more than --num-beams 2",
     );
-    usage_error(&["--num-return-sequences", "0"], "--num-return-sequences: 0");
-    usage_error(&["--max-new-tokens", "0"], "--max-new-tokens: 0 is not in 1..=1000");
-    usage_error(&["--length-penalty", "NaN"], "--length-penalty: NaN is not a finite");
-    usage_error(&["--early-stopping", "sometimes"], "invalid value 'sometimes'");
+    usage_error(
+        &["--num-return-sequences", "0"],
+        "--num-return-sequences: 0",
+    );
+    usage_error(
+        &["--max-new-tokens", "0"],
+        "--max-new-tokens: 0 is not in 1..=1000",
+    );
+    usage_error(
+        &["--length-penalty", "NaN"],
+        "--length-penalty: NaN is not a finite",
+    );
+    usage_error(
+        &["--early-stopping", "sometimes"],
+        "invalid value 'sometimes'",
+    );
     usage_error(&["--recorded", "--num-beams", "3"], "cannot be used with");
 }

@@ -60,7 +60,10 @@ fn default_pairs_exact_where_the_theory_says() {
                     assert!(tv > 1e-3, "{} {r}", fx["fixture"]);
                     assert_eq!(r["exact"], false);
                     let why = r["reason"].as_str().expect("a reason");
-                    assert!(why.starts_with("candidates are the draft's argmax"), "{why}");
+                    assert!(
+                        why.starts_with("candidates are the draft's argmax"),
+                        "{why}"
+                    );
                 }
             }
         }
@@ -111,13 +114,23 @@ fn hand_computed_on_four_tokens() {
         fixture,
     ]);
     let fx = &doc["pairs"][0]["fixtures"][0];
-    assert_eq!((fx["vocab"].as_u64(), fx["draft_kept"].as_u64()), (Some(4), Some(1)));
+    assert_eq!(
+        (fx["vocab"].as_u64(), fx["draft_kept"].as_u64()),
+        (Some(4), Some(1))
+    );
     assert!((f(&fx["acceptance_rate"]) - 0.534_446_6).abs() < 1e-6);
     for r in rows(fx) {
         assert!(f(&r["tv"]) <= 1e-12, "{r}");
         assert!((f(&r["acceptance"]) - 0.534_446_6).abs() < 1e-6, "{r}");
-        assert!((f(&r["expected_accepted"]) - 0.820_079_9).abs() < 1e-6, "{r}");
-        let emitted = if r["algorithm"] == "tutorial" { 1.534_446_6 } else { 1.820_079_9 };
+        assert!(
+            (f(&r["expected_accepted"]) - 0.820_079_9).abs() < 1e-6,
+            "{r}"
+        );
+        let emitted = if r["algorithm"] == "tutorial" {
+            1.534_446_6
+        } else {
+            1.820_079_9
+        };
         assert!((f(&r["expected_emitted"]) - emitted).abs() < 1e-6, "{r}");
     }
 
@@ -140,7 +153,10 @@ fn hand_computed_on_four_tokens() {
         assert!((f(&r["tv"]) - 0.393_223_9).abs() < 1e-6, "{r}");
         assert!((f(&r["acceptance"]) - 0.927_670_5).abs() < 1e-6, "{r}");
         let why = r["reason"].as_str().expect("reason");
-        assert!(why.contains("token 0 is emitted with probability 0.9277 against the target's 0.5344"), "{why}");
+        assert!(
+            why.contains("token 0 is emitted with probability 0.9277 against the target's 0.5344"),
+            "{why}"
+        );
     }
     // vLLM greedy accepts with p0 and recovers from p without token 0: exact.
     let r = row(fx, "vllm-greedy", "x = argmax q");
@@ -164,7 +180,10 @@ fn text_output_marks_exact_rows_and_explains_the_others() {
     );
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let stdout = text(&out.stdout);
-    assert!(stdout.contains("on logits perturbed by ±1.5 (seed 7)"), "{stdout}");
+    assert!(
+        stdout.contains("on logits perturbed by ±1.5 (seed 7)"),
+        "{stdout}"
+    );
     let textbook = stdout
         .lines()
         .find(|l| l.trim_start().starts_with("textbook"))
@@ -173,6 +192,11 @@ fn text_output_marks_exact_rows_and_explains_the_others() {
     assert!(stdout.contains("tutorial, x = argmax q: candidates are the draft's argmax"));
     assert!(stdout.lines().all(|l| l.chars().count() <= 100), "{stdout}");
     assert!(text(&out.stderr).is_empty());
+
+    let out = compare(&["speculative"], "");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(stdout.lines().all(|l| l.chars().count() <= 100), "{stdout}");
 }
 
 #[test]
@@ -200,7 +224,12 @@ fn usage_error(args: &[&str], expected: &str) {
     let mut all = vec!["speculative"];
     all.extend_from_slice(args);
     let out = compare(&all, "");
-    assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{args:?}: {}",
+        text(&out.stderr)
+    );
     assert!(out.stdout.is_empty(), "{args:?}");
     let err = text(&out.stderr);
     assert!(err.contains(expected), "{args:?}: {err}");
@@ -223,11 +252,25 @@ fn usage_errors_name_the_argument_and_quote_the_value() {
         "--draft: PARAMS in \"hf:[1]\" must be a JSON object, got [1]",
     );
     usage_error(
-        &["--target", r#"vllm:{"temprature":0.7}"#, "--draft", T07, tie],
+        &[
+            "--target",
+            r#"vllm:{"temprature":0.7}"#,
+            "--draft",
+            T07,
+            tie,
+        ],
         "--target: vllm refuses the params in \"vllm:{\\\"temprature\\\":0.7}\": unknown field `temprature`",
     );
     usage_error(
-        &["--target", T07, "--draft", T07, "--draft-perturb", "1.5", tie],
+        &[
+            "--target",
+            T07,
+            "--draft",
+            T07,
+            "--draft-perturb",
+            "1.5",
+            tie,
+        ],
         "--draft-perturb: \"1.5\" is not SCALE:SEED",
     );
     usage_error(
