@@ -8,6 +8,8 @@
 # Targets: compare_dist (the `compare dist` JSON-lines driver under every
 # semantics), compare_diff (`compare diff` on the same records),
 # compare_request (each line as a request through every server route),
+# speculative_args (the SEMANTICS:PARAMS and SCALE:SEED parsers),
+# token_piece (the byte-level token decoder),
 # spec_line (the spec-sampler line parser and sampler), fixture (the
 # safetensors fixture loader). Harnesses: fuzz/src/lib.rs.
 #
@@ -24,7 +26,7 @@
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
-ALL_TARGETS=(compare_dist compare_diff compare_request spec_line fixture)
+ALL_TARGETS=(compare_dist compare_diff compare_request speculative_args token_piece spec_line fixture)
 export RUSTC_BOOTSTRAP=1
 SANITIZER=${FUZZ_SANITIZER:-none}
 BUILD_FLAGS=(-O --debug-assertions --sanitizer "$SANITIZER")

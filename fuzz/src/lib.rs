@@ -354,3 +354,34 @@ pub fn token_piece(data: &[u8]) {
         }
     }
 }
+
+/// Target `speculative_args`: the bytes, as UTF-8 text, through the parsers of
+/// `compare speculative`'s `--target`/`--draft SEMANTICS:PARAMS` and
+/// `--draft-perturb SCALE:SEED`. An accepted side names a registry semantics
+/// whose params are a JSON object that semantics accepts; an accepted
+/// perturbation has a finite scale >= 0; an error quotes the argument's flag.
+pub fn speculative_args(data: &[u8]) {
+    use compare::commands::speculative::{parse_perturb, parse_side};
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let registry = compare::registry::all(None);
+    match parse_side("--target", text, &registry) {
+        Ok(side) => {
+            let semantics = compare::registry::find(&registry, &side.semantics)
+                .unwrap_or_else(|e| panic!("accepted an unknown semantics: {e}"));
+            assert!(
+                semantics.prepare(&side.params).is_ok(),
+                "accepted params the semantics refuses: {text:?}"
+            );
+        }
+        Err(e) => {
+            let message = format!("{e:#}");
+            assert!(message.starts_with("--target: "), "{message}");
+        }
+    }
+    match parse_perturb(text) {
+        Ok(p) => assert!(p.scale.is_finite() && p.scale >= 0.0, "{text:?}: {p:?}"),
+        Err(e) => assert!(e.to_string().starts_with("--draft-perturb: "), "{e}"),
+    }
+}

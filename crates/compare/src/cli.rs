@@ -37,6 +37,10 @@ pub enum Command {
     Bench(BenchArgs),
     /// List every semantics: engine, version, what it was verified against, params.
     Semantics(SemanticsArgs),
+    /// Speculative decoding: each verifier's first emitted token against the target, exactly.
+    Speculative(SpeculativeArgs),
+    /// Beam search: transformers 5.23 replayed beside the tutorial's (or --recorded: every recording).
+    Beam(BeamArgs),
 }
 
 /// Output format.
@@ -305,6 +309,85 @@ pub struct BenchArgs {
     /// Timed calls per side and setting; the median is reported (at least 1).
     #[arg(long, default_value_t = 31, value_name = "N", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     pub reps: usize,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Format,
+}
+
+/// Arguments of `compare speculative`.
+#[derive(Debug, Clone, Args)]
+pub struct SpeculativeArgs {
+    /// Fixture files or folders of fixtures [default: the bundled SmolLM2 fixtures].
+    pub fixtures: Vec<PathBuf>,
+    /// The target model's sampling, SEMANTICS:PARAMS with PARAMS a JSON object of that
+    /// semantics' params (e.g. 'hf:{"do_sample":true,"temperature":0.7}'; `compare semantics`
+    /// lists them) [default: a set of pairs on the SmolLM2 fixtures].
+    #[arg(long, value_name = "SEMANTICS:PARAMS", requires = "draft")]
+    pub target: Option<String>,
+    /// The draft model's sampling, SEMANTICS:PARAMS, on the same logits (or --draft-perturb's).
+    #[arg(long, value_name = "SEMANTICS:PARAMS", requires = "target")]
+    pub draft: Option<String>,
+    /// Give the draft a perturbed copy of the logits, a weaker draft: each logit plus
+    /// SCALE·u with u uniform in [-1, 1) from SplitMix64 seeded with SEED (e.g. 1.5:7).
+    #[arg(long, value_name = "SCALE:SEED", requires = "draft")]
+    pub draft_perturb: Option<String>,
+    /// Take the draft's logits from this fixture instead of each target fixture (a draft
+    /// model's own logits for the same prompt); its vocabulary must be the target's.
+    #[arg(long, value_name = "FILE", requires = "draft")]
+    pub draft_fixture: Option<PathBuf>,
+    /// Draft tokens per step (K), for the expected lengths.
+    #[arg(long, default_value_t = 4, value_name = "K")]
+    pub k: usize,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Format,
+}
+
+/// transformers' `early_stopping`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum)]
+pub enum EarlyStoppingArg {
+    /// `False`: stop when the best running beam cannot beat the worst finished one.
+    #[default]
+    False,
+    /// `True`: stop as soon as `num_beams` beams are finished.
+    True,
+    /// `"never"`: the heuristic at the longest possible length.
+    Never,
+}
+
+/// Arguments of `compare beam`.
+#[derive(Debug, Clone, Args)]
+pub struct BeamArgs {
+    /// `num_beams` (2 or more: transformers runs greedy decoding with 1; at most 64).
+    #[arg(long, default_value_t = 2, value_name = "N")]
+    pub num_beams: usize,
+    /// `length_penalty`: finished scores are sum / generated_len^L.
+    #[arg(
+        long,
+        default_value_t = 1.0,
+        value_name = "L",
+        allow_hyphen_values = true
+    )]
+    pub length_penalty: f64,
+    /// `early_stopping`.
+    #[arg(long, value_enum, default_value_t, value_name = "WHEN")]
+    pub early_stopping: EarlyStoppingArg,
+    /// `num_return_sequences` (at most num_beams).
+    #[arg(long, default_value_t = 1, value_name = "R")]
+    pub num_return_sequences: usize,
+    /// `max_new_tokens` (1 to 1000).
+    #[arg(long, default_value_t = 6, value_name = "M")]
+    pub max_new_tokens: usize,
+    /// Replay every recorded transformers run (fixtures/beam/) instead; exit 1 if any is not
+    /// reproduced (same sequences, scores within 1e-5).
+    #[arg(
+        long,
+        conflicts_with_all = [
+            "num_beams", "length_penalty", "early_stopping", "num_return_sequences",
+            "max_new_tokens",
+        ]
+    )]
+    pub recorded: bool,
     /// Output format.
     #[arg(long, value_enum, default_value_t)]
     pub format: Format,

@@ -62,6 +62,11 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Bench(args) => commands::bench::run(&args, &mut out).map(|()| false)?,
         Command::Ties(args) => commands::ties::run(&args, &mut out).map(|()| false)?,
         Command::Semantics(args) => commands::semantics::run(&args, &mut out).map(|()| false)?,
+        Command::Speculative(args) => {
+            commands::speculative::run(&args, &registry::all(None), &mut out, &mut io::stderr())
+                .map(|()| false)?
+        }
+        Command::Beam(args) => commands::beam::run(&args, &mut out)?,
     };
     out.flush()?;
     Ok(if failed {

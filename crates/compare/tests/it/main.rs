@@ -1,6 +1,7 @@
 //! Integration tests for the `compare` binary: each module runs the built
 //! binary (`CARGO_BIN_EXE_compare`) and checks exit status, stdout and stderr.
 
+mod beam;
 mod check;
 mod cli;
 mod differential;
@@ -10,4 +11,5 @@ mod registry;
 mod report;
 mod request;
 mod robustness;
+mod speculative;
 mod tokens;

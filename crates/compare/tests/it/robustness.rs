@@ -1436,3 +1436,8 @@ fn fuzz_corpus_spec_line_replays() {
 fn fuzz_corpus_fixture_replays() {
     replay("fixture", harness::fixture, 10);
 }
+
+#[test]
+fn fuzz_corpus_speculative_args_replays() {
+    replay("speculative_args", harness::speculative_args, 7);
+}

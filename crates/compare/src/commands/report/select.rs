@@ -105,7 +105,7 @@ pub(super) fn computed_hf(
 }
 
 /// A fixed list of setting names.
-pub(super) type SettingNames = &'static [&'static str];
+pub(crate) type SettingNames = &'static [&'static str];
 
 /// Fixture files with the settings each runs by default (`None`: the
 /// article's six on a model fixture, every setting on an edge fixture).
@@ -204,7 +204,7 @@ pub const FIXTURES_ENV: &str = "SAMPLING_PARITY_FIXTURES";
 /// in the working directory, or `fixtures/` beside the executable or one of
 /// its parents (a copied or installed binary). Otherwise an error that says
 /// where it looked.
-pub(super) fn bundled_dir() -> anyhow::Result<PathBuf> {
+pub(crate) fn bundled_dir() -> anyhow::Result<PathBuf> {
     let holds_fixtures = |dir: &std::path::Path| dir.join("smollm2").is_dir();
     let mut looked = Vec::new();
     if let Some(dir) = std::env::var_os(FIXTURES_ENV) {

@@ -1,0 +1,675 @@
+//! `compare beam`: transformers 5.23's beam search (replayed by
+//! `tutorial_sampling::beam`) beside the tutorial's, on the hashed toy models
+//! and the recorded SmolLM2 runs; with `--recorded`, every recorded
+//! transformers run replayed and counted.
+//!
+//! The recordings are `fixtures/beam/transformers_beams.jsonl` (the toy
+//! models, `scripts/reference/beam_reference.py`) and
+//! `fixtures/beam/smollm2_beams.jsonl` (SmolLM2 with the log-probabilities of
+//! every prefix it was run on, `scripts/reference/beam_smollm2_reference.py`).
+//! A table of recorded log-probabilities only holds the prefixes its own run
+//! visited, so the SmolLM2 runs always use their recorded kwargs; the command
+//! line's kwargs apply to the toy models.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, bail};
+use serde_json::{Map, Value, json};
+use tutorial_sampling::beam::{
+    BeamConfig, BeamOutput, LanguageModel, TableLm, ToyLm, TutorialBeams, first_difference,
+    transformers_beam_search, tutorial_beam_search,
+};
+
+use crate::cli::{BeamArgs, EarlyStoppingArg, Format};
+use crate::commands::report::select;
+
+/// Scores within this of the recording count as reproduced (transformers'
+/// float32 `log_softmax` against the replay's f64-then-f32 one).
+pub const SCORE_TOLERANCE: f32 = 1e-5;
+
+/// Most beams `compare beam` runs (each step holds `num_beams · V` scores).
+pub const MAX_BEAMS: usize = 64;
+
+/// Most new tokens `compare beam` generates.
+pub const MAX_NEW_TOKENS: usize = 1000;
+
+/// One recorded transformers run.
+#[derive(Debug)]
+pub struct Recorded {
+    /// Where it comes from (`file:line`).
+    pub origin: String,
+    /// The run's name (toy) or prompt name (SmolLM2).
+    pub name: String,
+    /// The model.
+    pub model: Model,
+    /// Prompt ids.
+    pub prompt: Vec<i64>,
+    /// The generate kwargs as recorded.
+    pub kwargs: Map<String, Value>,
+    /// The kwargs as the replay reads them.
+    pub config: BeamConfig,
+    /// transformers' `sequences`.
+    pub sequences: Vec<Vec<i64>>,
+    /// transformers' `sequences_scores`.
+    pub scores: Vec<f32>,
+}
+
+/// The model a recorded run used.
+#[derive(Debug)]
+pub enum Model {
+    /// A hashed toy model, with its pad id and its recorded parameters.
+    Toy(ToyLm, i64, Value),
+    /// SmolLM2's recorded log-probabilities.
+    Table(TableLm),
+}
+
+impl Model {
+    fn lm(&self) -> &dyn LanguageModel {
+        match self {
+            Self::Toy(lm, ..) => lm,
+            Self::Table(lm) => lm,
+        }
+    }
+}
+
+/// The two recording files in the bundled fixtures.
+pub fn recording_paths() -> anyhow::Result<(PathBuf, PathBuf)> {
+    let dir = select::bundled_dir()?.join("beam");
+    Ok((
+        dir.join("transformers_beams.jsonl"),
+        dir.join("smollm2_beams.jsonl"),
+    ))
+}
+
+/// Reads a recording file (either format, told by its header line).
+pub fn load(path: &Path) -> anyhow::Result<Vec<Recorded>> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("{}: cannot read", path.display()))?;
+    parse(&text, &path.display().to_string())
+}
+
+/// Parses a recording; errors name `origin`, the line and the field.
+pub fn parse(text: &str, origin: &str) -> anyhow::Result<Vec<Recorded>> {
+    let mut lines = text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty());
+    let Some((_, header)) = lines.next() else {
+        bail!("{origin}: empty, expected a header line");
+    };
+    let header: Value =
+        serde_json::from_str(header).with_context(|| format!("{origin}:1: header is not JSON"))?;
+    let table = match header.get("format").and_then(Value::as_str) {
+        Some("sampling-parity-beam/1") => false,
+        Some("sampling-parity-beam-table/1") => true,
+        other => bail!(
+            "{origin}:1: `format` = {other:?}, expected \"sampling-parity-beam/1\" or \
+             \"sampling-parity-beam-table/1\""
+        ),
+    };
+    lines
+        .map(|(i, line)| {
+            let at = format!("{origin}:{}", i + 1);
+            let r: Value = serde_json::from_str(line).with_context(|| format!("{at}: not JSON"))?;
+            record(&r, table)
+                .with_context(|| at.clone())
+                .map(|mut rec| {
+                    rec.origin = at;
+                    rec
+                })
+        })
+        .collect()
+}
+
+fn field<'v>(r: &'v Value, key: &str) -> anyhow::Result<&'v Value> {
+    r.get(key).with_context(|| format!("missing `{key}`"))
+}
+
+fn ints(r: &Value, key: &str) -> anyhow::Result<Vec<i64>> {
+    let v = field(r, key)?;
+    v.as_array()
+        .and_then(|a| a.iter().map(Value::as_i64).collect())
+        .with_context(|| format!("`{key}` must be an array of integers, got {v}"))
+}
+
+fn uint(r: &Value, key: &str) -> anyhow::Result<u64> {
+    let v = field(r, key)?;
+    v.as_u64()
+        .with_context(|| format!("`{key}` must be a non-negative integer, got {v}"))
+}
+
+fn record(r: &Value, table: bool) -> anyhow::Result<Recorded> {
+    let kwargs = field(r, "kwargs")?
+        .as_object()
+        .context("`kwargs` must be an object")?
+        .clone();
+    let sequences = field(r, "sequences")?
+        .as_array()
+        .context("`sequences` must be an array")?
+        .iter()
+        .map(|s| {
+            s.as_array()
+                .and_then(|a| a.iter().map(Value::as_i64).collect())
+                .with_context(|| format!("`sequences` rows must be integer arrays, got {s}"))
+        })
+        .collect::<anyhow::Result<_>>()?;
+    let scores = field(r, "sequences_scores")?
+        .as_array()
+        .and_then(|a| a.iter().map(|x| x.as_f64().map(|x| x as f32)).collect())
+        .context("`sequences_scores` must be an array of numbers")?;
+    let (name, model, prompt, eos, pad) = if table {
+        let prompt = ints(r, "prompt_ids")?;
+        let vocab = usize::try_from(uint(r, "vocab_size")?)?;
+        let rows = field(r, "table")?
+            .as_array()
+            .context("`table` must be an array")?
+            .iter()
+            .map(|row| {
+                let top = field(row, "top")?
+                    .as_array()
+                    .context("`top` must be an array")?
+                    .iter()
+                    .map(|e| {
+                        let token = e.get(0).and_then(Value::as_u64);
+                        let lp = e.get(1).and_then(Value::as_f64);
+                        match (token, lp) {
+                            (Some(t), Some(lp)) => Ok((usize::try_from(t)?, lp as f32)),
+                            _ => bail!("`top` entries must be [token, log-probability], got {e}"),
+                        }
+                    })
+                    .collect::<anyhow::Result<Vec<_>>>()?;
+                Ok((ints(row, "generated")?, top))
+            })
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        let lm = TableLm::new(prompt.clone(), vocab, rows)?;
+        let name = field(r, "prompt")?
+            .as_str()
+            .context("`prompt` must be a string")?
+            .to_string();
+        let pad = r.get("pad_token_id").and_then(Value::as_i64);
+        (
+            name,
+            Model::Table(lm),
+            prompt,
+            ints(r, "eos_token_ids")?,
+            pad,
+        )
+    } else {
+        let m = field(r, "model")?;
+        let eos = uint(m, "eos")?;
+        let lm = ToyLm {
+            seed: uint(m, "seed")?,
+            vocab: usize::try_from(uint(m, "vocab")?)?,
+            eos: usize::try_from(eos)?,
+            eos_slope: field(m, "eos_slope")?
+                .as_f64()
+                .context("`eos_slope` must be a number")?,
+        };
+        let pad = field(m, "pad")?
+            .as_i64()
+            .context("`pad` must be an integer")?;
+        let eos_ids = match m.get("eos_ids") {
+            Some(_) => ints(m, "eos_ids")?,
+            None => vec![i64::try_from(eos)?],
+        };
+        let name = field(r, "name")?
+            .as_str()
+            .context("`name` must be a string")?
+            .to_string();
+        let prompt = ints(r, "prompt")?;
+        (
+            name,
+            Model::Toy(lm, pad, m.clone()),
+            prompt,
+            eos_ids,
+            Some(pad),
+        )
+    };
+    let config = BeamConfig::from_kwargs(&kwargs, eos, pad)?;
+    Ok(Recorded {
+        origin: String::new(),
+        name,
+        model,
+        prompt,
+        kwargs,
+        config,
+        sequences,
+        scores,
+    })
+}
+
+/// Whether a replay reproduces a recording, and by how much scores differ.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Check {
+    /// Same sequences and every score within [`SCORE_TOLERANCE`].
+    pub reproduced: bool,
+    /// Largest |score difference| (when the sequences have the same count).
+    pub max_score_diff: f32,
+    /// What differs, in words (`None` when reproduced).
+    pub problem: Option<String>,
+}
+
+/// Replays one recording with transformers' beam search.
+pub fn check(rec: &Recorded) -> Check {
+    match transformers_beam_search(rec.model.lm(), &rec.prompt, &rec.config) {
+        Err(e) => Check {
+            reproduced: false,
+            max_score_diff: f32::NAN,
+            problem: Some(format!("the replay fails: {e}")),
+        },
+        Ok(out) => compare_output(&out, &rec.sequences, &rec.scores),
+    }
+}
+
+fn compare_output(out: &BeamOutput, sequences: &[Vec<i64>], scores: &[f32]) -> Check {
+    let max_score_diff = if out.scores.len() == scores.len() {
+        out.scores
+            .iter()
+            .zip(scores)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0, f32::max)
+    } else {
+        f32::NAN
+    };
+    let same_sequences = out.sequences == sequences;
+    let reproduced = same_sequences && max_score_diff <= SCORE_TOLERANCE;
+    let problem = (!reproduced).then(|| {
+        format!(
+            "transformers recorded {sequences:?} scores {scores:?}; the replay gives {:?} \
+             scores {:?}",
+            out.sequences, out.scores
+        )
+    });
+    Check {
+        reproduced,
+        max_score_diff,
+        problem,
+    }
+}
+
+/// The command line's kwargs as transformers' generate kwargs, validated.
+pub fn kwargs(args: &BeamArgs) -> anyhow::Result<Map<String, Value>> {
+    if args.num_beams == 0 {
+        bail!("--num-beams: 0, but beam search needs at least one beam");
+    }
+    if args.num_beams == 1 {
+        bail!("--num-beams: 1, but transformers then runs greedy decoding, not beam search");
+    }
+    if args.num_beams > MAX_BEAMS {
+        bail!(
+            "--num-beams: {} is more than {MAX_BEAMS} (the toy models have 10 to 16 tokens)",
+            args.num_beams
+        );
+    }
+    if args.num_return_sequences == 0 {
+        bail!("--num-return-sequences: 0, but transformers returns at least one sequence");
+    }
+    if args.num_return_sequences > args.num_beams {
+        bail!(
+            "--num-return-sequences: {} is more than --num-beams {} (transformers raises)",
+            args.num_return_sequences,
+            args.num_beams
+        );
+    }
+    if args.max_new_tokens == 0 || args.max_new_tokens > MAX_NEW_TOKENS {
+        bail!(
+            "--max-new-tokens: {} is not in 1..={MAX_NEW_TOKENS}",
+            args.max_new_tokens
+        );
+    }
+    if !args.length_penalty.is_finite() {
+        bail!(
+            "--length-penalty: {} is not a finite number",
+            args.length_penalty
+        );
+    }
+    let early = match args.early_stopping {
+        EarlyStoppingArg::False => json!(false),
+        EarlyStoppingArg::True => json!(true),
+        EarlyStoppingArg::Never => json!("never"),
+    };
+    let mut m = Map::new();
+    m.insert("num_beams".into(), json!(args.num_beams));
+    m.insert("do_sample".into(), json!(false));
+    m.insert("length_penalty".into(), json!(args.length_penalty));
+    m.insert("early_stopping".into(), early);
+    m.insert(
+        "num_return_sequences".into(),
+        json!(args.num_return_sequences),
+    );
+    m.insert("max_new_tokens".into(), json!(args.max_new_tokens));
+    Ok(m)
+}
+
+/// Runs the command; `Ok(true)` when a recording was not reproduced (exit 1).
+pub fn run(args: &BeamArgs, out: &mut dyn Write) -> anyhow::Result<bool> {
+    let (toy_path, smollm2_path) = recording_paths()?;
+    let toy = load(&toy_path)?;
+    let smollm2 = load(&smollm2_path)?;
+    if args.recorded {
+        return replay_all(
+            &[(&toy_path, &toy), (&smollm2_path, &smollm2)],
+            args.format,
+            out,
+        );
+    }
+    let kwargs = kwargs(args)?;
+    let mut cases = Vec::new();
+    // The distinct (toy model, prompt) pairs, in file order.
+    let mut seen: Vec<(String, Vec<i64>)> = Vec::new();
+    for rec in &toy {
+        let Model::Toy(lm, pad, params) = &rec.model else {
+            continue;
+        };
+        let key = (params.to_string(), rec.prompt.clone());
+        if seen.contains(&key) {
+            continue;
+        }
+        seen.push(key);
+        let config = BeamConfig::from_kwargs(&kwargs, rec.config.eos_token_ids.clone(), Some(*pad))
+            .context("the command line's kwargs")?;
+        let same_run = toy.iter().find(|r| {
+            matches!(&r.model, Model::Toy(_, _, p) if p == params)
+                && r.prompt == rec.prompt
+                && r.config == config
+        });
+        cases.push(case(
+            lm,
+            format!("toy model {params}"),
+            &rec.prompt,
+            &kwargs,
+            &config,
+            same_run,
+        )?);
+    }
+    for rec in &smollm2 {
+        let Model::Table(lm) = &rec.model else {
+            continue;
+        };
+        let mut c = case(
+            lm,
+            "SmolLM2-135M-Instruct".into(),
+            &rec.prompt,
+            &rec.kwargs,
+            &rec.config,
+            Some(rec),
+        )?;
+        c.prompt_name = Some(rec.name.clone());
+        cases.push(c);
+    }
+    match args.format {
+        Format::Json => {
+            let doc = json!({
+                "schema": 1,
+                "kwargs": kwargs,
+                "cases": cases.iter().map(Case::to_json).collect::<Vec<_>>(),
+            });
+            serde_json::to_writer_pretty(&mut *out, &doc)?;
+            writeln!(out)?;
+        }
+        Format::Text => {
+            writeln!(
+                out,
+                "beam search, transformers 5.23 (replayed) beside the tutorial's; generated tokens"
+            )?;
+            writeln!(out, "toy models, with")?;
+            writeln!(out, "  {}", kwargs_text(&kwargs))?;
+            let mut smollm2_header = false;
+            for c in &cases {
+                if c.label.starts_with("SmolLM2") && !smollm2_header {
+                    smollm2_header = true;
+                    writeln!(out)?;
+                    writeln!(
+                        out,
+                        "SmolLM2-135M-Instruct from its recorded log-probabilities, each run with \
+                         its recorded kwargs"
+                    )?;
+                }
+                c.write_text(out)?;
+            }
+        }
+    }
+    Ok(false)
+}
+
+/// The beam kwargs as `key=value`, in a fixed order (do_sample is false).
+fn kwargs_text(kwargs: &Map<String, Value>) -> String {
+    [
+        "num_beams",
+        "length_penalty",
+        "early_stopping",
+        "num_return_sequences",
+        "max_new_tokens",
+    ]
+    .iter()
+    .filter_map(|k| kwargs.get(*k).map(|v| format!("{k}={v}")))
+    .collect::<Vec<_>>()
+    .join(" ")
+}
+
+/// One model and prompt, both searches.
+struct Case {
+    label: String,
+    /// A recorded prompt's name (its ids are long).
+    prompt_name: Option<String>,
+    kwargs: Map<String, Value>,
+    prompt: Vec<i64>,
+    transformers: BeamOutput,
+    tutorial: Result<TutorialBeams, String>,
+    first_difference: Option<usize>,
+    recorded: Option<Check>,
+}
+
+fn case(
+    lm: &dyn LanguageModel,
+    label: String,
+    prompt: &[i64],
+    kwargs: &Map<String, Value>,
+    config: &BeamConfig,
+    recorded: Option<&Recorded>,
+) -> anyhow::Result<Case> {
+    let transformers =
+        transformers_beam_search(lm, prompt, config).with_context(|| label.clone())?;
+    let eos = config.eos_token_ids.first().copied().unwrap_or(-1);
+    let tutorial = tutorial_beam_search(lm, prompt, config.max_new_tokens, config.num_beams, eos)
+        .map_err(|e| e.to_string());
+    let best = &transformers.sequences[0][..prompt.len() + transformers.lengths[0]];
+    let first_difference = tutorial
+        .as_ref()
+        .ok()
+        .and_then(|t| first_difference(best, &t.beams[0].1, prompt.len()));
+    let recorded = recorded.map(|r| compare_output(&transformers, &r.sequences, &r.scores));
+    Ok(Case {
+        label,
+        prompt_name: None,
+        kwargs: kwargs.clone(),
+        prompt: prompt.to_vec(),
+        transformers,
+        tutorial,
+        first_difference,
+        recorded,
+    })
+}
+
+impl Case {
+    fn transformers_beams(&self) -> Vec<(Vec<i64>, f32)> {
+        let n = self.prompt.len();
+        let t = &self.transformers;
+        t.sequences
+            .iter()
+            .zip(&t.lengths)
+            .zip(&t.scores)
+            .map(|((s, &len), &score)| (s[n..n + len].to_vec(), score))
+            .collect()
+    }
+
+    fn tutorial_beams(&self) -> Vec<(Vec<i64>, f64)> {
+        let n = self.prompt.len();
+        let r = self.transformers.sequences.len();
+        self.tutorial.as_ref().map_or(Vec::new(), |t| {
+            t.beams
+                .iter()
+                .take(r)
+                .map(|(score, s)| (s[n..].to_vec(), *score))
+                .collect()
+        })
+    }
+
+    fn to_json(&self) -> Value {
+        let tutorial = match &self.tutorial {
+            Ok(t) => json!({
+                "beams": self.tutorial_beams().iter()
+                    .map(|(g, s)| json!({"generated": g, "score": s}))
+                    .collect::<Vec<_>>(),
+                "steps": t.steps,
+            }),
+            Err(e) => json!({"error": e}),
+        };
+        json!({
+            "model": self.label,
+            "prompt_name": self.prompt_name,
+            "prompt": self.prompt,
+            "kwargs": self.kwargs,
+            "transformers": {
+                "beams": self.transformers_beams().iter()
+                    .map(|(g, s)| json!({"generated": g, "score": s}))
+                    .collect::<Vec<_>>(),
+                "steps": self.transformers.steps,
+            },
+            "tutorial": tutorial,
+            "same_best": self.tutorial.is_ok() && self.first_difference.is_none(),
+            "first_difference": self.first_difference,
+            "recorded": self.recorded.as_ref().map(|c| json!({
+                "reproduced": c.reproduced,
+                "max_score_diff": c.max_score_diff,
+            })),
+        })
+    }
+
+    fn write_text(&self, out: &mut dyn Write) -> anyhow::Result<()> {
+        writeln!(out)?;
+        match &self.prompt_name {
+            Some(name) => writeln!(
+                out,
+                "{}, prompt {name} ({} tokens)",
+                self.label,
+                self.prompt.len()
+            )?,
+            None => writeln!(out, "{}, prompt {:?}", self.label, self.prompt)?,
+        }
+        if self.label.starts_with("SmolLM2") {
+            writeln!(out, "  {}", kwargs_text(&self.kwargs))?;
+        }
+        match &self.recorded {
+            None => {}
+            Some(c) if c.reproduced => writeln!(
+                out,
+                "  this configuration was recorded by transformers 5.23: reproduced (max |score \
+                 difference| {:.1e})",
+                c.max_score_diff
+            )?,
+            Some(_) => writeln!(
+                out,
+                "  this configuration was recorded by transformers 5.23: NOT reproduced"
+            )?,
+        }
+        writeln!(
+            out,
+            "  transformers 5.23, {} steps (score: sum / len^length_penalty)",
+            self.transformers.steps
+        )?;
+        for (g, s) in self.transformers_beams() {
+            writeln!(out, "    {s:>10.4}  {g:?}")?;
+        }
+        match &self.tutorial {
+            Ok(t) => {
+                writeln!(
+                    out,
+                    "  tutorial, {} steps (score: sum of log-probabilities)",
+                    t.steps
+                )?;
+                for (g, s) in self.tutorial_beams() {
+                    writeln!(out, "    {s:>10.4}  {g:?}")?;
+                }
+                match self.first_difference {
+                    None => writeln!(out, "  same best sequence")?,
+                    Some(i) => writeln!(out, "  best sequences part at generated token {i}")?,
+                }
+            }
+            Err(e) => writeln!(out, "  tutorial: cannot run: {e}")?,
+        }
+        Ok(())
+    }
+}
+
+/// `--recorded`: every recording replayed; `Ok(true)` if any is not
+/// reproduced.
+fn replay_all(
+    files: &[(&Path, &Vec<Recorded>)],
+    format: Format,
+    out: &mut dyn Write,
+) -> anyhow::Result<bool> {
+    let mut failed = false;
+    let mut summaries = Vec::new();
+    for (path, runs) in files {
+        let checks: Vec<(&Recorded, Check)> = runs.iter().map(|r| (r, check(r))).collect();
+        let reproduced = checks.iter().filter(|(_, c)| c.reproduced).count();
+        failed |= reproduced < checks.len();
+        let max_diff = checks
+            .iter()
+            .map(|(_, c)| c.max_score_diff)
+            .fold(0.0, f32::max);
+        let failures: Vec<(&Recorded, String)> = checks
+            .iter()
+            .filter_map(|(r, c)| c.problem.clone().map(|p| (*r, p)))
+            .collect();
+        summaries.push((path, checks.len(), reproduced, max_diff, failures));
+    }
+    match format {
+        Format::Json => {
+            let files: Vec<Value> = summaries
+                .iter()
+                .map(|(path, total, reproduced, max_diff, failures)| {
+                    json!({
+                        "file": path.display().to_string(),
+                        "total": total,
+                        "reproduced": reproduced,
+                        "max_score_diff": max_diff,
+                        "failures": failures.iter().map(|(r, p)| json!({
+                            "at": r.origin, "name": r.name, "problem": p,
+                        })).collect::<Vec<_>>(),
+                    })
+                })
+                .collect();
+            let doc = json!({
+                "schema": 1,
+                "score_tolerance": SCORE_TOLERANCE,
+                "files": files,
+            });
+            serde_json::to_writer_pretty(&mut *out, &doc)?;
+            writeln!(out)?;
+        }
+        Format::Text => {
+            writeln!(
+                out,
+                "transformers 5.23 beam search, replayed against every recorded run (same \
+                 sequences, scores within {SCORE_TOLERANCE:e})"
+            )?;
+            for (path, total, reproduced, max_diff, failures) in &summaries {
+                let name = path.file_name().map_or(path.display().to_string(), |n| {
+                    n.to_string_lossy().into_owned()
+                });
+                writeln!(
+                    out,
+                    "  {name}: {reproduced} of {total} reproduced (max |score difference| \
+                     {max_diff:.1e})"
+                )?;
+                for (r, p) in failures {
+                    writeln!(out, "    {} {}: {p}", r.origin, r.name)?;
+                }
+            }
+        }
+    }
+    Ok(failed)
+}

@@ -1,0 +1,480 @@
+//! `compare speculative`: what each speculative-decoding verifier emits first,
+//! against the target, computed exactly by `tutorial_sampling::speculative`.
+//!
+//! The target's and the draft's distributions come from any two semantics of
+//! the registry run on each fixture's logits (the draft optionally on a
+//! perturbed copy, or on another fixture's logits); this module only lines
+//! the library's rows up and says in words why an inexact row misses.
+
+use std::io::Write;
+
+use anyhow::{Context as _, bail};
+use parity_core::{AnySemantics, Context, Fixture, Logits};
+use serde_json::{Map, Value, json};
+use tutorial_sampling::speculative::{self, Algorithm, Proposal, Row, Speculative};
+
+use crate::cli::{Format, SpeculativeArgs};
+use crate::commands::report::select;
+use crate::registry;
+
+/// A first-token distribution this close to the target (TV) is exact: the
+/// computation is f64 and sums over up to ~10^5 tokens.
+pub const EXACT_TV: f64 = 1e-12;
+
+/// One side of a pair: a semantics and its params.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Side {
+    /// Registry name.
+    pub semantics: String,
+    /// The semantics' params.
+    pub params: Map<String, Value>,
+}
+
+/// `--draft-perturb SCALE:SEED`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Perturb {
+    /// Each logit moves by at most this much.
+    pub scale: f32,
+    /// SplitMix64 seed.
+    pub seed: u64,
+}
+
+/// A target/draft pair to run on every fixture.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Pair {
+    /// The target's sampling.
+    pub target: Side,
+    /// The draft's sampling.
+    pub draft: Side,
+    /// The draft's logits perturbed.
+    pub perturb: Option<Perturb>,
+}
+
+/// Parses `SEMANTICS:PARAMS` (or `SEMANTICS` alone: `{}`), checking the name
+/// against the registry and the params with the semantics itself. `flag`
+/// names the argument in messages.
+pub fn parse_side(
+    flag: &str,
+    text: &str,
+    registry: &[Box<dyn AnySemantics>],
+) -> anyhow::Result<Side> {
+    let (name, params) = match text.split_once(':') {
+        Some((name, params)) => (name, params),
+        None => (text, "{}"),
+    };
+    let semantics = registry.iter().find(|s| s.info().name == name);
+    let Some(semantics) = semantics else {
+        bail!(
+            "{flag}: unknown semantics {name:?} in {text:?} (known: {})",
+            registry::names()
+        );
+    };
+    let params: Value = serde_json::from_str(params)
+        .with_context(|| format!("{flag}: PARAMS in {text:?} is not JSON"))?;
+    let Value::Object(params) = params else {
+        bail!("{flag}: PARAMS in {text:?} must be a JSON object, got {params}");
+    };
+    if let Err(e) = semantics.prepare(&params) {
+        bail!("{flag}: {name} refuses the params in {text:?}: {e}");
+    }
+    Ok(Side {
+        semantics: name.to_string(),
+        params,
+    })
+}
+
+/// Parses `--draft-perturb SCALE:SEED` (SCALE finite and >= 0, SEED an
+/// unsigned 64-bit integer).
+pub fn parse_perturb(text: &str) -> anyhow::Result<Perturb> {
+    let bad = |why: &str| anyhow::anyhow!("--draft-perturb: {text:?} {why}");
+    let (scale, seed) = text
+        .split_once(':')
+        .ok_or_else(|| bad("is not SCALE:SEED (e.g. 1.5:7)"))?;
+    let scale: f32 = scale
+        .trim()
+        .parse()
+        .map_err(|_| bad("has a SCALE that is not a number"))?;
+    if !scale.is_finite() || scale < 0.0 {
+        return Err(bad("has a SCALE that is not finite and >= 0"));
+    }
+    let seed: u64 = seed
+        .trim()
+        .parse()
+        .map_err(|_| bad("has a SEED that is not an integer in 0..2^64"))?;
+    Ok(Perturb { scale, seed })
+}
+
+/// The pairs run without `--target`/`--draft`: transformers at temperature
+/// 0.7 without top-k (the fixtures' `t07`) as the target; as drafts, the same
+/// logits under `k40p09` (a truncated draft), and a copy of the logits
+/// perturbed by ±1.5 (a weaker draft), the pairs of
+/// `docs/engines/tutorial.md`.
+pub fn default_pairs() -> Vec<Pair> {
+    let side = |params: Value| Side {
+        semantics: "hf".into(),
+        params: match params {
+            Value::Object(m) => m,
+            _ => Map::new(),
+        },
+    };
+    let t07 = json!({"do_sample": true, "temperature": 0.7, "top_k": 0});
+    let k40p09 = json!({"do_sample": true, "temperature": 0.7, "top_k": 40, "top_p": 0.9});
+    vec![
+        Pair {
+            target: side(t07.clone()),
+            draft: side(k40p09),
+            perturb: None,
+        },
+        Pair {
+            target: side(t07.clone()),
+            draft: side(t07),
+            perturb: Some(Perturb {
+                scale: 1.5,
+                seed: 7,
+            }),
+        },
+    ]
+}
+
+/// One pair on one fixture.
+struct Case {
+    fixture: String,
+    target_kept: usize,
+    draft_kept: usize,
+    spec: Speculative,
+}
+
+/// Runs the pairs of `args` (or [`default_pairs`]) on every fixture and
+/// writes the tables; hints (a one-token target or draft) go to `err`.
+pub fn run(
+    args: &SpeculativeArgs,
+    registry: &[Box<dyn AnySemantics>],
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> anyhow::Result<()> {
+    if args.k == 0 {
+        bail!("--k: K = 0, but speculative decoding needs at least one draft token");
+    }
+    let pairs = match (&args.target, &args.draft) {
+        (Some(t), Some(d)) => vec![Pair {
+            target: parse_side("--target", t, registry)?,
+            draft: parse_side("--draft", d, registry)?,
+            perturb: args
+                .draft_perturb
+                .as_deref()
+                .map(parse_perturb)
+                .transpose()?,
+        }],
+        (None, None) => default_pairs(),
+        _ => bail!("--target and --draft go together"),
+    };
+    let draft_fixture = args
+        .draft_fixture
+        .as_deref()
+        .map(|p| Fixture::load(p).context("--draft-fixture"))
+        .transpose()?;
+    let mut files = select::fixture_files(&args.fixtures)?;
+    if args.fixtures.is_empty() {
+        // The bundled model fixtures only (not the tie demonstration).
+        files.retain(|(_, names)| names.is_none());
+    }
+    let fixtures = files
+        .iter()
+        .map(|(path, _)| Fixture::load(path).map_err(anyhow::Error::from))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    if fixtures.is_empty() {
+        bail!("no fixture files found in the paths given");
+    }
+
+    let mut results = Vec::new();
+    for pair in &pairs {
+        let target = registry::find(registry, &pair.target.semantics)?;
+        let draft = registry::find(registry, &pair.draft.semantics)?;
+        let mut cases = Vec::new();
+        for fx in &fixtures {
+            let dfx = draft_fixture.as_ref().unwrap_or(fx);
+            if dfx.logits.len() != fx.logits.len() {
+                bail!(
+                    "--draft-fixture: {} has {} tokens and the target's fixture {} has {}: \
+                     speculative decoding needs one vocabulary",
+                    dfx.path.display(),
+                    dfx.logits.len(),
+                    fx.path.display(),
+                    fx.logits.len()
+                );
+            }
+            let p = distribution("--target", target, &pair.target.params, fx, None)?;
+            let q = distribution("--draft", draft, &pair.draft.params, dfx, pair.perturb)?;
+            let spec = speculative::speculative(&p.0, &q.0, args.k)
+                .with_context(|| format!("{}", fx.path.display()))?;
+            cases.push(Case {
+                fixture: fx.name.clone(),
+                target_kept: p.1,
+                draft_kept: q.1,
+                spec,
+            });
+        }
+        for (which, kept) in [
+            ("target", cases.iter().map(|c| c.target_kept).max()),
+            ("draft", cases.iter().map(|c| c.draft_kept).max()),
+        ] {
+            if kept == Some(1) {
+                writeln!(
+                    err,
+                    "hint: the {which} keeps one token on every fixture (greedy); for hf, \
+                     sampling needs \"do_sample\": true"
+                )?;
+            }
+        }
+        results.push((pair, cases));
+    }
+    match args.format {
+        Format::Json => write_json(args.k, &results, draft_fixture.as_ref(), out),
+        Format::Text => write_text(args.k, &results, draft_fixture.as_ref(), out),
+    }
+}
+
+/// A side's distribution on a fixture's (possibly perturbed) logits, with
+/// the number of tokens it keeps.
+fn distribution(
+    flag: &str,
+    semantics: &dyn AnySemantics,
+    params: &Map<String, Value>,
+    fx: &Fixture,
+    perturb: Option<Perturb>,
+) -> anyhow::Result<(Vec<f64>, usize)> {
+    let logits = match perturb {
+        Some(p) => speculative::perturbed(&fx.logits, p.scale, p.seed),
+        None => fx.logits.clone(),
+    };
+    let name = semantics.info().name;
+    let context = Context::new(&fx.input_ids, fx.model.as_ref().map(|m| m.prompt_len))
+        .with_context(|| fx.path.display().to_string())?;
+    let dist = semantics
+        .run(&Logits::from_f32(&logits), &context, params)
+        .with_context(|| format!("{flag} {name} on {}", fx.path.display()))?;
+    Ok((dist.probs().to_vec(), dist.kept().len()))
+}
+
+/// Why a row misses the target, in words (`None`: exact).
+pub fn reason(row: &Row, target: &[f64], draft: &[f64]) -> Option<String> {
+    let f = &row.first;
+    if f.tv <= EXACT_TV {
+        return None;
+    }
+    let gap = |t: usize| {
+        format!(
+            "token {t} is emitted with probability {:.4} against the target's {:.4}",
+            f.probs[t], target[t]
+        )
+    };
+    let mut why = match &row.proposal {
+        Proposal::Greedy => {
+            let x = (0..draft.len()).fold(0, |b, i| if draft[i] > draft[b] { i } else { b });
+            format!(
+                "candidates are the draft's argmax, not drawn from q, but verified with \
+                 min(1, p/q) as if they were: {}",
+                gap(x)
+            )
+        }
+        Proposal::Token(x) => format!("every candidate is token {x}: {}", gap(*x)),
+        Proposal::From(_) => format!(
+            "candidates are drawn from another distribution than the q the verifier is \
+             handed: largest gap where {}",
+            gap(largest_gap(&f.probs, target))
+        ),
+        Proposal::Draft => format!("largest gap where {}", gap(largest_gap(&f.probs, target))),
+    };
+    if f.undefined > 0.0 {
+        let what = match f.algorithm {
+            Algorithm::Transformers => "transformers' torch.multinomial raises",
+            _ => "the algorithm is undefined",
+        };
+        why.push_str(&format!(
+            "; with probability {:.4} a rejection meets an empty residual (p <= q everywhere) \
+             and {what}",
+            f.undefined
+        ));
+    }
+    Some(why)
+}
+
+fn largest_gap(probs: &[f64], target: &[f64]) -> usize {
+    let gap = |i: usize| (probs[i] - target[i]).abs();
+    (0..probs.len()).fold(0, |b, i| if gap(i) > gap(b) { i } else { b })
+}
+
+fn side_json(side: &Side) -> Value {
+    json!({"semantics": side.semantics, "params": side.params})
+}
+
+fn write_json(
+    k: usize,
+    results: &[(&Pair, Vec<Case>)],
+    draft_fixture: Option<&Fixture>,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
+    let pairs: Vec<Value> = results
+        .iter()
+        .map(|(pair, cases)| {
+            let mut draft = side_json(&pair.draft);
+            draft["perturb"] = pair
+                .perturb
+                .map_or(Value::Null, |p| json!({"scale": p.scale, "seed": p.seed}));
+            draft["fixture"] =
+                draft_fixture.map_or(Value::Null, |f| json!(f.path.display().to_string()));
+            let fixtures: Vec<Value> = cases
+                .iter()
+                .map(|c| {
+                    let rows: Vec<Value> = c
+                        .spec
+                        .rows
+                        .iter()
+                        .map(|r| {
+                            json!({
+                                "algorithm": r.first.algorithm.name(),
+                                "candidates": r.proposal.describe(),
+                                "setting": r.setting,
+                                "tv": r.first.tv,
+                                "undefined": r.first.undefined,
+                                "exact": r.first.tv <= EXACT_TV,
+                                "acceptance": r.first.acceptance,
+                                "expected_accepted": r.expected_accepted,
+                                "expected_emitted": r.expected_emitted,
+                                "reason": reason(r, &c.spec.target, &c.spec.draft),
+                            })
+                        })
+                        .collect();
+                    json!({
+                        "fixture": c.fixture,
+                        "vocab": c.spec.target.len(),
+                        "target_kept": c.target_kept,
+                        "draft_kept": c.draft_kept,
+                        "acceptance_rate": c.spec.acceptance_rate,
+                        "rows": rows,
+                    })
+                })
+                .collect();
+            json!({"target": side_json(&pair.target), "draft": draft, "fixtures": fixtures})
+        })
+        .collect();
+    let doc = json!({"schema": 1, "k": k, "exact_tv": EXACT_TV, "pairs": pairs});
+    serde_json::to_writer_pretty(&mut *out, &doc)?;
+    writeln!(out)?;
+    Ok(())
+}
+
+fn compact(side: &Side) -> String {
+    format!("{}:{}", side.semantics, Value::Object(side.params.clone()))
+}
+
+fn write_text(
+    k: usize,
+    results: &[(&Pair, Vec<Case>)],
+    draft_fixture: Option<&Fixture>,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
+    for (i, (pair, cases)) in results.iter().enumerate() {
+        if i > 0 {
+            writeln!(out)?;
+        }
+        writeln!(out, "target {}", compact(&pair.target))?;
+        let mut draft = format!("draft  {}", compact(&pair.draft));
+        if let Some(p) = pair.perturb {
+            draft.push_str(&format!(
+                " on logits perturbed by ±{} (seed {})",
+                p.scale, p.seed
+            ));
+        }
+        if let Some(f) = draft_fixture {
+            draft.push_str(&format!(" on the logits of {}", f.path.display()));
+        }
+        writeln!(out, "{draft}")?;
+        for c in cases {
+            writeln!(
+                out,
+                "{} (V = {}, K = {k}; target keeps {}, draft {}): sum min(p, q) = {:.4}",
+                c.fixture,
+                c.spec.target.len(),
+                c.target_kept,
+                c.draft_kept,
+                c.spec.acceptance_rate
+            )?;
+            writeln!(
+                out,
+                "  {:<18} {:<12} {:>9} {:>9} {:>7} {:>8} {:>7}  exact",
+                "algorithm", "candidates", "TV", "undefined", "alpha", "accepted", "emitted"
+            )?;
+            let mut reasons = Vec::new();
+            for r in &c.spec.rows {
+                let f = &r.first;
+                let exact = f.tv <= EXACT_TV;
+                writeln!(
+                    out,
+                    "  {:<18} {:<12} {:>9.2e} {:>9.2e} {:>7.4} {:>8.3} {:>7.3}  {}",
+                    f.algorithm.name(),
+                    r.proposal.describe(),
+                    f.tv,
+                    f.undefined,
+                    f.acceptance,
+                    r.expected_accepted,
+                    r.expected_emitted,
+                    if exact { "yes" } else { "no" }
+                )?;
+                if let Some(why) = reason(r, &c.spec.target, &c.spec.draft) {
+                    reasons.push(format!(
+                        "{}, {}: {why}",
+                        f.algorithm.name(),
+                        r.proposal.describe()
+                    ));
+                }
+            }
+            for why in reasons {
+                for line in wrap(&why, 96) {
+                    writeln!(out, "  {line}")?;
+                }
+            }
+        }
+    }
+    writeln!(out)?;
+    writeln!(
+        out,
+        "sum min(p, q): the acceptance rate with x ~ q. exact: TV <= {EXACT_TV:e}. alpha: \
+         acceptance"
+    )?;
+    writeln!(
+        out,
+        "probability; accepted, emitted: expected tokens per step for K (docs/search.md)."
+    )?;
+    writeln!(out, "Where each row occurs:")?;
+    for (algorithm, proposal, setting) in speculative::standard_rows() {
+        let line = format!("{}, {}: {setting}", algorithm.name(), proposal.describe());
+        for line in wrap(&line, 96) {
+            writeln!(out, "  {line}")?;
+        }
+    }
+    Ok(())
+}
+
+/// Greedy word wrap; continuation lines are indented by two spaces.
+fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut line = String::new();
+    for word in text.split(' ') {
+        let indent = if lines.is_empty() { 0 } else { 2 };
+        if !line.is_empty() && indent + line.chars().count() + 1 + word.chars().count() > width {
+            lines.push(line);
+            line = String::new();
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    lines.push(line);
+    lines
+        .into_iter()
+        .enumerate()
+        .map(|(i, l)| if i == 0 { l } else { format!("  {l}") })
+        .collect()
+}
