@@ -60,6 +60,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Bench(args) => commands::bench::run(&args, &mut out).map(|()| false)?,
         Command::Ties(args) => commands::ties::run(&args, &mut out).map(|()| false)?,
         Command::Semantics(args) => commands::semantics::run(&args, &mut out).map(|()| false)?,
+        Command::Trace(args) => commands::trace::run(&args, &mut out).map(|()| false)?,
     };
     out.flush()?;
     Ok(if failed {

@@ -7,4 +7,5 @@ pub mod dist;
 pub mod report;
 pub mod semantics;
 pub mod ties;
+pub mod trace;
 pub mod translate;

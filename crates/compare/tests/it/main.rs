@@ -7,3 +7,4 @@ mod differential;
 mod registry;
 mod report;
 mod robustness;
+mod trace;
