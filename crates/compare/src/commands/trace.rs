@@ -874,7 +874,7 @@ fn write_text(out: &mut dyn Write, r: &TraceReport, vocab: Option<&Vocab>) -> an
     )?;
     writeln!(
         out,
-        "  step  token            max|Δlogit|  argmax    TV raw    logits  sampling     total  kept T/T'/P     P(div)"
+        "  step  token            max|Δlogit|  argmax          TV raw    logits  sampling     total  kept T/T'/P     P(div)"
     )?;
     for row in &r.rows {
         let tok = vocab
@@ -889,7 +889,7 @@ fn write_text(out: &mut dyn Write, r: &TraceReport, vocab: Option<&Vocab>) -> an
         };
         writeln!(
             out,
-            "  {:>4}  {:<16} {:>11}  {:<7} {:>9} {:>9} {:>9} {:>9}  {:>13} {:>10}",
+            "  {:>4}  {:<16} {:>11}  {:<13} {:>9} {:>9} {:>9} {:>9}  {:>13} {:>10}",
             row.step,
             tok,
             sci(row.max_abs_logit_diff),
