@@ -284,7 +284,12 @@ pub fn trace(data: &[u8]) {
             let v = trace.vocab_size;
             assert!(v > 0 && trace.steps() > 0 && trace.prompt_len > 0);
             assert_eq!(trace.input_ids.len(), trace.prompt_len + trace.steps());
-            assert!(trace.input_ids.iter().all(|&id| id >= 0 && (id as u128) < v as u128));
+            assert!(
+                trace
+                    .input_ids
+                    .iter()
+                    .all(|&id| id >= 0 && (id as u128) < v as u128)
+            );
             assert_eq!(trace.scores.len(), trace.steps());
             for row in &trace.logits {
                 assert_eq!(row.len(), v);

@@ -121,8 +121,8 @@ impl Trace {
 /// /dev/zero never ends and reports no size.
 fn read_bounded(path: &Path, what: &str) -> anyhow::Result<Vec<u8>> {
     use std::io::Read;
-    let file = std::fs::File::open(path)
-        .with_context(|| format!("reading {what} {}", path.display()))?;
+    let file =
+        std::fs::File::open(path).with_context(|| format!("reading {what} {}", path.display()))?;
     let mut data = Vec::new();
     file.take(MAX_TRACE_BYTES + 1)
         .read_to_end(&mut data)
@@ -249,7 +249,9 @@ pub fn parse_trace(path: &Path, data: &[u8]) -> anyhow::Result<Trace> {
     let vocab_size = f.number("vocab_size")?;
     let prompt_len = f.number("prompt_len")?;
     if steps == 0 || vocab_size == 0 || prompt_len == 0 {
-        bail!("{p}: steps ({steps}), vocab_size ({vocab_size}) and prompt_len ({prompt_len}) must be positive");
+        bail!(
+            "{p}: steps ({steps}), vocab_size ({vocab_size}) and prompt_len ({prompt_len}) must be positive"
+        );
     }
     let kwargs_text = f.text("kwargs")?;
     let kwargs: Map<String, Value> = serde_json::from_str(kwargs_text)
@@ -758,11 +760,14 @@ pub fn run(args: &TraceArgs, out: &mut dyn Write) -> anyhow::Result<()> {
             port_params.as_ref(),
         )
         .with_context(|| format!("trace {}", trace.path.display()))?;
-        let text = vocab.as_ref().filter(|v| v.len() == trace.vocab_size).map(|v| {
-            (0..steps)
-                .map(|t| decode(v.token(trace.token(t) as usize).unwrap_or("")))
-                .collect::<String>()
-        });
+        let text = vocab
+            .as_ref()
+            .filter(|v| v.len() == trace.vocab_size)
+            .map(|v| {
+                (0..steps)
+                    .map(|t| decode(v.token(trace.token(t) as usize).unwrap_or("")))
+                    .collect::<String>()
+            });
         reports.push(TraceReport {
             trace: trace.name.clone(),
             file: trace.path.display().to_string(),
@@ -912,7 +917,10 @@ fn write_text(out: &mut dyn Write, r: &TraceReport, vocab: Option<&Vocab>) -> an
         if v.is_empty() {
             "none".to_string()
         } else {
-            v.iter().map(usize::to_string).collect::<Vec<_>>().join(", ")
+            v.iter()
+                .map(usize::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
         }
     };
     writeln!(

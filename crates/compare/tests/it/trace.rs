@@ -26,7 +26,8 @@ fn bundled(name: &str) -> String {
 }
 
 fn model_path() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.cache/models/SmolLM2-135M-Instruct.Q4_1.gguf")
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../.cache/models/SmolLM2-135M-Instruct.Q4_1.gguf")
 }
 
 /// Whether the model is there; without it, fails under CI and skips otherwise.
@@ -228,12 +229,24 @@ fn llamacpp_port_needs_no_model_and_its_logits_distance_recomputes() {
     ]);
     assert_eq!(doc.schema, 1);
     let r = &doc.traces[0];
-    assert_eq!((r.port.as_str(), r.port_semantics.as_str()), ("llama.cpp", "llama.cpp"));
+    assert_eq!(
+        (r.port.as_str(), r.port_semantics.as_str()),
+        ("llama.cpp", "llama.cpp")
+    );
     assert_eq!(r.rows.len(), 24);
     // The exported logits are llama.cpp's recorded ones, bit for bit.
-    let exported = f32_rows(&dir.join(format!("{trace}.llama.cpp.safetensors")), "logits");
-    let recorded = f32_rows(&traces_dir().join(format!("{trace}.llamacpp.safetensors")), "logits");
-    assert!(exported == recorded, "exported logits are not the recorded llama.cpp logits");
+    let exported = f32_rows(
+        &dir.join(format!("{trace}.llama.cpp.safetensors")),
+        "logits",
+    );
+    let recorded = f32_rows(
+        &traces_dir().join(format!("{trace}.llamacpp.safetensors")),
+        "logits",
+    );
+    assert!(
+        exported == recorded,
+        "exported logits are not the recorded llama.cpp logits"
+    );
     // hf-rust reproduces transformers' recorded scores at every step.
     assert_eq!(r.summary.scores_match, Some(24));
     check_logits_distance_from_export(trace, "llama.cpp", &dir, &doc);
@@ -305,7 +318,10 @@ fn candle_port_logits_distance_recomputes_from_exported_logits() {
         &dir.display().to_string(),
     ]);
     let r = &doc.traces[0];
-    assert_eq!((r.port.as_str(), r.port_semantics.as_str()), ("candle", "candle"));
+    assert_eq!(
+        (r.port.as_str(), r.port_semantics.as_str()),
+        ("candle", "candle")
+    );
     assert_eq!(r.summary.scores_match, Some(24));
     check_logits_distance_from_export(trace, "candle", &dir, &doc);
     check_triangle(&doc);
@@ -315,15 +331,28 @@ fn candle_port_logits_distance_recomputes_from_exported_logits() {
 #[test]
 fn a_missing_model_says_how_to_fetch_it() {
     let out = compare(
-        &["trace", "--trace", &bundled("poem_t07_default"), "--model", "/nonexistent/m.gguf"],
+        &[
+            "trace",
+            "--trace",
+            &bundled("poem_t07_default"),
+            "--model",
+            "/nonexistent/m.gguf",
+        ],
         "",
     );
     assert_eq!(out.status.code(), Some(2));
     assert!(out.stdout.is_empty(), "{}", text(&out.stdout));
     let err = text(&out.stderr);
-    assert!(err.starts_with("error: model file /nonexistent/m.gguf not found"), "{err}");
+    assert!(
+        err.starts_with("error: model file /nonexistent/m.gguf not found"),
+        "{err}"
+    );
     assert!(err.contains("scripts/fetch-model.sh"), "{err}");
-    assert_eq!(err.lines().filter(|l| l.starts_with("error")).count(), 1, "{err}");
+    assert_eq!(
+        err.lines().filter(|l| l.starts_with("error")).count(),
+        1,
+        "{err}"
+    );
 }
 
 #[test]
@@ -332,7 +361,13 @@ fn a_wrong_model_file_is_named_by_its_hash() {
     let fake = dir.join("fake.gguf");
     std::fs::write(&fake, b"abc").expect("write");
     let out = compare(
-        &["trace", "--trace", &bundled("poem_t07_default"), "--model", &fake.display().to_string()],
+        &[
+            "trace",
+            "--trace",
+            &bundled("poem_t07_default"),
+            "--model",
+            &fake.display().to_string(),
+        ],
         "",
     );
     assert_eq!(out.status.code(), Some(2));
@@ -370,7 +405,11 @@ fn edited_trace(
         .map(|(n, d, s, b)| (n.clone(), TensorView::new(*d, s.clone(), b).expect("view")))
         .collect();
     let dst = dir.join(format!("{name}.safetensors"));
-    std::fs::write(&dst, safetensors::serialize(views, Some(meta)).expect("serialize")).expect("write");
+    std::fs::write(
+        &dst,
+        safetensors::serialize(views, Some(meta)).expect("serialize"),
+    )
+    .expect("write");
     std::fs::copy(
         traces_dir().join(format!("{name}.llamacpp.safetensors")),
         dir.join(format!("{name}.llamacpp.safetensors")),
@@ -386,11 +425,26 @@ fn a_trace_from_another_model_is_detected() {
         meta.insert("gguf_sha256".into(), other.clone());
     });
     // llama.cpp's logits were recorded from the bundled model.
-    let out = compare(&["trace", "--trace", &trace.display().to_string(), "--port", "llama.cpp"], "");
+    let out = compare(
+        &[
+            "trace",
+            "--trace",
+            &trace.display().to_string(),
+            "--port",
+            "llama.cpp",
+        ],
+        "",
+    );
     assert_eq!(out.status.code(), Some(2));
     assert!(out.stdout.is_empty());
     let err = text(&out.stderr);
-    assert!(err.contains(&format!("but the trace {} is from {other}", trace.display())), "{err}");
+    assert!(
+        err.contains(&format!(
+            "but the trace {} is from {other}",
+            trace.display()
+        )),
+        "{err}"
+    );
     assert!(err.contains("a trace from another model"), "{err}");
     // The candle port: the model's hash is not the trace's.
     if model_or_skip("a_trace_from_another_model_is_detected") {
@@ -407,7 +461,16 @@ fn a_trace_with_another_vocabulary_size_is_refused() {
     let (dir, trace) = edited_trace("vocab", "poem_t07_default", |meta, _| {
         meta.insert("vocab_size".into(), "32000".into());
     });
-    let out = compare(&["trace", "--trace", &trace.display().to_string(), "--port", "llama.cpp"], "");
+    let out = compare(
+        &[
+            "trace",
+            "--trace",
+            &trace.display().to_string(),
+            "--port",
+            "llama.cpp",
+        ],
+        "",
+    );
     assert_eq!(out.status.code(), Some(2));
     let err = text(&out.stderr);
     assert!(
@@ -437,7 +500,10 @@ fn a_prompt_longer_than_the_context_window_is_refused() {
                         .flat_map(i64::to_le_bytes)
                         .collect();
                 }
-                "tokens" => *bytes = 28i64.to_le_bytes().to_vec(),
+                "tokens" => {
+                    *shape = vec![1];
+                    *bytes = 28i64.to_le_bytes().to_vec();
+                }
                 "logits" => {
                     shape[0] = 1;
                     bytes.truncate(shape[1] * 4);
@@ -445,7 +511,10 @@ fn a_prompt_longer_than_the_context_window_is_refused() {
                 "scores.offsets" => {
                     *shape = vec![2];
                     let first_end = i64::from_le_bytes(bytes[8..16].try_into().expect("8"));
-                    *bytes = [0i64, first_end].iter().flat_map(|x| x.to_le_bytes()).collect();
+                    *bytes = [0i64, first_end]
+                        .iter()
+                        .flat_map(|x| x.to_le_bytes())
+                        .collect();
                 }
                 _ => {}
             }
