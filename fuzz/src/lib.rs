@@ -385,3 +385,38 @@ pub fn speculative_args(data: &[u8]) {
         Err(e) => assert!(e.to_string().starts_with("--draft-perturb: "), "{e}"),
     }
 }
+
+/// Target `trace`: the bytes as a `compare trace` trace file, through
+/// `compare::commands::trace::parse_trace`. An error must name the file; a
+/// loaded trace must hold the invariants the loader promises.
+pub fn trace(data: &[u8]) {
+    let path = Path::new("fuzz/input.safetensors");
+    match compare::commands::trace::parse_trace(path, data) {
+        Err(error) => {
+            let message = format!("{error:#}");
+            assert!(
+                message.starts_with("fuzz/input.safetensors: "),
+                "error does not name the file: {message}"
+            );
+        }
+        Ok(trace) => {
+            let v = trace.vocab_size;
+            assert!(v > 0 && trace.steps() > 0 && trace.prompt_len > 0);
+            assert_eq!(trace.input_ids.len(), trace.prompt_len + trace.steps());
+            assert!(
+                trace
+                    .input_ids
+                    .iter()
+                    .all(|&id| id >= 0 && (id as u128) < v as u128)
+            );
+            assert_eq!(trace.scores.len(), trace.steps());
+            for row in &trace.logits {
+                assert_eq!(row.len(), v);
+                assert!(row.iter().all(|x| !x.is_nan() && *x != f32::INFINITY));
+            }
+            for row in &trace.scores {
+                assert!(row.iter().all(|&(id, s)| id < v && s.is_finite()));
+            }
+        }
+    }
+}

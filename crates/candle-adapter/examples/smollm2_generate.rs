@@ -11,7 +11,8 @@
 //!     [--temperature 0.7] [--top-k 40] [--top-p 0.9] [--min-p 0.05] [--repetition-penalty 1.1]
 //! ```
 //!
-//! The tokenizer is rebuilt offline from the GGUF's own metadata
+//! The model is loaded by `candle_adapter::model::QuantizedLlama` (the
+//! runner `compare trace` uses). The tokenizer is rebuilt offline from the GGUF's own metadata
 //! (`tokenizer.ggml.tokens`/`merges`, GPT-2 byte-level BPE): a plain BPE
 //! encoder here, enough for a chat prompt (the pre-tokenizer splits before
 //! spaces and punctuation, not with GPT-2's full regex), and an exact decoder.
@@ -21,9 +22,8 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use candle_adapter::dropin::HfLogitsProcessor;
-use candle_core::quantized::gguf_file;
+use candle_adapter::model::{Expected, QuantizedLlama};
 use candle_core::{Device, Tensor};
-use candle_transformers::models::quantized_llama::ModelWeights;
 use hf_sampling::GenerationParams;
 
 type AnyResult<T> = Result<T, Box<dyn std::error::Error>>;
@@ -37,23 +37,17 @@ struct Tokenizer {
 }
 
 impl Tokenizer {
-    fn from_gguf(ct: &gguf_file::Content) -> AnyResult<Self> {
-        let get = |k: &str| ct.metadata.get(k).ok_or_else(|| format!("GGUF has no {k}"));
-        let model = get("tokenizer.ggml.model")?.to_string()?;
-        if model != "gpt2" {
+    fn from_model(model: &QuantizedLlama) -> AnyResult<Self> {
+        if model.tokenizer_model() != Some("gpt2") {
             return Err(format!(
-                "tokenizer model {model:?}: only gpt2 byte-level BPE is supported"
+                "tokenizer model {:?}: only gpt2 byte-level BPE is supported",
+                model.tokenizer_model()
             )
             .into());
         }
-        let tokens: Vec<String> = get("tokenizer.ggml.tokens")?
-            .to_vec()?
-            .iter()
-            .map(|v| v.to_string().cloned())
-            .collect::<Result<_, _>>()?;
+        let tokens = model.tokens().to_vec();
         let mut ranks = HashMap::new();
-        for (rank, m) in get("tokenizer.ggml.merges")?.to_vec()?.iter().enumerate() {
-            let m = m.to_string()?;
+        for (rank, m) in model.merges().iter().enumerate() {
             if let Some((a, b)) = m.split_once(' ') {
                 ranks.insert((a.to_owned(), b.to_owned()), rank);
             }
@@ -201,16 +195,10 @@ fn parse_args() -> AnyResult<Args> {
 
 fn main() -> AnyResult<()> {
     let args = parse_args()?;
-    let mut file = std::fs::File::open(&args.model).map_err(|e| {
-        format!(
-            "{}: {e}\nhint: fetch it with scripts/fetch-model.sh",
-            args.model.display()
-        )
-    })?;
-    let content = gguf_file::Content::read(&mut file)?;
-    let tok = Tokenizer::from_gguf(&content)?;
+    let mut model = QuantizedLlama::load(&args.model, &Expected::default())
+        .map_err(|e| format!("{e}\nhint: fetch it with scripts/fetch-model.sh"))?;
+    let tok = Tokenizer::from_model(&model)?;
     let device = Device::Cpu;
-    let mut model = ModelWeights::from_gguf(content, &mut file, &device)?;
 
     // SmolLM2's ChatML template.
     let (start, end) = (tok.special("<|im_start|>")?, tok.special("<|im_end|>")?);
@@ -239,12 +227,12 @@ fn main() -> AnyResult<()> {
     let mut out = std::io::stdout().lock();
     let t0 = std::time::Instant::now();
     let mut sample_time = std::time::Duration::ZERO;
-    let mut input = Tensor::new(prompt.as_slice(), &device)?.unsqueeze(0)?;
+    let mut input = prompt.clone();
     let mut pos = 0;
     let mut generated = 0;
     for _ in 0..args.max_new {
-        let logits = model.forward(&input, pos)?.squeeze(0)?;
-        pos += input.dim(1)?;
+        let logits = Tensor::new(model.forward(&input, pos)?, &device)?;
+        pos += input.len();
         let t = std::time::Instant::now();
         let next = sampler.sample(&logits)?;
         sample_time += t.elapsed();
@@ -254,7 +242,7 @@ fn main() -> AnyResult<()> {
         }
         out.write_all(&tok.decode(next))?;
         out.flush()?;
-        input = Tensor::new(&[next], &device)?.unsqueeze(0)?;
+        input = vec![next];
     }
     writeln!(out)?;
     eprintln!(

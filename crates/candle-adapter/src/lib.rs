@@ -26,6 +26,9 @@
 //! top-k (ties kept, renormalised) ([`closure::HfTopK`]), and [`translate`]
 //! from transformers generation parameters to candle.
 //!
+//! [`model`] runs a real GGUF model (candle-transformers' `quantized_llama`)
+//! and returns its raw logits, for `compare trace`.
+//!
 //! This is the only crate in the workspace that depends on candle; its public
 //! API takes and returns plain Rust types (`&[f32]`, `Vec`, its own enums).
 //!
@@ -52,10 +55,12 @@ pub mod dropin;
 mod error;
 pub mod gumbel;
 mod mirror;
+pub mod model;
 mod params;
 mod penalty;
 mod run;
 mod semantics;
+mod sha256;
 pub mod stats;
 mod translate;
 

@@ -41,6 +41,8 @@ pub enum Command {
     Speculative(SpeculativeArgs),
     /// Beam search: transformers 5.23 replayed beside the tutorial's (or --recorded: every recording).
     Beam(BeamArgs),
+    /// Along a recorded transformers generation, compare a real port's logits and sampling per token.
+    Trace(TraceArgs),
 }
 
 /// Output format.
@@ -391,4 +393,62 @@ pub struct BeamArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t)]
     pub format: Format,
+}
+
+/// The port `compare trace` compares with transformers.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum)]
+pub enum Port {
+    /// candle-transformers' quantized llama, run here on the GGUF (needs the model file).
+    #[default]
+    Candle,
+    /// llama.cpp's logits, recorded beside the trace (needs no model).
+    #[value(name = "llama.cpp")]
+    LlamaCpp,
+}
+
+impl Port {
+    /// The name on the command line and in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Port::Candle => "candle",
+            Port::LlamaCpp => "llama.cpp",
+        }
+    }
+}
+
+/// Arguments of `compare trace`.
+#[derive(Debug, Clone, Default, Args)]
+pub struct TraceArgs {
+    /// A trace file (scripts/reference/trace_reference.py) [default: every bundled trace in
+    /// fixtures/traces/].
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
+    /// transformers generate kwargs as a JSON object, instead of the ones the trace was recorded with.
+    #[arg(long, value_name = "JSON")]
+    pub kwargs: Option<String>,
+    /// Whose logits are compared with transformers'.
+    #[arg(long, value_enum, default_value_t)]
+    pub port: Port,
+    /// The semantics that samples for the port (`compare semantics` lists them) [default: candle
+    /// for --port candle, llama.cpp for --port llama.cpp].
+    #[arg(long, value_name = "NAME", value_parser = semantics_name)]
+    pub port_semantics: Option<String>,
+    /// The port semantics' params as a JSON object [default: its translation of the kwargs
+    /// (`from_generate`), e.g. candle's literal port].
+    #[arg(long, value_name = "JSON")]
+    pub port_params: Option<String>,
+    /// Only the first N steps of each trace.
+    #[arg(long, value_name = "N")]
+    pub steps: Option<usize>,
+    /// The GGUF model for --port candle [default: .cache/models/SmolLM2-135M-Instruct.Q4_1.gguf,
+    /// where scripts/fetch-model.sh puts it].
+    #[arg(long, value_name = "FILE")]
+    pub model: Option<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Format,
+    /// Write the port's logits per step into DIR/<trace>.<port>.safetensors (tensor `logits`,
+    /// [steps, V] f32).
+    #[arg(long, value_name = "DIR")]
+    pub export_logits: Option<PathBuf>,
 }

@@ -67,6 +67,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 .map(|()| false)?
         }
         Command::Beam(args) => commands::beam::run(&args, &mut out)?,
+        Command::Trace(args) => commands::trace::run(&args, &mut out).map(|()| false)?,
     };
     out.flush()?;
     Ok(if failed {

@@ -10,4 +10,5 @@ pub mod request;
 pub mod semantics;
 pub mod speculative;
 pub mod ties;
+pub mod trace;
 pub mod translate;

@@ -13,3 +13,4 @@ mod request;
 mod robustness;
 mod speculative;
 mod tokens;
+mod trace;
