@@ -9,7 +9,7 @@
 # semantics), compare_diff (`compare diff` on the same records),
 # compare_request (each line as a request through every server route),
 # speculative_args (the SEMANTICS:PARAMS and SCALE:SEED parsers),
-# token_piece (the byte-level token decoder),
+# token_piece (the byte-level token decoder), trace (the trace loader),
 # spec_line (the spec-sampler line parser and sampler), fixture (the
 # safetensors fixture loader). Harnesses: fuzz/src/lib.rs.
 #
@@ -26,7 +26,7 @@
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
-ALL_TARGETS=(compare_dist compare_diff compare_request speculative_args token_piece spec_line fixture)
+ALL_TARGETS=(compare_dist compare_diff compare_request speculative_args token_piece trace spec_line fixture)
 export RUSTC_BOOTSTRAP=1
 SANITIZER=${FUZZ_SANITIZER:-none}
 BUILD_FLAGS=(-O --debug-assertions --sanitizer "$SANITIZER")
@@ -48,7 +48,7 @@ dict_of() {
 # short ones reach the same code.
 max_len_of() {
     case "$1" in
-        fixture) echo 8192 ;;
+        fixture | trace) echo 8192 ;;
         compare_dist | compare_diff | compare_request) echo 1024 ;;
         *) echo 4096 ;;
     esac
