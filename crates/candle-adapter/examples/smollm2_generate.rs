@@ -9,7 +9,17 @@
 //! cargo run --release -p candle-adapter --example smollm2_generate -- \
 //!     [--prompt "Write a haiku about rust."] [--max-new 60] [--seed 42] \
 //!     [--temperature 0.7] [--top-k 40] [--top-p 0.9] [--min-p 0.05] [--repetition-penalty 1.1]
+//! cargo run --release -p candle-adapter --example smollm2_generate -- --vs-transformers
 //! ```
+//!
+//! `--vs-transformers` replays the real transformers generations of
+//! `fixtures/torch/smollm2_generate.jsonl` (same prompt, kwargs and
+//! `torch.manual_seed`) with candle's model and the drop-in's torch-seeded
+//! mode, and prints per generation how many tokens agree before the first
+//! divergence and whether the logits or the sampler caused it: at that step
+//! the context is still transformers', so if candle's processed scores on
+//! the recorded kept ids equal the recorded ones, the sampler diverged (it
+//! must not); otherwise the logits did.
 //!
 //! The model is loaded by `candle_adapter::model::QuantizedLlama` (the
 //! runner `compare trace` uses). The tokenizer is rebuilt offline from the GGUF's own metadata
@@ -154,6 +164,7 @@ struct Args {
     max_new: usize,
     seed: u64,
     params: GenerationParams,
+    vs_transformers: bool,
 }
 
 fn parse_args() -> AnyResult<Args> {
@@ -172,6 +183,7 @@ fn parse_args() -> AnyResult<Args> {
             repetition_penalty: 1.1,
             ..GenerationParams::default()
         },
+        vs_transformers: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -187,6 +199,7 @@ fn parse_args() -> AnyResult<Args> {
             "--min-p" => a.params.min_p = Some(val()?.parse()?),
             "--repetition-penalty" => a.params.repetition_penalty = val()?.parse()?,
             "--greedy" => a.params.do_sample = false,
+            "--vs-transformers" => a.vs_transformers = true,
             _ => return Err(format!("unknown argument {flag}").into()),
         }
     }
@@ -199,6 +212,9 @@ fn main() -> AnyResult<()> {
         .map_err(|e| format!("{e}\nhint: fetch it with scripts/fetch-model.sh"))?;
     let tok = Tokenizer::from_model(&model)?;
     let device = Device::Cpu;
+    if args.vs_transformers {
+        return vs_transformers(&mut model);
+    }
 
     // SmolLM2's ChatML template.
     let (start, end) = (tok.special("<|im_start|>")?, tok.special("<|im_end|>")?);
@@ -250,5 +266,115 @@ fn main() -> AnyResult<()> {
         t0.elapsed(),
         sample_time.as_secs_f64() * 1e6 / generated.max(1) as f64
     );
+    Ok(())
+}
+
+/// One recorded transformers generation, as `scripts/reference/torch_draws.py`
+/// wrote it.
+struct Recorded {
+    name: String,
+    prompt: Vec<u32>,
+    params: GenerationParams,
+    seed: u64,
+    tokens: Vec<u32>,
+    /// Per step: the kept ids and their processed scores.
+    steps: Vec<(Vec<usize>, Vec<f32>)>,
+}
+
+fn recorded() -> AnyResult<Vec<Recorded>> {
+    let path = parity_core::fixture::bundled_dir().join("torch/smollm2_generate.jsonl");
+    let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let ids = |v: &serde_json::Value| -> Vec<u64> {
+        v.as_array()
+            .map(|a| a.iter().filter_map(serde_json::Value::as_u64).collect())
+            .unwrap_or_default()
+    };
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate().skip(1) {
+        let r: serde_json::Value =
+            serde_json::from_str(line).map_err(|e| format!("{}:{}: {e}", path.display(), i + 1))?;
+        let kwargs = r["kwargs"].as_object().ok_or("kwargs is not an object")?;
+        let steps = r["steps"]
+            .as_array()
+            .ok_or("no steps")?
+            .iter()
+            .map(|s| {
+                let kept = ids(&s["kept"]).into_iter().map(|k| k as usize).collect();
+                let scores = s["scores"]
+                    .as_array()
+                    .map(|a| a.iter().filter_map(|x| x.as_f64()).map(|x| x as f32).collect())
+                    .unwrap_or_default();
+                (kept, scores)
+            })
+            .collect();
+        out.push(Recorded {
+            name: format!(
+                "{} {} seed {}",
+                r["prompt_id"].as_str().unwrap_or("?"),
+                r["setting"].as_str().unwrap_or("?"),
+                r["seed"]
+            ),
+            prompt: ids(&r["prompt_ids"]).into_iter().map(|t| t as u32).collect(),
+            params: hf_sampling::resolve(kwargs, None)?,
+            seed: r["seed"].as_u64().ok_or("seed is not an integer")?,
+            tokens: ids(&r["tokens"]).into_iter().map(|t| t as u32).collect(),
+            steps,
+        });
+    }
+    Ok(out)
+}
+
+fn vs_transformers(model: &mut QuantizedLlama) -> AnyResult<()> {
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "generation                agree  of  first divergence: cause (kept sets, max |Δscore| on the recorded kept ids)"
+    )?;
+    for r in recorded()? {
+        model.reset();
+        let mut sampler = HfLogitsProcessor::torch_seeded(r.seed, &r.params)?;
+        sampler.set_prompt(&r.prompt);
+        let mut context: Vec<i64> = r.prompt.iter().map(|&t| i64::from(t)).collect();
+        let (mut input, mut pos) = (r.prompt.clone(), 0);
+        let mut verdict = None;
+        let mut agree = 0;
+        for (t, &want) in r.tokens.iter().enumerate() {
+            let logits = model.forward(&input, pos)?;
+            pos += input.len();
+            let got = sampler.sample(&Tensor::new(logits.as_slice(), &Device::Cpu)?)?;
+            if got != want {
+                // The context is still transformers': compare what the
+                // processors make of candle's logits with the recording.
+                let ours = hf_sampling::process(&logits, &context, &r.params)?;
+                let (kept, scores) = &r.steps[t];
+                let our_kept: Vec<usize> = ours.kept.clone();
+                let diff = kept
+                    .iter()
+                    .zip(scores)
+                    .map(|(&id, &s)| (ours.scores[id] - s).abs())
+                    .fold(0.0f32, f32::max);
+                verdict = Some(if our_kept == *kept && diff == 0.0 {
+                    format!("step {t}: THE SAMPLER (same processed scores, token {got} vs {want})")
+                } else {
+                    format!(
+                        "step {t}: the logits (kept {} vs {}, max |Δscore| {diff:.3})",
+                        our_kept.len(),
+                        kept.len()
+                    )
+                });
+                break;
+            }
+            agree += 1;
+            context.push(i64::from(want));
+            input = vec![want];
+        }
+        writeln!(
+            out,
+            "{:<24}  {agree:>5}  {:>3}  {}",
+            r.name,
+            r.tokens.len(),
+            verdict.unwrap_or_else(|| "none".to_string())
+        )?;
+    }
     Ok(())
 }
