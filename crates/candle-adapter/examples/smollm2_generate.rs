@@ -302,7 +302,12 @@ fn recorded() -> AnyResult<Vec<Recorded>> {
                 let kept = ids(&s["kept"]).into_iter().map(|k| k as usize).collect();
                 let scores = s["scores"]
                     .as_array()
-                    .map(|a| a.iter().filter_map(|x| x.as_f64()).map(|x| x as f32).collect())
+                    .map(|a| {
+                        a.iter()
+                            .filter_map(|x| x.as_f64())
+                            .map(|x| x as f32)
+                            .collect()
+                    })
                     .unwrap_or_default();
                 (kept, scores)
             })
@@ -314,7 +319,10 @@ fn recorded() -> AnyResult<Vec<Recorded>> {
                 r["setting"].as_str().unwrap_or("?"),
                 r["seed"]
             ),
-            prompt: ids(&r["prompt_ids"]).into_iter().map(|t| t as u32).collect(),
+            prompt: ids(&r["prompt_ids"])
+                .into_iter()
+                .map(|t| t as u32)
+                .collect(),
             params: hf_sampling::resolve(kwargs, None)?,
             seed: r["seed"].as_u64().ok_or("seed is not an integer")?,
             tokens: ids(&r["tokens"]).into_iter().map(|t| t as u32).collect(),
