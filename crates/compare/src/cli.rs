@@ -390,6 +390,14 @@ pub struct BeamArgs {
         ]
     )]
     pub recorded: bool,
+    /// Run the SmolLM2 recordings through candle-transformers' quantized llama (the real
+    /// model, from scripts/fetch-model.sh) and say where its beams part from the ones
+    /// transformers recorded.
+    #[arg(long, conflicts_with = "recorded")]
+    pub candle: bool,
+    /// The GGUF for --candle [default: where scripts/fetch-model.sh puts it].
+    #[arg(long, value_name = "FILE", requires = "candle")]
+    pub model: Option<PathBuf>,
     /// Output format.
     #[arg(long, value_enum, default_value_t)]
     pub format: Format,

@@ -15,10 +15,11 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
+use candle_adapter::model::{Expected, QuantizedLlama};
 use serde_json::{Map, Value, json};
 use tutorial_sampling::beam::{
-    BeamConfig, BeamOutput, LanguageModel, TableLm, ToyLm, TutorialBeams, first_difference,
-    transformers_beam_search, tutorial_beam_search,
+    BeamConfig, BeamError, BeamOutput, LanguageModel, TableLm, ToyLm, TutorialBeams,
+    first_difference, log_softmax, transformers_beam_search, tutorial_beam_search,
 };
 
 use crate::cli::{BeamArgs, EarlyStoppingArg, Format};
@@ -354,6 +355,9 @@ pub fn run(args: &BeamArgs, out: &mut dyn Write) -> anyhow::Result<bool> {
             out,
         );
     }
+    if args.candle {
+        return candle_beams(args, &smollm2, out).map(|()| false);
+    }
     let kwargs = kwargs(args)?;
     let mut cases = Vec::new();
     // The distinct (toy model, prompt) pairs, in file order.
@@ -672,4 +676,136 @@ fn replay_all(
         }
     }
     Ok(failed)
+}
+
+/// SmolLM2 through candle-transformers' quantized llama: each prefix run from
+/// a fresh KV cache, its logits turned into the float32 `log_softmax` beam
+/// search adds. The same search as the recordings, on candle's logits.
+struct CandleLm {
+    model: std::cell::RefCell<QuantizedLlama>,
+}
+
+impl LanguageModel for CandleLm {
+    fn vocab_size(&self) -> usize {
+        self.model.borrow().vocab_size()
+    }
+
+    fn log_probs(&self, ids: &[i64]) -> Result<Vec<f32>, BeamError> {
+        let ids: Vec<u32> = ids
+            .iter()
+            .map(|&t| u32::try_from(t).map_err(|_| BeamError::NegativeId(t)))
+            .collect::<Result<_, _>>()?;
+        let mut model = self.model.borrow_mut();
+        model.reset();
+        let logits = model
+            .forward(&ids, 0)
+            .map_err(|e| BeamError::Model(e.to_string()))?;
+        log_softmax(&logits, ids.len())
+    }
+}
+
+/// `--candle`: each SmolLM2 recording's search rerun on candle's logits,
+/// beside the beams transformers returned.
+fn candle_beams(
+    args: &BeamArgs,
+    recordings: &[Recorded],
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
+    let path = args
+        .model
+        .clone()
+        .unwrap_or_else(super::trace::default_model_path);
+    // The recording's header names the GGUF it was made from.
+    let (_, table_path) = recording_paths()?;
+    let header: Value = std::fs::read_to_string(&table_path)
+        .ok()
+        .and_then(|t| t.lines().next().and_then(|l| serde_json::from_str(l).ok()))
+        .with_context(|| format!("{}: no header line", table_path.display()))?;
+    let sha = header["gguf_sha256"]
+        .as_str()
+        .with_context(|| format!("{}:1: no `gguf_sha256`", table_path.display()))?;
+    let model = QuantizedLlama::load(
+        &path,
+        &Expected {
+            sha256: Some(sha),
+            vocab_size: None,
+        },
+    )
+    .with_context(|| {
+        format!(
+            "--candle needs SmolLM2 at {} (fetch it with scripts/fetch-model.sh, or pass --model)",
+            path.display()
+        )
+    })?;
+    let lm = CandleLm {
+        model: std::cell::RefCell::new(model),
+    };
+    let mut rows = Vec::new();
+    for rec in recordings {
+        if !matches!(rec.model, Model::Table(_)) {
+            continue;
+        }
+        eprint!("\r{} {} ...", rec.name, kwargs_text(&rec.kwargs));
+        let got = transformers_beam_search(&lm, &rec.prompt, &rec.config)
+            .with_context(|| format!("{}: beam search on candle's logits", rec.origin))?;
+        let parts: Vec<Option<usize>> = got
+            .sequences
+            .iter()
+            .zip(&rec.sequences)
+            .map(|(a, b)| first_difference(a, b, rec.prompt.len()))
+            .collect();
+        let same = parts.iter().all(Option::is_none) && got.sequences.len() == rec.sequences.len();
+        let max_score_diff = got
+            .scores
+            .iter()
+            .zip(&rec.scores)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0f32, f32::max);
+        rows.push(json!({
+            "prompt": rec.name,
+            "kwargs": rec.kwargs,
+            "same_sequences": same,
+            "first_difference": parts,
+            "candle_scores": got.scores,
+            "transformers_scores": rec.scores,
+            "max_score_diff": max_score_diff,
+        }));
+    }
+    eprint!("\r\x1b[2K");
+    match args.format {
+        Format::Json => {
+            serde_json::to_writer_pretty(&mut *out, &json!({ "schema": 1, "candle": rows }))?;
+            writeln!(out)?;
+        }
+        Format::Text => {
+            writeln!(
+                out,
+                "SmolLM2 beam search on candle's Q4_1 logits against transformers' recorded beams"
+            )?;
+            for r in &rows {
+                let parts: Vec<String> = r["first_difference"]
+                    .as_array()
+                    .map(|a| {
+                        a.iter()
+                            .map(|p| p.as_u64().map_or("same".into(), |t| t.to_string()))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                writeln!(
+                    out,
+                    "  {}: {}",
+                    r["prompt"].as_str().unwrap_or("?"),
+                    kwargs_text(r["kwargs"].as_object().unwrap_or(&Map::new()))
+                        .replace("num_return_sequences", "return")
+                )?;
+                writeln!(
+                    out,
+                    "    beams (first generated position that differs): {}; max |Δ score| {:.2e}",
+                    parts.join(", "),
+                    r["max_score_diff"].as_f64().unwrap_or(f64::NAN)
+                )?;
+            }
+        }
+    }
+    Ok(())
 }
