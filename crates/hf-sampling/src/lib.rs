@@ -83,10 +83,11 @@ pub use torch_rng::{CpuCapability, TorchGenerator, TorchSampleError};
 /// torch's CPU operations, replayed bit for bit, for other engines that run
 /// torch on CPU (vLLM): `torch.sort`'s order (a hand-written replica of
 /// libstdc++'s introsort, which decides the order of ties) and `cumsum` (f64
-/// accumulator, each prefix rounded to f32). The softmax, whose last bit
+/// accumulator, each prefix rounded to f32) and `argmax` (first index of
+/// the maximum, for NaN-free input). The softmax, whose last bit
 /// depends on the vector width, is [`CpuCapability::softmax`].
 pub mod torch_ops {
-    pub use crate::torch::{argsort_ascending, cumsum};
+    pub use crate::torch::{argmax_first, argsort_ascending, cumsum};
 }
 
 /// Individual processors, for tests and for callers composing their own chain.

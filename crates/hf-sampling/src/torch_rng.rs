@@ -56,14 +56,10 @@
 //! torch computes, and the one case where it is not (`u = 0`, so `q = 0` and
 //! `0 / 0` is NaN) is detected from the raw bits.
 
-use crate::torch::sleef_expf;
-use crate::{GenerationParams, HfError, process};
+use parity_core::mt19937::Mt19937;
 
-const N: usize = 624;
-const M: usize = 397;
-const MATRIX_A: u32 = 0x9908_b0df;
-const UPPER_MASK: u32 = 0x8000_0000;
-const LOWER_MASK: u32 = 0x7fff_ffff;
+use crate::torch::softmax_lanes;
+use crate::{GenerationParams, HfError, process};
 
 /// Mask of the 53 bits `uniform_real_distribution<double>` keeps (`digits`).
 const MASK53: u64 = (1 << 53) - 1;
@@ -128,37 +124,6 @@ impl CpuCapability {
     }
 }
 
-fn softmax_lanes<const L: usize>(values: &[f32]) -> Vec<f32> {
-    let m = values.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-    let e: Vec<f32> = values.iter().map(|&x| sleef_expf(x - m)).collect();
-    let n = e.len();
-    let sum = if n < L {
-        e.iter().copied().reduce(|a, b| a + b).unwrap_or(0.0)
-    } else {
-        let mut acc = [0.0f32; L];
-        acc.copy_from_slice(&e[..L]);
-        let full = n - n % L;
-        for chunk in e[L..full].chunks_exact(L) {
-            for (a, &v) in acc.iter_mut().zip(chunk) {
-                *a += v;
-            }
-        }
-        for (a, &v) in acc.iter_mut().zip(&e[full..]) {
-            *a += v;
-        }
-        let mut width = L / 2;
-        while width >= 1 {
-            for i in 0..width {
-                acc[i] += acc[i + width];
-            }
-            width /= 2;
-        }
-        acc[0]
-    };
-    let r = 1.0 / sum;
-    e.into_iter().map(|v| v * r).collect()
-}
-
 /// torch's default CPU generator after `torch.manual_seed(seed)`: the
 /// `at::mt19937` engine and the draws `torch.multinomial` makes from it.
 ///
@@ -168,9 +133,7 @@ fn softmax_lanes<const L: usize>(values: &[f32]) -> Vec<f32> {
 pub struct TorchGenerator {
     seed: u64,
     capability: CpuCapability,
-    state: [u32; N],
-    /// Next state word to temper; `N` means the state must be regenerated.
-    next: usize,
+    engine: Mt19937,
 }
 
 impl std::fmt::Debug for TorchGenerator {
@@ -178,7 +141,7 @@ impl std::fmt::Debug for TorchGenerator {
         f.debug_struct("TorchGenerator")
             .field("seed", &self.seed)
             .field("capability", &self.capability)
-            .field("next", &self.next)
+            .field("engine", &self.engine)
             .finish_non_exhaustive()
     }
 }
@@ -189,19 +152,10 @@ impl TorchGenerator {
     /// bits reach the engine, so `2^32 + 5` draws like `5`. [`Self::sample`]
     /// takes the softmax of an AVX2 torch; see [`Self::with_capability`].
     pub fn manual_seed(seed: u64) -> Self {
-        let mut state = [0u32; N];
-        state[0] = seed as u32;
-        for i in 1..N {
-            let prev = state[i - 1];
-            state[i] = 1_812_433_253u32
-                .wrapping_mul(prev ^ (prev >> 30))
-                .wrapping_add(i as u32);
-        }
         Self {
             seed,
             capability: CpuCapability::default(),
-            state,
-            next: N,
+            engine: Mt19937::new(seed as u32),
         }
     }
 
@@ -217,27 +171,9 @@ impl TorchGenerator {
         self.seed
     }
 
-    fn twist(&mut self) {
-        let s = &mut self.state;
-        for i in 0..N {
-            let y = (s[i] & UPPER_MASK) | (s[(i + 1) % N] & LOWER_MASK);
-            let mag = if y & 1 == 1 { MATRIX_A } else { 0 };
-            s[i] = s[(i + M) % N] ^ (y >> 1) ^ mag;
-        }
-        self.next = 0;
-    }
-
     /// One engine output (`CPUGeneratorImpl::random`).
     pub fn random(&mut self) -> u32 {
-        if self.next >= N {
-            self.twist();
-        }
-        let mut y = self.state[self.next];
-        self.next += 1;
-        y ^= y >> 11;
-        y ^= (y << 7) & 0x9d2c_5680;
-        y ^= (y << 15) & 0xefc6_0000;
-        y ^ (y >> 18)
+        self.engine.next_u32()
     }
 
     /// Two engine outputs, the first as the high half (`CPUGeneratorImpl::random64`).

@@ -6,10 +6,9 @@
 //! with the same seed (src/llama-sampler.cpp at llama.cpp 0c1e57098). This
 //! module reproduces both bit for bit:
 //!
-//! * `std::mt19937` is the 32-bit Mersenne Twister (MT19937, Matsumoto and
-//!   Nishimura), seeded by `init_genrand` (multiplier 1812433253), as the C++
-//!   standard specifies ([rand.eng.mers]); the 10000th output of a
-//!   default-seeded engine is 4123659995, which the tests check.
+//! * `std::mt19937` is [`parity_core::mt19937::Mt19937`], the engine every
+//!   replica in the workspace shares (checked there against the C++
+//!   standard's 10000th output).
 //! * `generate_canonical<RealType, bits>` (libstdc++ 12, bits/random.tcc)
 //!   calls the engine `k = max(1, ceil(bits / 32))` times and returns
 //!   `sum / 2^(32 k)` with `sum = x0 + x1 * 2^32 + …` accumulated in
@@ -18,51 +17,20 @@
 //!   `uniform_real_distribution(0, 1)` then returns `canonical * (1 - 0) + 0`,
 //!   the same number.
 
-/// `std::mt19937`.
+/// `std::mt19937` (the engine is parity-core's, shared with torch's
+/// generator replicas), with libstdc++'s uniform draws.
 #[derive(Debug, Clone)]
-pub(crate) struct Mt19937 {
-    state: [u32; 624],
-    index: usize,
-}
+pub(crate) struct Mt19937(parity_core::mt19937::Mt19937);
 
 impl Mt19937 {
     /// `std::mt19937(seed)`.
     pub(crate) fn new(seed: u32) -> Self {
-        let mut state = [0u32; 624];
-        state[0] = seed;
-        for i in 1..624 {
-            let prev = state[i - 1];
-            state[i] = 1_812_433_253u32
-                .wrapping_mul(prev ^ (prev >> 30))
-                .wrapping_add(i as u32);
-        }
-        Self { state, index: 624 }
-    }
-
-    fn twist(&mut self) {
-        for i in 0..624 {
-            let y = (self.state[i] & 0x8000_0000) | (self.state[(i + 1) % 624] & 0x7fff_ffff);
-            let mut next = self.state[(i + 397) % 624] ^ (y >> 1);
-            if y & 1 != 0 {
-                next ^= 0x9908_b0df;
-            }
-            self.state[i] = next;
-        }
-        self.index = 0;
+        Self(parity_core::mt19937::Mt19937::new(seed))
     }
 
     /// The next 32-bit output.
     pub(crate) fn next_u32(&mut self) -> u32 {
-        if self.index >= 624 {
-            self.twist();
-        }
-        let mut y = self.state[self.index];
-        self.index += 1;
-        y ^= y >> 11;
-        y ^= (y << 7) & 0x9d2c_5680;
-        y ^= (y << 15) & 0xefc6_0000;
-        y ^= y >> 18;
-        y
+        self.0.next_u32()
     }
 
     /// `std::uniform_real_distribution<double>(0.0, 1.0)(rng)`.
@@ -86,27 +54,6 @@ impl Mt19937 {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn mt19937_10000th_output_is_the_standard_value() {
-        // [rand.predef]: the 10000th consecutive invocation of a
-        // default-constructed mt19937 (seed 5489) produces 4123659995.
-        let mut rng = Mt19937::new(5489);
-        let mut last = 0;
-        for _ in 0..10000 {
-            last = rng.next_u32();
-        }
-        assert_eq!(last, 4_123_659_995);
-    }
-
-    #[test]
-    fn mt19937_first_outputs_of_seed_5489() {
-        // The reference mt19937ar.c sequence for init_genrand(5489).
-        let mut rng = Mt19937::new(5489);
-        assert_eq!(rng.next_u32(), 3_499_211_612);
-        assert_eq!(rng.next_u32(), 581_869_302);
-        assert_eq!(rng.next_u32(), 3_890_346_734);
-    }
 
     #[test]
     fn canonical_double_uses_two_outputs_low_word_first() {

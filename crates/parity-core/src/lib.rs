@@ -17,6 +17,7 @@ pub mod fixture;
 pub mod fragile;
 pub mod jsonl;
 pub mod metrics;
+pub mod mt19937;
 pub mod record;
 pub mod semantics;
 pub mod text;

@@ -65,52 +65,6 @@ pub fn gumbel_argmax(row: &[f32], seed: u64) -> usize {
     best
 }
 
-/// torch's `at::mt19937` (the standard MT19937 with 32-bit output).
-struct Mt19937 {
-    state: [u32; 624],
-    next: usize,
-}
-
-impl Mt19937 {
-    fn new(seed: u64) -> Self {
-        let mut state = [0u32; 624];
-        state[0] = (seed & 0xffff_ffff) as u32;
-        for j in 1..624 {
-            let prev = state[j - 1];
-            state[j] = 1_812_433_253u32
-                .wrapping_mul(prev ^ (prev >> 30))
-                .wrapping_add(j as u32);
-        }
-        Self { state, next: 624 }
-    }
-
-    fn twist(&mut self) {
-        const UPPER: u32 = 0x8000_0000;
-        const LOWER: u32 = 0x7fff_ffff;
-        for i in 0..624 {
-            let y = (self.state[i] & UPPER) | (self.state[(i + 1) % 624] & LOWER);
-            let mut v = self.state[(i + 397) % 624] ^ (y >> 1);
-            if y & 1 != 0 {
-                v ^= 0x9908_b0df;
-            }
-            self.state[i] = v;
-        }
-        self.next = 0;
-    }
-
-    fn next_u32(&mut self) -> u32 {
-        if self.next >= 624 {
-            self.twist();
-        }
-        let mut y = self.state[self.next];
-        self.next += 1;
-        y ^= y >> 11;
-        y ^= (y << 7) & 0x9d2c_5680;
-        y ^= (y << 15) & 0xefc6_0000;
-        y ^ (y >> 18)
-    }
-}
-
 /// The kernel seed of the step after `steps_before` sampled steps of a
 /// request seeded with `seed`: the `(steps_before + 1)`-th
 /// `torch.randint(0, 2**31, (1,), generator=gen)`. torch draws it as
@@ -118,7 +72,8 @@ impl Mt19937 {
 /// then low), so each step consumes two outputs and only the low one counts
 /// (checked against torch 2.13 and every recorded draw).
 pub fn kernel_seed(seed: u64, steps_before: usize) -> u64 {
-    let mut mt = Mt19937::new(seed);
+    // torch seeds `at::mt19937` with the low 32 bits of the seed.
+    let mut mt = parity_core::mt19937::Mt19937::new(seed as u32);
     for _ in 0..2 * steps_before + 1 {
         mt.next_u32();
     }
@@ -128,18 +83,6 @@ pub fn kernel_seed(seed: u64, steps_before: usize) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn mt19937_matches_the_standard_sequence() {
-        // std::mt19937 with its default seed 5489: the 10000th output is
-        // 4123659995 (C++ standard, [rand.predef]).
-        let mut mt = Mt19937::new(5489);
-        let mut last = 0;
-        for _ in 0..10_000 {
-            last = mt.next_u32();
-        }
-        assert_eq!(last, 4_123_659_995);
-    }
 
     #[test]
     fn masked_tokens_are_never_picked() {

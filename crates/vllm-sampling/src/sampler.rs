@@ -86,7 +86,7 @@ pub(crate) fn run(logits: &[f32], context: &Context<'_>, p: &VllmParams) -> Resu
     };
     // 7a. greedy: torch.argmax (first index of the maximum; 0 when all -inf).
     if p.is_greedy() {
-        let g = argmax_first(&x);
+        let g = torch::argmax_first(&x);
         return Ok(Pass {
             final_logits: x,
             penalised,
@@ -191,18 +191,6 @@ fn top_k_top_p_sorted(x: &mut [f32], k: Option<usize>, top_p: f32) {
     for (j, &i) in order.iter().enumerate() {
         x[i] = sorted[j];
     }
-}
-
-/// `torch.argmax` on CPU: first index of the maximum; 0 when every entry
-/// is `-inf`.
-pub(crate) fn argmax_first(values: &[f32]) -> usize {
-    let mut best = 0;
-    for (i, &s) in values.iter().enumerate() {
-        if s > values[best] {
-            best = i;
-        }
-    }
-    best
 }
 
 /// The distribution `fused_gumbel_argmax` draws from: the exact softmax of

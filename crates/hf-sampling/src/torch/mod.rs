@@ -30,23 +30,28 @@ pub use sort::argsort_ascending;
 /// (AVX512; an AVX2 build uses 8 and rounds sums differently).
 pub(crate) const LANES: usize = 16;
 
-/// `vec::reduce_all(x + y)` over f32 with [`LANES`] lanes: lane-wise
-/// accumulation of full vectors, the tail added into its lanes, then a
-/// halving tree (lane i + lane i+8, +4, +2, +1). Below one vector, a plain
-/// left-to-right sum.
+/// `vec::reduce_all(x + y)` over f32 with [`LANES`] lanes.
 pub(crate) fn lane_sum(values: &[f32]) -> f32 {
+    lane_sum_of::<LANES>(values)
+}
+
+/// `vec::reduce_all(x + y)` over f32 with `L` lanes (8 on AVX2, 16 on
+/// AVX512): lane-wise accumulation of full vectors, the tail added into its
+/// lanes, then a halving tree (lane i + lane i + L/2, ...). Below one
+/// vector, a plain left-to-right sum.
+pub(crate) fn lane_sum_of<const L: usize>(values: &[f32]) -> f32 {
     let n = values.len();
-    if n < LANES {
+    if n < L {
         let mut acc = 0.0f32;
         for (i, &v) in values.iter().enumerate() {
             acc = if i == 0 { v } else { acc + v };
         }
         return acc;
     }
-    let mut acc = [0.0f32; LANES];
-    acc.copy_from_slice(&values[..LANES]);
-    let full = n - n % LANES;
-    for chunk in values[LANES..full].chunks_exact(LANES) {
+    let mut acc = [0.0f32; L];
+    acc.copy_from_slice(&values[..L]);
+    let full = n - n % L;
+    for chunk in values[L..full].chunks_exact(L) {
         for (a, &v) in acc.iter_mut().zip(chunk) {
             *a += v;
         }
@@ -59,8 +64,8 @@ pub(crate) fn lane_sum(values: &[f32]) -> f32 {
 
 /// The end of torch's vectorised sum: the lanes added pairwise, halving the
 /// width each time (16 → 8 → 4 → 2 → 1), in f32.
-pub(crate) fn fold_lanes(mut acc: [f32; LANES]) -> f32 {
-    let mut width = LANES / 2;
+pub(crate) fn fold_lanes<const L: usize>(mut acc: [f32; L]) -> f32 {
+    let mut width = L / 2;
     while width >= 1 {
         for i in 0..width {
             acc[i] += acc[i + width];
@@ -77,7 +82,7 @@ pub(crate) fn max(values: &[f32]) -> f32 {
 
 /// `torch.argmax` on CPU for NaN-free input: the first index of the maximum
 /// (0 when every entry is `-inf`).
-pub(crate) fn argmax_first(values: &[f32]) -> usize {
+pub fn argmax_first(values: &[f32]) -> usize {
     let mut best = 0;
     for (i, &s) in values.iter().enumerate() {
         if s > values[best] {
@@ -87,15 +92,20 @@ pub(crate) fn argmax_first(values: &[f32]) -> usize {
     best
 }
 
-/// `torch.softmax(x, dim=-1)` on CPU (`_vec_softmax_lastdim`):
-/// `e = exp(x - max)` with SLEEF's exp, `sum = reduce_all(e)`, `e * (1 / sum)`.
-/// Bit-identical to torch 2.15 on an AVX512 CPU.
-///
-/// With every entry -inf the result is NaN everywhere, as in torch.
+/// `torch.softmax(x, dim=-1)` on CPU with [`LANES`] lanes: see
+/// [`softmax_lanes`]. Bit-identical to torch 2.15 on an AVX512 CPU.
 pub(crate) fn softmax(values: &[f32]) -> Vec<f32> {
+    softmax_lanes::<LANES>(values)
+}
+
+/// `torch.softmax(x, dim=-1)` on CPU (`_vec_softmax_lastdim`) with `L`
+/// lanes: `e = exp(x - max)` with SLEEF's exp, `sum = reduce_all(e)`,
+/// `e * (1 / sum)`. With every entry -inf the result is NaN everywhere, as
+/// in torch.
+pub(crate) fn softmax_lanes<const L: usize>(values: &[f32]) -> Vec<f32> {
     let m = max(values);
     let e: Vec<f32> = values.iter().map(|&x| sleef_expf(x - m)).collect();
-    let r = 1.0f32 / lane_sum(&e);
+    let r = 1.0f32 / lane_sum_of::<L>(&e);
     e.into_iter().map(|v| v * r).collect()
 }
 
