@@ -76,7 +76,7 @@ pub use fast::{Distribution, HfSampler, StepPath};
 pub use fragile::fragile;
 pub use params::{GenerationConfig, GenerationParams, SAMPLING_KEYS, resolve};
 pub use processors::Processor;
-pub use request::generate_kwargs as request_kwargs;
+pub use request::{generate_kwargs as request_kwargs, portable_kwargs};
 pub use semantics::{Hf, HfRust, Recorded, Source, provenance, rules};
 pub use torch_rng::{CpuCapability, TorchGenerator, TorchSampleError};
 

@@ -44,6 +44,36 @@ pub fn generate_kwargs(request: &Map<String, Value>) -> (Map<String, Value>, Vec
     (kwargs, notes)
 }
 
+/// The generate kwargs a port to another engine copies under the same name:
+/// `temperature`, `top_p`, `min_p` and `repetition_penalty` when not null,
+/// and `top_k` as written (null included: each engine reads "off" its own
+/// way). `None` when the kwargs switch on what only transformers has here:
+/// `typical_p` other than 1, an epsilon or eta cutoff strictly between 0 and
+/// 1, or beam search.
+pub fn portable_kwargs(kwargs: &Map<String, Value>) -> Option<Map<String, Value>> {
+    let f = |k: &str| kwargs.get(k).and_then(Value::as_f64);
+    if f("typical_p").is_some_and(|t| t != 1.0)
+        || f("epsilon_cutoff").is_some_and(|e| e > 0.0 && e < 1.0)
+        || f("eta_cutoff").is_some_and(|e| e > 0.0 && e < 1.0)
+        || kwargs
+            .get("num_beams")
+            .and_then(Value::as_i64)
+            .is_some_and(|b| b > 1)
+    {
+        return None;
+    }
+    let mut m = Map::new();
+    for k in ["temperature", "top_p", "min_p", "repetition_penalty"] {
+        if let Some(v) = kwargs.get(k).filter(|v| !v.is_null()) {
+            m.insert(k.into(), v.clone());
+        }
+    }
+    if let Some(v) = kwargs.get("top_k") {
+        m.insert("top_k".into(), v.clone());
+    }
+    Some(m)
+}
+
 /// The fields `transformers serve` reads from a chat-completions request.
 pub(crate) const SERVE_FIELDS: &[&str] =
     &["temperature", "top_p", "frequency_penalty", "logit_bias"];
@@ -120,6 +150,18 @@ mod tests {
         assert_eq!(notes.len(), 1);
         let (k, _) = generate_kwargs(&map(json!({"temperature": 0})));
         assert_eq!(Value::Object(k), json!({"do_sample": false}));
+    }
+
+    #[test]
+    fn portable_kwargs_copy_same_named_fields_or_refuse() {
+        let k = portable_kwargs(&map(json!({
+            "do_sample": true, "temperature": 0.7, "top_k": null, "top_p": null, "typical_p": 1.0
+        })))
+        .expect("portable");
+        assert_eq!(Value::Object(k), json!({"temperature": 0.7, "top_k": null}));
+        assert!(portable_kwargs(&map(json!({"typical_p": 0.9}))).is_none());
+        assert!(portable_kwargs(&map(json!({"eta_cutoff": 0.001}))).is_none());
+        assert!(portable_kwargs(&map(json!({"num_beams": 2}))).is_none());
     }
 
     #[test]

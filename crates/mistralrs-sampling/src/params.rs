@@ -253,28 +253,11 @@ pub fn request_params(
 /// when `do_sample=True`. `None` for `typical_p`, epsilon/eta cutoffs and
 /// beam search, which mistral.rs does not have.
 pub(crate) fn from_generate(kwargs: &Map<String, Value>) -> Option<Result<MistralRsParams, Error>> {
-    let f = |k: &str| kwargs.get(k).and_then(Value::as_f64);
-    if f("typical_p").is_some_and(|t| t != 1.0)
-        || f("epsilon_cutoff").is_some_and(|e| e > 0.0 && e < 1.0)
-        || f("eta_cutoff").is_some_and(|e| e > 0.0 && e < 1.0)
-        || kwargs
-            .get("num_beams")
-            .and_then(Value::as_i64)
-            .is_some_and(|b| b > 1)
+    let mut m = hf_sampling::portable_kwargs(kwargs)?;
+    if m.get("top_k")
+        .is_some_and(|v| v.is_null() || v.as_u64() == Some(0))
     {
-        return None;
-    }
-    let mut m = Map::new();
-    for k in ["temperature", "top_p", "min_p", "repetition_penalty"] {
-        if let Some(v) = kwargs.get(k).filter(|v| !v.is_null()) {
-            m.insert(k.into(), v.clone());
-        }
-    }
-    if let Some(v) = kwargs
-        .get("top_k")
-        .filter(|v| !v.is_null() && v.as_u64() != Some(0))
-    {
-        m.insert("top_k".into(), v.clone());
+        m.remove("top_k");
     }
     if kwargs.get("do_sample") == Some(&Value::Bool(false)) {
         m.remove("temperature");

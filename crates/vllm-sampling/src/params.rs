@@ -756,32 +756,9 @@ pub fn request_params(
 /// kwargs use what vLLM has no counterpart for (`typical_p` < 1, epsilon
 /// and eta cutoffs, beam search).
 pub(crate) fn from_generate(kwargs: &Map<String, Value>) -> Option<Result<VllmParams, Error>> {
-    let f = |k: &str| kwargs.get(k).and_then(Value::as_f64);
-    if f("typical_p").is_some_and(|t| t != 1.0)
-        || f("epsilon_cutoff").is_some_and(|e| e > 0.0 && e < 1.0)
-        || f("eta_cutoff").is_some_and(|e| e > 0.0 && e < 1.0)
-        || kwargs
-            .get("num_beams")
-            .and_then(Value::as_i64)
-            .is_some_and(|b| b > 1)
-    {
-        return None;
-    }
-    let mut m = Map::new();
-    for k in ["temperature", "top_p", "min_p", "repetition_penalty"] {
-        if let Some(v) = kwargs.get(k).filter(|v| !v.is_null()) {
-            m.insert(k.into(), v.clone());
-        }
-    }
-    if let Some(v) = kwargs.get("top_k") {
-        m.insert(
-            "top_k".into(),
-            if v.is_null() {
-                Value::from(0)
-            } else {
-                v.clone()
-            },
-        );
+    let mut m = hf_sampling::portable_kwargs(kwargs)?;
+    if m.get("top_k").is_some_and(Value::is_null) {
+        m.insert("top_k".into(), Value::from(0));
     }
     if kwargs.get("do_sample") == Some(&Value::Bool(false)) {
         m.insert("temperature".into(), Value::from(0.0));
