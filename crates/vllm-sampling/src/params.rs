@@ -147,32 +147,7 @@ pub(crate) const FIELDS: &[&str] = &[
     "bad_words",
 ];
 
-/// Python's `repr` of a float (`2.0`, `1e-05`, `inf`, `nan`), which vLLM's
-/// messages quote.
-pub(crate) fn py_float(x: f64) -> String {
-    if x.is_nan() {
-        return "nan".into();
-    }
-    if x.is_infinite() {
-        return if x > 0.0 { "inf" } else { "-inf" }.into();
-    }
-    if x == 0.0 {
-        return if x.is_sign_negative() { "-0.0" } else { "0.0" }.into();
-    }
-    let sci = format!("{x:e}"); // shortest round-trip digits, e.g. 1.5e-5
-    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
-    let exp: i32 = exp.parse().unwrap_or(0);
-    if !(-4..16).contains(&exp) {
-        let sign = if exp < 0 { '-' } else { '+' };
-        return format!("{mantissa}e{sign}{:02}", exp.abs());
-    }
-    let plain = format!("{x}");
-    if plain.contains('.') {
-        plain
-    } else {
-        format!("{plain}.0")
-    }
-}
+use parity_core::text::python_float_repr as py_float;
 
 /// A JSON value as Python would print it in vLLM's messages.
 fn py_value(v: &Value) -> String {
