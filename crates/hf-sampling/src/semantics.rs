@@ -184,15 +184,11 @@ impl Semantics for HfRust {
                 "greedy: do_sample comes from the generation config (false when it says nothing)",
             );
         }
-        let mut routes = vec![generate, serve];
-        for r in &mut routes {
-            r.effective = r
-                .params
-                .as_ref()
-                .ok()
-                .map(|p| Value::Object(p.sampling_values()));
-        }
-        routes
+        vec![generate, serve]
+    }
+
+    fn describe(&self, params: &GenerationParams) -> Option<String> {
+        Some(Value::Object(params.sampling_values()).to_string())
     }
 
     fn fragile(

@@ -337,9 +337,6 @@ pub struct Route<P> {
     /// What the endpoint decided on its own, in words (a default it fills
     /// in, a field it renames, a merge), for the reader of the table.
     pub notes: Vec<String>,
-    /// The effective params as JSON, for a semantics whose
-    /// [`Prepared::describe`] says nothing (`None`: use that).
-    pub effective: Option<Value>,
 }
 
 impl<P> Route<P> {
@@ -350,7 +347,6 @@ impl<P> Route<P> {
             params,
             ignored: Vec::new(),
             notes: Vec::new(),
-            effective: None,
         }
     }
 
@@ -382,7 +378,6 @@ impl<P> Route<P> {
             params: self.params.map(f),
             ignored: self.ignored,
             notes: self.notes,
-            effective: self.effective,
         }
     }
 }

@@ -140,13 +140,12 @@ fn routes<'s>(
     let mut out: Vec<Routed<'s>> = Vec::new();
     for s in semantics {
         for route in s.prepare_request(request, config) {
-            let params = match &route.params {
-                Ok(p) => route.effective.clone().or_else(|| {
-                    p.describe()
-                        .map(|d| serde_json::from_str(&d).unwrap_or(Value::String(d)))
-                }),
-                Err(_) => None,
-            };
+            let params = route
+                .params
+                .as_ref()
+                .ok()
+                .and_then(|p| p.describe())
+                .map(|d| serde_json::from_str(&d).unwrap_or(Value::String(d)));
             let endpoint = Endpoint {
                 semantics: s.info().name,
                 endpoint: route.endpoint,
