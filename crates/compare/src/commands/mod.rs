@@ -12,3 +12,13 @@ pub mod speculative;
 pub mod ties;
 pub mod trace;
 pub mod translate;
+
+/// A command-line argument that must be a JSON object (`--kwargs`,
+/// `--port-params`): parsed, or an error naming the flag and quoting the text.
+pub(crate) fn json_object_arg(
+    flag: &str,
+    text: &str,
+) -> anyhow::Result<serde_json::Map<String, serde_json::Value>> {
+    use anyhow::Context;
+    serde_json::from_str(text).with_context(|| format!("{flag} is not a JSON object: {text}"))
+}

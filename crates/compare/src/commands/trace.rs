@@ -577,10 +577,6 @@ pub struct TraceReport {
     pub summary: Summary,
 }
 
-fn kwargs_arg(json: &str, what: &str) -> anyhow::Result<Map<String, Value>> {
-    serde_json::from_str(json).with_context(|| format!("{what} is not a JSON object: {json}"))
-}
-
 /// Computes the report for one trace given the port's logits.
 pub fn compare_trace(
     trace: &Trace,
@@ -706,12 +702,12 @@ pub fn run(args: &TraceArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     let kwargs_override = args
         .kwargs
         .as_deref()
-        .map(|j| kwargs_arg(j, "--kwargs"))
+        .map(|j| super::json_object_arg("--kwargs", j))
         .transpose()?;
     let port_params = args
         .port_params
         .as_deref()
-        .map(|j| kwargs_arg(j, "--port-params"))
+        .map(|j| super::json_object_arg("--port-params", j))
         .transpose()?;
     if args.steps == Some(0) {
         bail!("--steps must be at least 1");

@@ -21,8 +21,7 @@ use crate::registry;
 
 /// Prints the translation of `args.kwargs` (and the optional generation config).
 pub fn run(args: &TranslateArgs, out: &mut dyn Write) -> anyhow::Result<()> {
-    let kwargs: Map<String, Value> = serde_json::from_str(&args.kwargs)
-        .with_context(|| format!("--kwargs is not a JSON object: {}", args.kwargs))?;
+    let kwargs = super::json_object_arg("--kwargs", &args.kwargs)?;
     let config = args
         .generation_config
         .as_deref()

@@ -75,10 +75,7 @@ pub(crate) fn pairs(
 pub(super) fn kwargs(args: &ReportArgs) -> anyhow::Result<Option<Map<String, Value>>> {
     args.kwargs
         .as_deref()
-        .map(|text| match serde_json::from_str::<Value>(text) {
-            Ok(Value::Object(m)) => Ok(m),
-            _ => bail!("--kwargs is not a JSON object: {text}"),
-        })
+        .map(|text| crate::commands::json_object_arg("--kwargs", text))
         .transpose()
 }
 
