@@ -299,6 +299,25 @@ impl GenerationParams {
         }
     }
 
+    /// Every sampling key with its resolved value, as kwargs that resolve to
+    /// these params again: top-k off is `0` (transformers reads `0` as off),
+    /// an unset min-p is left out.
+    pub fn as_kwargs(&self) -> Map<String, Value> {
+        let mut out = Map::new();
+        for key in SAMPLING_KEYS {
+            match (key, self.sampling_value(key)) {
+                ("top_k", Value::Null) => {
+                    out.insert(key.into(), Value::from(0));
+                }
+                (_, Value::Null) => {}
+                (_, v) => {
+                    out.insert(key.into(), v);
+                }
+            }
+        }
+        out
+    }
+
     /// Every sampling value that is not transformers' no-op (`do_sample`
     /// always), in [`SAMPLING_KEYS`] order: what a report prints as the
     /// effective parameters.
@@ -549,4 +568,25 @@ pub fn resolve(
 
 fn saturating_usize(k: u64) -> usize {
     usize::try_from(k).unwrap_or(usize::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn as_kwargs_resolves_back_to_the_same_params() {
+        let kwargs = json!({"do_sample": true, "temperature": 0.6, "top_p": 0.9});
+        let p = resolve(kwargs.as_object().expect("object"), None).expect("valid");
+        let back = p.as_kwargs();
+        // transformers' hidden default top_k 50 is written out; min_p stays unset.
+        assert_eq!(back["top_k"], json!(50));
+        assert!(!back.contains_key("min_p"));
+        assert_eq!(resolve(&back, None).expect("valid"), p);
+        // top-k off reads back as 0, which transformers also reads as off.
+        let off = resolve(json!({"top_k": null}).as_object().expect("object"), None).expect("ok");
+        assert_eq!(off.as_kwargs()["top_k"], json!(0));
+        assert_eq!(resolve(&off.as_kwargs(), None).expect("valid").top_k, None);
+    }
 }

@@ -34,7 +34,15 @@ pub fn run(args: &TranslateArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         .context("transformers would refuse these kwargs")?;
     let resolved = hf_sampling::provenance(&kwargs, config.as_ref(), &params);
     if args.to == TranslateTo::LlamaCpp {
-        return to_llama_cpp(args, &kwargs, config.as_ref(), &resolved, &processors, out);
+        return to_llama_cpp(
+            args,
+            &kwargs,
+            config.as_ref(),
+            &params,
+            &resolved,
+            &processors,
+            out,
+        );
     }
     let t = candle_adapter::translate(&params).context("cannot translate")?;
     match args.format {
@@ -140,23 +148,13 @@ fn to_llama_cpp(
     args: &TranslateArgs,
     kwargs: &Map<String, Value>,
     config: Option<&GenerationConfig>,
+    params: &hf_sampling::GenerationParams,
     resolved: &Resolved,
     processors: &[&str],
     out: &mut dyn Write,
 ) -> anyhow::Result<()> {
     // The resolved values as kwargs: what transformers really runs with.
-    let mut full = Map::new();
-    for (key, value, _) in resolved {
-        match (*key, value) {
-            ("top_k", Value::Null) => {
-                full.insert("top_k".into(), json!(0));
-            }
-            (_, Value::Null) => {}
-            _ => {
-                full.insert((*key).into(), value.clone());
-            }
-        }
-    }
+    let mut full = params.as_kwargs();
     for (key, value) in kwargs {
         full.entry(key.clone()).or_insert_with(|| value.clone());
     }
