@@ -361,6 +361,9 @@ impl Semantics for Ollama {
 /// (`epsilon_cutoff`, `eta_cutoff`, `no_repeat_ngram_size`, …) with an
 /// active value.
 pub fn request_for_generate(kwargs: &Map<String, Value>) -> Option<Map<String, Value>> {
+    if !translate::unmatched(kwargs).is_empty() {
+        return None;
+    }
     let mut out = Map::new();
     let sample = kwargs
         .get("do_sample")
@@ -375,28 +378,6 @@ pub fn request_for_generate(kwargs: &Map<String, Value>) -> Option<Map<String, V
             "temperature" | "top_k" | "top_p" | "min_p" | "typical_p" => {}
             "repetition_penalty" => {
                 out.insert("repeat_penalty".into(), val.clone());
-            }
-            "epsilon_cutoff" | "eta_cutoff" => {
-                let active = val.as_f64().is_some_and(|x| x > 0.0 && x < 1.0);
-                if sample && active {
-                    return None;
-                }
-            }
-            "no_repeat_ngram_size"
-            | "encoder_repetition_penalty"
-            | "bad_words_ids"
-            | "sequence_bias"
-            | "num_beams"
-            | "penalty_alpha" => {
-                let neutral = match key.as_str() {
-                    "encoder_repetition_penalty" | "num_beams" => {
-                        val.as_f64().is_none_or(|x| x == 1.0)
-                    }
-                    _ => val.is_null() || val.as_f64() == Some(0.0),
-                };
-                if !neutral {
-                    return None;
-                }
             }
             _ => {}
         }

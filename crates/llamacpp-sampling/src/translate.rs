@@ -25,8 +25,9 @@ use serde_json::{Map, Value, json};
 /// The recipe, in words (a report's `fix` text).
 pub const RECIPE: &str = "order the chain like transformers (penalties, temperature, top_k, top_p, min_p, typical), send every filter explicitly with transformers' defaults, and widen the penalty window to the whole context; exact except where top_k cuts a tie or top_p/min_p sit on a float rounding boundary";
 
-/// Kwargs that llama.cpp has no sampler for, when set to a value that acts.
-fn unmatched(kwargs: &Map<String, Value>) -> Vec<String> {
+/// Kwargs that llama.cpp has no sampler for, when set to a value that acts
+/// (both the literal port and the matching request stop there).
+pub(crate) fn unmatched(kwargs: &Map<String, Value>) -> Vec<String> {
     let sample = kwargs.get("do_sample").and_then(Value::as_bool) == Some(true);
     let mut out = Vec::new();
     for (key, val) in kwargs {
