@@ -115,18 +115,7 @@ fn default_comparison_on_the_toy_models_and_smollm2() {
 }
 
 fn usage_error(args: &[&str], expected: &str) {
-    let mut all = vec!["beam"];
-    all.extend_from_slice(args);
-    let out = compare(&all, "");
-    assert_eq!(
-        out.status.code(),
-        Some(2),
-        "{args:?}: {}",
-        text(&out.stderr)
-    );
-    assert!(out.stdout.is_empty(), "{args:?}");
-    let err = text(&out.stderr);
-    assert!(err.contains(expected), "{args:?}: {err}");
+    crate::cli::usage_error("beam", args, expected);
 }
 
 #[test]

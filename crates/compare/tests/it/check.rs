@@ -242,23 +242,16 @@ fn report_runs_your_kwargs_with_transformers_computed_and_labelled() {
     // renormalises (11 tokens kept); candle's literal TopP keeps 14.
     let model = fixture("smollm2/hello_k0");
     let kwargs = r#"{"do_sample": true, "temperature": 0.7, "top_p": 0.9}"#;
-    let out = compare(
-        &[
-            "report",
-            &model,
-            "--kwargs",
-            kwargs,
-            "--pairs",
-            "hf:candle",
-            "--format",
-            "json",
-            "--draws",
-            "0",
-        ],
-        "",
-    );
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    // hf:candle on the fixture with these kwargs, one JSON report.
+    let report = |extra: &[&str]| -> serde_json::Value {
+        let mut args = vec!["report", &model, "--kwargs", kwargs, "--pairs", "hf:candle"];
+        args.extend_from_slice(&["--format", "json", "--draws", "0"]);
+        args.extend_from_slice(extra);
+        let out = compare(&args, "");
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        serde_json::from_slice(&out.stdout).expect("json")
+    };
+    let v = report(&[]);
     let rows = v["rows"].as_array().expect("rows");
     assert_eq!(rows.len(), 1);
     let row = &rows[0];
@@ -273,25 +266,7 @@ fn report_runs_your_kwargs_with_transformers_computed_and_labelled() {
     // one token kept on the transformers side.
     let config = std::env::temp_dir().join(format!("sp-genconfig-{}.json", std::process::id()));
     std::fs::write(&config, r#"{"top_k": 1}"#).expect("write config");
-    let out = compare(
-        &[
-            "report",
-            &model,
-            "--kwargs",
-            kwargs,
-            "--generation-config",
-            config.to_str().expect("utf-8 path"),
-            "--pairs",
-            "hf:candle",
-            "--format",
-            "json",
-            "--draws",
-            "0",
-        ],
-        "",
-    );
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let v = report(&["--generation-config", config.to_str().expect("utf-8 path")]);
     assert_eq!(v["rows"][0]["kept_left"], 1);
 
     let out = compare(&["report", &model, "--kwargs", "[1]"], "");

@@ -133,11 +133,7 @@ fn bad_requests_are_usage_errors() {
         ("{temperature", "the request is not JSON"),
         (r#"{"temperature": -1}"#, "refuses the request"),
     ] {
-        let out = compare(&["request", request, TIES], "");
-        assert_eq!(out.status.code(), Some(2), "{request}");
-        assert!(out.stdout.is_empty(), "{request}");
-        let err = text(&out.stderr);
-        assert!(err.contains(message), "{request}: {err}");
+        crate::cli::usage_error("request", &[request, TIES], message);
     }
 }
 

@@ -221,18 +221,7 @@ fn a_greedy_hf_side_gets_a_hint() {
 }
 
 fn usage_error(args: &[&str], expected: &str) {
-    let mut all = vec!["speculative"];
-    all.extend_from_slice(args);
-    let out = compare(&all, "");
-    assert_eq!(
-        out.status.code(),
-        Some(2),
-        "{args:?}: {}",
-        text(&out.stderr)
-    );
-    assert!(out.stdout.is_empty(), "{args:?}");
-    let err = text(&out.stderr);
-    assert!(err.contains(expected), "{args:?}: {err}");
+    crate::cli::usage_error("speculative", args, expected);
 }
 
 #[test]
