@@ -11,7 +11,7 @@
 use std::io::{self, Write};
 use std::path::Path;
 
-use anyhow::{Context as _, bail};
+use anyhow::bail;
 use parity_core::{AnySemantics, Comparison, Distribution, Fixture, Logits, Prepared};
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -92,10 +92,10 @@ pub fn run(args: &RequestArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     let Some((first, reference)) = routes.first() else {
         bail!("no semantics reads requests");
     };
-    let Ok(reference) = reference else {
+    if reference.is_err() {
         let why = first.error.clone().unwrap_or_default();
         bail!("{} refuses the request: {why}", first.endpoint);
-    };
+    }
     let files = select::fixture_files(&args.fixtures)?;
     let files: Vec<_> = if args.fixtures.is_empty() {
         // The model fixtures; the bundled tie case is a 4-token toy.
@@ -108,7 +108,7 @@ pub fn run(args: &RequestArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     }
     let mut fixtures = Vec::new();
     for (path, _) in &files {
-        fixtures.push(fixture_cells(path, reference.as_ref(), &routes)?);
+        fixtures.push(fixture_cells(path, &routes)?);
     }
     let answer = Answer {
         request,
@@ -160,27 +160,33 @@ fn routes<'s>(
     out
 }
 
-fn fixture_cells(
-    path: &Path,
-    reference: &dyn Prepared,
-    routes: &[Routed<'_>],
-) -> anyhow::Result<FixtureCells> {
+/// Every route on one fixture, measured against the first (the reference,
+/// which the caller has checked is not refused).
+fn fixture_cells(path: &Path, routes: &[Routed<'_>]) -> anyhow::Result<FixtureCells> {
     let fx = Fixture::load(path)?;
     let case = Case::fixture(&fx, None)?;
     let logits = Logits::from_f32(case.logits);
-    let reference = reference
-        .distribution(&logits, &case.context)
-        .with_context(|| format!("{}: transformers' distribution", case.origin))?;
-    let cells = routes
+    let dists: Vec<Result<Distribution, String>> = routes
         .iter()
-        .map(|(endpoint, prepared)| {
-            let dist: Result<Distribution, String> = prepared
+        .map(|(_, prepared)| {
+            prepared
                 .as_ref()
                 .map_err(|_| "refused (see above)".to_string())
                 .and_then(|p| {
                     p.distribution(&logits, &case.context)
                         .map_err(|e| e.to_string())
-                });
+                })
+        })
+        .collect();
+    let reference = match dists.first() {
+        Some(Ok(d)) => d,
+        Some(Err(e)) => bail!("{}: transformers' distribution: {e}", case.origin),
+        None => bail!("no semantics reads requests"),
+    };
+    let cells = routes
+        .iter()
+        .zip(&dists)
+        .map(|((endpoint, _), dist)| {
             let cmp = dist.as_ref().ok().and_then(|d| {
                 Comparison::new(reference.probs(), d.probs())
                     .ok()
@@ -191,7 +197,7 @@ fn fixture_cells(
                 kept: cmp.as_ref().map(|(k, _)| *k),
                 tv: cmp.as_ref().map(|(_, c)| c.tv),
                 max_abs_diff: cmp.as_ref().map(|(_, c)| c.max_abs_diff),
-                error: dist.err(),
+                error: dist.as_ref().err().cloned(),
             }
         })
         .collect();
