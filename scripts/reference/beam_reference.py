@@ -25,7 +25,6 @@ file line by line; any difference prints a unified diff and exits 1.
 from __future__ import annotations
 
 import argparse
-import difflib
 import json
 import os
 import sys
@@ -40,6 +39,8 @@ from transformers import GenerationMixin, PreTrainedConfig, PreTrainedModel  # n
 from transformers.modeling_outputs import CausalLMOutputWithPast  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
+from textcheck import write_or_check  # noqa: E402
+
 OUT = ROOT / "fixtures" / "beam" / "transformers_beams.jsonl"
 FORMAT = "sampling-parity-beam/1"
 MASK = (1 << 64) - 1
@@ -190,20 +191,8 @@ def main() -> int:
     torch.set_num_threads(1)
     transformers.logging.set_verbosity_error()
     text = render()
-    if args.check:
-        old = OUT.read_text() if OUT.exists() else ""
-        if old == text:
-            print(f"beam_reference.py: {OUT.relative_to(ROOT)} matches ({text.count(chr(10)) - 1} configurations)")
-            return 0
-        sys.stdout.writelines(
-            difflib.unified_diff(old.splitlines(True), text.splitlines(True), "committed", "regenerated")
-        )
-        print(f"beam_reference.py: DIFF; regenerate with {Path(__file__).relative_to(ROOT)}", file=sys.stderr)
-        return 1
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(text)
-    print(f"beam_reference.py: wrote {OUT.relative_to(ROOT)} ({text.count(chr(10)) - 1} configurations)")
-    return 0
+    summary = f" ({text.count(chr(10)) - 1} configurations)"
+    return write_or_check(OUT, text, args.check, "beam_reference.py", summary)
 
 
 if __name__ == "__main__":

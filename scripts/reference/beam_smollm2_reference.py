@@ -24,7 +24,6 @@ Usage (from the repository root, with the environment of setup.sh):
 from __future__ import annotations
 
 import argparse
-import difflib
 import hashlib
 import json
 import os
@@ -40,6 +39,8 @@ from safetensors import safe_open  # noqa: E402
 from transformers import AutoModelForCausalLM  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
+from textcheck import write_or_check  # noqa: E402
+
 OUT = ROOT / "fixtures" / "beam" / "smollm2_beams.jsonl"
 FORMAT = "sampling-parity-beam-table/1"
 MODEL_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -145,20 +146,10 @@ def main() -> int:
     torch.set_num_threads(1)
     transformers.logging.set_verbosity_error()
     text = render(args.model_dir)
-    if args.check:
-        old = OUT.read_text() if OUT.exists() else ""
-        if old == text:
-            print(f"beam_smollm2_reference.py: {OUT.relative_to(ROOT)} matches")
-            return 0
-        sys.stdout.writelines(
-            difflib.unified_diff(old.splitlines(True), text.splitlines(True), "committed", "regenerated")
-        )
-        print("beam_smollm2_reference.py: DIFF (float32 logits can differ in the last bits on another CPU)", file=sys.stderr)
-        return 1
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(text)
-    print(f"beam_smollm2_reference.py: wrote {OUT.relative_to(ROOT)}")
-    return 0
+    return write_or_check(
+        OUT, text, args.check, "beam_smollm2_reference.py",
+        on_diff=" (float32 logits can differ in the last bits on another CPU)",
+    )
 
 
 if __name__ == "__main__":

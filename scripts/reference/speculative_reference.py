@@ -29,7 +29,6 @@ Usage (from the repository root, with the environment of setup.sh):
 from __future__ import annotations
 
 import argparse
-import difflib
 import json
 import os
 import sys
@@ -44,6 +43,8 @@ from safetensors import safe_open  # noqa: E402
 from transformers.generation.utils import _speculative_sampling  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
+from textcheck import write_or_check  # noqa: E402
+
 OUT = ROOT / "fixtures" / "speculative" / "transformers_counts.jsonl"
 FORMAT = "sampling-parity-speculative/1"
 DRAWS = 20000
@@ -125,20 +126,7 @@ def main() -> int:
     args = parser.parse_args()
     torch.set_num_threads(1)
     text = render()
-    if args.check:
-        old = OUT.read_text() if OUT.exists() else ""
-        if old == text:
-            print(f"speculative_reference.py: {OUT.relative_to(ROOT)} matches")
-            return 0
-        sys.stdout.writelines(
-            difflib.unified_diff(old.splitlines(True), text.splitlines(True), "committed", "regenerated")
-        )
-        print(f"speculative_reference.py: DIFF; regenerate with {Path(__file__).relative_to(ROOT)}", file=sys.stderr)
-        return 1
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(text)
-    print(f"speculative_reference.py: wrote {OUT.relative_to(ROOT)}")
-    return 0
+    return write_or_check(OUT, text, args.check, "speculative_reference.py")
 
 
 if __name__ == "__main__":
