@@ -267,18 +267,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn mt19937_matches_the_reference_sequence() {
-        // The C++ standard fixes the 10000th output of a default-seeded
-        // std::mt19937 (seed 5489) at 4123659995 ([rand.predef]).
-        let mut g = TorchGenerator::manual_seed(5489);
-        let mut last = 0;
-        for _ in 0..10_000 {
-            last = g.random();
-        }
-        assert_eq!(last, 4_123_659_995);
-    }
-
-    #[test]
     fn only_the_low_32_bits_of_the_seed_count() {
         let mut a = TorchGenerator::manual_seed(5);
         let mut b = TorchGenerator::manual_seed((1 << 32) + 5);

@@ -284,6 +284,60 @@ pub struct Row {
     pub expected_emitted: f64,
 }
 
+/// A first-token distribution this close to the target (TV) is exact: the
+/// computation is f64 and sums over up to ~10^5 tokens.
+pub const EXACT_TV: f64 = 1e-12;
+
+impl Row {
+    /// Why this row's first token misses the target `target`, in words, with
+    /// the draft `draft` it verified against; `None` when it is exact.
+    pub fn reason(&self, target: &[f64], draft: &[f64]) -> Option<String> {
+        let f = &self.first;
+        if f.tv <= EXACT_TV {
+            return None;
+        }
+        let gap = |t: usize| {
+            format!(
+                "token {t} is emitted with probability {:.4} against the target's {:.4}",
+                f.probs[t], target[t]
+            )
+        };
+        let largest_gap = || {
+            let d = |i: usize| (f.probs[i] - target[i]).abs();
+            (0..f.probs.len()).fold(0, |b, i| if d(i) > d(b) { i } else { b })
+        };
+        let mut why = match &self.proposal {
+            Proposal::Greedy => {
+                let x = (0..draft.len()).fold(0, |b, i| if draft[i] > draft[b] { i } else { b });
+                format!(
+                    "candidates are the draft's argmax, not drawn from q, but verified with \
+                     min(1, p/q) as if they were: {}",
+                    gap(x)
+                )
+            }
+            Proposal::Token(x) => format!("every candidate is token {x}: {}", gap(*x)),
+            Proposal::From(_) => format!(
+                "candidates are drawn from another distribution than the q the verifier is \
+                 handed: largest gap where {}",
+                gap(largest_gap())
+            ),
+            Proposal::Draft => format!("largest gap where {}", gap(largest_gap())),
+        };
+        if f.undefined > 0.0 {
+            let what = match f.algorithm {
+                Algorithm::Transformers => "transformers' torch.multinomial raises",
+                _ => "the algorithm is undefined",
+            };
+            why.push_str(&format!(
+                "; with probability {:.4} a rejection meets an empty residual (p <= q everywhere) \
+                 and {what}",
+                f.undefined
+            ));
+        }
+        Some(why)
+    }
+}
+
 /// The configurations reported for every pair: each algorithm as its
 /// engine runs it, with where that happens.
 pub fn standard_rows() -> Vec<(Algorithm, Proposal, &'static str)> {

@@ -11,15 +11,13 @@ use std::io::Write;
 use anyhow::{Context as _, bail};
 use parity_core::{AnySemantics, Context, Fixture, Logits};
 use serde_json::{Map, Value, json};
-use tutorial_sampling::speculative::{self, Algorithm, Proposal, Row, Speculative};
+use tutorial_sampling::speculative::{self, Speculative};
 
 use crate::cli::{Format, SpeculativeArgs};
 use crate::commands::report::select;
 use crate::registry;
 
-/// A first-token distribution this close to the target (TV) is exact: the
-/// computation is f64 and sums over up to ~10^5 tokens.
-pub const EXACT_TV: f64 = 1e-12;
+pub use tutorial_sampling::speculative::EXACT_TV;
 
 /// One side of a pair: a semantics and its params.
 #[derive(Debug, Clone, PartialEq)]
@@ -256,54 +254,6 @@ fn distribution(
     Ok((dist.probs().to_vec(), dist.kept().len()))
 }
 
-/// Why a row misses the target, in words (`None`: exact).
-pub fn reason(row: &Row, target: &[f64], draft: &[f64]) -> Option<String> {
-    let f = &row.first;
-    if f.tv <= EXACT_TV {
-        return None;
-    }
-    let gap = |t: usize| {
-        format!(
-            "token {t} is emitted with probability {:.4} against the target's {:.4}",
-            f.probs[t], target[t]
-        )
-    };
-    let mut why = match &row.proposal {
-        Proposal::Greedy => {
-            let x = (0..draft.len()).fold(0, |b, i| if draft[i] > draft[b] { i } else { b });
-            format!(
-                "candidates are the draft's argmax, not drawn from q, but verified with \
-                 min(1, p/q) as if they were: {}",
-                gap(x)
-            )
-        }
-        Proposal::Token(x) => format!("every candidate is token {x}: {}", gap(*x)),
-        Proposal::From(_) => format!(
-            "candidates are drawn from another distribution than the q the verifier is \
-             handed: largest gap where {}",
-            gap(largest_gap(&f.probs, target))
-        ),
-        Proposal::Draft => format!("largest gap where {}", gap(largest_gap(&f.probs, target))),
-    };
-    if f.undefined > 0.0 {
-        let what = match f.algorithm {
-            Algorithm::Transformers => "transformers' torch.multinomial raises",
-            _ => "the algorithm is undefined",
-        };
-        why.push_str(&format!(
-            "; with probability {:.4} a rejection meets an empty residual (p <= q everywhere) \
-             and {what}",
-            f.undefined
-        ));
-    }
-    Some(why)
-}
-
-fn largest_gap(probs: &[f64], target: &[f64]) -> usize {
-    let gap = |i: usize| (probs[i] - target[i]).abs();
-    (0..probs.len()).fold(0, |b, i| if gap(i) > gap(b) { i } else { b })
-}
-
 fn side_json(side: &Side) -> Value {
     json!({"semantics": side.semantics, "params": side.params})
 }
@@ -341,7 +291,7 @@ fn write_json(
                                 "acceptance": r.first.acceptance,
                                 "expected_accepted": r.expected_accepted,
                                 "expected_emitted": r.expected_emitted,
-                                "reason": reason(r, &c.spec.target, &c.spec.draft),
+                                "reason": r.reason(&c.spec.target, &c.spec.draft),
                             })
                         })
                         .collect();
@@ -421,7 +371,7 @@ fn write_text(
                     r.expected_emitted,
                     if exact { "yes" } else { "no" }
                 )?;
-                if let Some(why) = reason(r, &c.spec.target, &c.spec.draft) {
+                if let Some(why) = r.reason(&c.spec.target, &c.spec.draft) {
                     reasons.push(format!(
                         "{}, {}: {why}",
                         f.algorithm.name(),
