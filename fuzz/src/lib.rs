@@ -10,7 +10,7 @@
 //! integration tests (`crates/compare/tests/it/robustness.rs`, via `#[path]`),
 //! which replay every file of `fuzz/corpus/<target>/` and `fuzz/regressions/`
 //! on each `cargo test`. It may only use crates both places have: `compare`,
-//! `spec_sampler`, `parity_core` and `serde_json`.
+//! `spec_sampler`, `hf_sampling`, `parity_core` and `serde_json`.
 
 use std::io::Cursor;
 use std::path::Path;
@@ -417,6 +417,79 @@ pub fn trace(data: &[u8]) {
             for row in &trace.scores {
                 assert!(row.iter().all(|&(id, s)| id < v && s.is_finite()));
             }
+        }
+    }
+}
+
+/// Target `hf_sampler`: the bytes as one sampling step for
+/// `hf_sampling::HfSampler` at both dispatch levels, checked against the
+/// reference (`hf_sampling::process`): the same error, or the same kept set
+/// with the same probabilities (bit for bit, except dense steps at the
+/// baseline, whose fast exp is within 4e-6 relative).
+///
+/// Layout: byte 0 picks a setting; byte 1 (mod 8) is the context length,
+/// whose ids follow as signed bytes (negative ids included, which the
+/// reference refuses); the rest is the logits, little-endian f32 (any bit
+/// pattern: NaN, infinities, signed zeros).
+pub fn hf_sampler(data: &[u8]) {
+    use hf_sampling::{Dispatch, GenerationParams, HfSampler, StepPath};
+
+    let (Some(&pick), Some(&n)) = (data.first(), data.get(1)) else {
+        return;
+    };
+    let n = usize::from(n % 8);
+    let Some(ids) = data.get(2..2 + n) else {
+        return;
+    };
+    let context: Vec<i64> = ids.iter().map(|&b| i64::from(b as i8)).collect();
+    let (words, _) = data[2 + n..].as_chunks::<4>();
+    let logits: Vec<f32> = words.iter().map(|w| f32::from_le_bytes(*w)).collect();
+    let mut params = GenerationParams {
+        do_sample: true,
+        top_k: None,
+        ..GenerationParams::default()
+    };
+    match pick % 9 {
+        0 => params.temperature = 0.7,
+        1 => params.top_k = Some(usize::from(pick / 9) + 1),
+        2 => params.top_p = 0.9,
+        3 => (params.top_k, params.top_p) = (Some(40), 0.9),
+        4 => params.min_p = Some(0.05),
+        5 => params.repetition_penalty = 1.3,
+        6 => (params.top_p, params.temperature) = (0.5, 1.5),
+        7 => (params.min_p, params.temperature) = (Some(0.1), 0.6),
+        _ => params.do_sample = false,
+    }
+    let want = hf_sampling::process(&logits, &context, &params);
+    for dispatch in [Dispatch::Native, Dispatch::Baseline] {
+        let level = dispatch.level();
+        let mut sampler = HfSampler::new(&params)
+            .expect("the grid's parameters are valid")
+            .with_dispatch(dispatch);
+        let got = sampler.distribution(&logits, &context);
+        let (want, got) = match (&want, got) {
+            (Err(a), Err(b)) => {
+                assert_eq!(a.to_string(), b.to_string(), "{level}: errors differ");
+                continue;
+            }
+            (Ok(w), Ok(g)) => (w, g),
+            (w, g) => panic!("{level}: reference {w:?}, sampler {:?}", g.map(|d| d.path)),
+        };
+        let kept: Vec<usize> = got.kept.iter().map(|&i| i as usize).collect();
+        assert_eq!(kept, want.kept, "{level} {:?}: kept sets differ", got.path);
+        for (&i, &p) in kept.iter().zip(got.probs) {
+            let q = want.probs[i];
+            let same = match got.path {
+                StepPath::Dense if level == "baseline" => {
+                    (f64::from(p) - f64::from(q)).abs() <= 4e-6 * f64::from(q)
+                }
+                _ => p.to_bits() == q.to_bits(),
+            };
+            assert!(
+                same,
+                "{level} {:?}: prob[{i}] {p:e}, reference {q:e}",
+                got.path
+            );
         }
     }
 }

@@ -16,7 +16,7 @@
 //!
 //! `cargo bench -p candle-adapter --bench sampling` (short measurement times).
 //! Criterion's medians land in
-//! `target/criterion/V<vocab>/<setting>_{ours,candle}/new/estimates.json`;
+//! `target/criterion/V<vocab>/<setting>_{ours,ours_baseline,candle}/new/estimates.json`;
 //! docs/performance.md holds the table, machine and date.
 
 use std::hint::black_box;
@@ -24,7 +24,7 @@ use std::time::Duration;
 
 use bench_support::{CandleBench, argmax_floor, bench_cases, bench_context, heavy_tailed_logits};
 use criterion::{Criterion, criterion_group, criterion_main};
-use hf_sampling::HfSampler;
+use hf_sampling::{Dispatch, HfSampler};
 use rand::SeedableRng;
 use rand::rngs::StdRng;
 
@@ -42,16 +42,25 @@ fn bench(c: &mut Criterion) {
             .sample_size(20);
         group.bench_function("argmax", |b| b.iter(|| argmax_floor(black_box(&logits))));
         for case in bench_cases() {
-            let mut sampler = HfSampler::new(&case.ours).expect("valid parameters");
-            let mut rng = StdRng::seed_from_u64(1);
             let context: &[i64] = if case.penalty { &ctx } else { &[] };
-            group.bench_function(format!("{}/ours", case.id), |b| {
-                b.iter(|| {
-                    sampler
-                        .sample(black_box(&logits), context, &mut rng)
-                        .expect("valid logits")
-                })
-            });
+            // Ours at the CPU's level (`ours`) and at the baseline build's
+            // (`ours_baseline`), side by side.
+            for (name, dispatch) in [
+                ("ours", Dispatch::Native),
+                ("ours_baseline", Dispatch::Baseline),
+            ] {
+                let mut sampler = HfSampler::new(&case.ours)
+                    .expect("valid parameters")
+                    .with_dispatch(dispatch);
+                let mut rng = StdRng::seed_from_u64(1);
+                group.bench_function(format!("{}/{name}", case.id), |b| {
+                    b.iter(|| {
+                        sampler
+                            .sample(black_box(&logits), context, &mut rng)
+                            .expect("valid logits")
+                    })
+                });
+            }
             // candle's real LogitsProcessor (after the real apply_repeat_penalty
             // for the penalty case), on a tensor built once.
             let penalty = case.penalty.then_some((1.3f32, ctx_u32.as_slice()));

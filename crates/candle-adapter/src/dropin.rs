@@ -66,6 +66,17 @@ impl HfLogitsProcessor {
         })
     }
 
+    /// The same processor with its sampler's passes over the vocabulary at
+    /// `dispatch` (see [`hf_sampling::Dispatch`]); a torch-seeded processor
+    /// is unchanged.
+    #[must_use]
+    pub fn with_dispatch(mut self, dispatch: hf_sampling::Dispatch) -> Self {
+        if let Draw::Fast { sampler, .. } = &mut self.draw {
+            sampler.set_dispatch(dispatch);
+        }
+        self
+    }
+
     /// A processor that draws as transformers does after
     /// `torch.manual_seed(seed)` on CPU: the same tokens for the same logits.
     /// Slower than [`Self::new`] (torch's race draws two generator outputs

@@ -59,7 +59,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Request(args) => commands::request::run(&args, &mut out).map(|()| false)?,
         Command::Translate(args) => commands::translate::run(&args, &mut out).map(|()| false)?,
-        Command::Bench(args) => commands::bench::run(&args, &mut out).map(|()| false)?,
+        Command::Bench(args) => {
+            commands::bench::run(&args, &mut out, &mut io::stderr()).map(|()| false)?
+        }
         Command::Ties(args) => commands::ties::run(&args, &mut out).map(|()| false)?,
         Command::Semantics(args) => commands::semantics::run(&args, &mut out).map(|()| false)?,
         Command::Speculative(args) => {

@@ -72,7 +72,7 @@ mod torch_rng;
 
 pub use constraints::Constraints;
 pub use error::HfError;
-pub use fast::{Distribution, HfSampler, StepPath};
+pub use fast::{Dispatch, Distribution, HfSampler, StepPath};
 pub use fragile::fragile;
 pub use params::{GenerationConfig, GenerationParams, SAMPLING_KEYS, resolve};
 pub use processors::Processor;

@@ -7,10 +7,12 @@
 //! benchmark (`cargo bench -p candle-adapter --bench sampling`) is the careful
 //! version; see docs/performance.md.
 //!
-//! JSON: one document `{"schema": 1, "rows": [{"vocab", "setting", "ours_us",
-//! "candle_us", "ratio"}]}` with `ratio = candle_us / ours_us`. The `argmax`
-//! row times one plain first-argmax pass (ours) against candle's
-//! `Sampling::ArgMax`: the floor every setting is measured against.
+//! JSON: one document `{"schema": 1, "dispatch", "rows": [{"vocab", "setting",
+//! "ours_us", "candle_us", "ratio"}]}` with `ratio = candle_us / ours_us` and
+//! `dispatch` the SIMD level our sampler ran at (`"x86-64-v3"` or
+//! `"baseline"`, `--dispatch`). The `argmax` row times one plain first-argmax
+//! pass (ours, the baseline build's) against candle's `Sampling::ArgMax`: the
+//! floor every setting is measured against.
 
 use std::hint::black_box;
 use std::time::Instant;
@@ -44,6 +46,7 @@ pub struct BenchRow {
 #[derive(Serialize)]
 struct Report<'a> {
     schema: u32,
+    dispatch: &'static str,
     rows: &'a [BenchRow],
 }
 
@@ -69,6 +72,7 @@ pub fn measure(args: &BenchArgs) -> anyhow::Result<Vec<BenchRow>> {
         &args.vocab
     };
     let reps = args.reps.max(1);
+    let dispatch = hf_sampling::Dispatch::from(args.dispatch);
     let mut rows = Vec::new();
     for &v in vocabs {
         anyhow::ensure!(v >= 2, "--vocab {v}: needs at least 2 tokens");
@@ -97,7 +101,7 @@ pub fn measure(args: &BenchArgs) -> anyhow::Result<Vec<BenchRow>> {
 
         for case in bench_cases() {
             let (id, penalty) = (case.id, case.penalty);
-            let mut sampler = HfLogitsProcessor::new(1, &case.ours)?;
+            let mut sampler = HfLogitsProcessor::new(1, &case.ours)?.with_dispatch(dispatch);
             let context: &[i64] = if penalty { &ctx } else { &[] };
             let ours_us = median_us(
                 || {
@@ -118,20 +122,33 @@ pub fn measure(args: &BenchArgs) -> anyhow::Result<Vec<BenchRow>> {
     Ok(rows)
 }
 
-/// Run `compare bench`: measure, then write the table or the JSON document.
-pub fn run(args: &BenchArgs, out: &mut dyn std::io::Write) -> anyhow::Result<()> {
+/// Run `compare bench`: measure, then write the table or the JSON document
+/// (the level our sampler ran at is named on stderr as well).
+pub fn run(
+    args: &BenchArgs,
+    out: &mut dyn std::io::Write,
+    err: &mut dyn std::io::Write,
+) -> anyhow::Result<()> {
+    let level = hf_sampling::Dispatch::from(args.dispatch).level();
+    writeln!(err, "compare bench: our sampler runs at {level}")?;
     let rows = measure(args)?;
-    write_rows(&rows, args.format, out)
+    write_rows(&rows, level, args.format, out)
 }
 
 fn write_rows(
     rows: &[BenchRow],
+    dispatch: &'static str,
     format: Format,
     out: &mut dyn std::io::Write,
 ) -> anyhow::Result<()> {
     match format {
         Format::Json => {
-            serde_json::to_writer(&mut *out, &Report { schema: 1, rows })?;
+            let report = Report {
+                schema: 1,
+                dispatch,
+                rows,
+            };
+            serde_json::to_writer(&mut *out, &report)?;
             writeln!(out)?;
         }
         Format::Text => {
@@ -162,11 +179,17 @@ mod tests {
             vocab: vec![2_000],
             format: Format::Json,
             reps: 3,
+            dispatch: crate::cli::BenchDispatch::Baseline,
         };
-        let mut out = Vec::new();
-        run(&args, &mut out)?;
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        run(&args, &mut out, &mut err)?;
         let doc: serde_json::Value = serde_json::from_slice(&out)?;
         assert_eq!(doc["schema"], 1);
+        assert_eq!(doc["dispatch"], "baseline");
+        assert_eq!(
+            String::from_utf8(err)?,
+            "compare bench: our sampler runs at baseline\n"
+        );
         let rows = doc["rows"].as_array().context("rows")?;
         assert_eq!(rows.len(), 7);
         for r in rows {
@@ -195,7 +218,7 @@ mod tests {
             ratio: 10.0,
         }];
         let mut out = Vec::new();
-        write_rows(&rows, Format::Text, &mut out)?;
+        write_rows(&rows, "baseline", Format::Text, &mut out)?;
         let text = String::from_utf8(out)?;
         assert!(
             text.lines().nth(1).is_some_and(|l| l.contains("10.0×")),

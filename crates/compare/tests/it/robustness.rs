@@ -1428,6 +1428,11 @@ fn fuzz_corpus_compare_request_replays() {
 }
 
 #[test]
+fn fuzz_corpus_hf_sampler_replays() {
+    replay("hf_sampler", harness::hf_sampler, 20);
+}
+
+#[test]
 fn fuzz_corpus_spec_line_replays() {
     replay("spec_line", harness::spec_line, 10);
 }

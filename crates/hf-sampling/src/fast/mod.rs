@@ -45,9 +45,12 @@
 //!   torch's introsort order over the whole vector; such steps fall back to the
 //!   reference, which replays that sort.
 //! - **No truncation** (temperature / penalty only): every entry is kept when
-//!   `min(y) - max >= -87` (then `p >= 2^-126 / V > 0`); the probabilities use
-//!   the fast exp (within `torch::FAST_EXP_REL` relative of the reference's), the
-//!   kept set is exact. Otherwise: fallback.
+//!   `min(y) - max >= -87` (then `p >= 2^-126 / V > 0`), so the kept set is
+//!   exact. The probabilities are `e * (1 / sum)` with the 16-lane sum in
+//!   position order, as the reference's softmax: bit for bit on an x86-64-v3
+//!   CPU, where `e` is SLEEF's exp itself, and within `torch::FAST_EXP_REL`
+//!   relative elsewhere, where `e` is the fast exp ([`Dispatch`]).
+//!   Otherwise: fallback.
 //!
 //! Typical, epsilon and eta always take the reference path ([`StepPath::Reference`]),
 //! as do invalid inputs (NaN, `+inf`, all `-inf`, negative ids), so the errors
@@ -58,19 +61,24 @@
 //! This module holds the sampler and its step logic; `scan` the one-pass
 //! kernels that find the maximum and the candidates; `top_p` the exact top-p
 //! after a top-k and the certificate for top-p over all V; `context` the
-//! incremental set of seen ids. The fast exp lives beside SLEEF's exp in
-//! `torch::exp`.
+//! incremental set of seen ids; `dispatch` the runtime choice of SIMD level
+//! every pass over the vocabulary runs at. The fast exp lives beside SLEEF's
+//! exp in `torch::exp`.
 
 mod context;
+mod dispatch;
 mod scan;
 mod top_p;
 
+pub use dispatch::Dispatch;
+
 use rand::Rng;
 
-use crate::torch::{self, LANES, fast_exp, sleef_expf};
+use crate::torch::{self, LANES, sleef_expf};
 use crate::{GenerationParams, HfError, Processor};
 use context::Context;
-use scan::{scan_max, scan_min_p, scan_top_k, with_map};
+use dispatch::{Isa, Level, dispatch};
+use scan::{scan_min_p, scan_top_k, with_map};
 
 /// Histogram bins: f32 bit pattern of a value in `[0, 1]` shifted right by 20
 /// (exponent and 3 mantissa bits): neighbouring bin edges differ by >= 1/16.
@@ -187,6 +195,7 @@ pub struct HfSampler {
     probs: Vec<f32>,
     path: StepPath,
     prompt_len: usize,
+    isa: Isa,
 }
 
 impl HfSampler {
@@ -208,7 +217,22 @@ impl HfSampler {
             probs: Vec::new(),
             path: StepPath::Reference,
             prompt_len: 0,
+            isa: Isa::new(Dispatch::Native),
         })
+    }
+
+    /// The same sampler with its passes over the vocabulary run at `d`
+    /// (default [`Dispatch::Native`]). Kept sets and truncated steps do not
+    /// depend on it; see [`Dispatch`] for the one difference.
+    #[must_use]
+    pub fn with_dispatch(mut self, d: Dispatch) -> Self {
+        self.set_dispatch(d);
+        self
+    }
+
+    /// Run the passes over the vocabulary at `d` from the next step on.
+    pub fn set_dispatch(&mut self, d: Dispatch) {
+        self.isa = Isa::new(d);
     }
 
     /// The parameters this sampler was built from.
@@ -356,12 +380,19 @@ impl HfSampler {
             // applied on the fly. Invalid logits (which a mask could hide)
             // and construction errors go to the reference. (Processors other
             // than masks and the fast path's own made the plan reference-only.)
-            let (_, _, ok) = scan_max(logits, |s| s);
+            let (_, _, ok) = dispatch!(self.isa, |lv| lv.scan(logits, |s| s));
             let chain = match self.params.processors_at(self.prompt_len) {
                 Ok(chain) if ok => chain,
                 _ => return self.reference(logits, context),
             };
-            processed_scores(logits, &self.ctx.seen, plan.penalty, None, work);
+            let seen = &self.ctx.seen;
+            dispatch!(self.isa, |_lv| processed_scores(
+                logits,
+                seen,
+                plan.penalty,
+                None,
+                work
+            ));
             for p in chain.iter().filter(|p| p.is_mask()) {
                 if p.apply(work, context).is_err() {
                     return self.reference(logits, context);
@@ -369,10 +400,18 @@ impl HfSampler {
             }
             return self.sample_from(logits, context, work, plan.temperature);
         }
-        // Penalised scores are materialised; a temperature alone is applied
-        // on the fly (`x / t`, the reference's f32 division).
-        let (x, t): (&[f32], Option<f32>) = if plan.penalty.is_some() {
-            processed_scores(logits, &self.ctx.seen, plan.penalty, plan.temperature, work);
+        // Penalised scores are materialised, and so are the temperature's
+        // when the step reads all V scores more than once (dense and top-p
+        // without top-k); otherwise the temperature is applied on the fly
+        // (`x / t`, the reference's f32 division, either way).
+        let one_pass = plan.top_k.is_some() || (plan.top_p.is_none() && plan.min_p.is_some());
+        let materialise =
+            plan.penalty.is_some() || (plan.temperature.is_some() && plan.do_sample && !one_pass);
+        let (x, t): (&[f32], Option<f32>) = if materialise {
+            let seen = &self.ctx.seen;
+            dispatch!(self.isa, |_lv| {
+                processed_scores(logits, seen, plan.penalty, plan.temperature, work);
+            });
             (work, None)
         } else {
             (logits, plan.temperature)
@@ -391,8 +430,9 @@ impl HfSampler {
     ) -> Result<(), HfError> {
         let plan = self.plan;
         let v = x.len();
+        let isa = self.isa;
         if !plan.do_sample {
-            let (_, _, ok) = scan_max(x, |s| s);
+            let (_, _, ok) = dispatch!(isa, |lv| lv.scan(x, |s| s));
             if !ok {
                 return self.reference(logits, context);
             }
@@ -408,7 +448,8 @@ impl HfSampler {
 
         // Candidates (ascending by score after top-k); `false` = not certified.
         let (m, certified) = if let Some(k) = plan.top_k {
-            let (m, ok) = with_map!(t, |f| scan_top_k(x, f, k, &mut self.cand));
+            let cand = &mut self.cand;
+            let (m, ok) = with_map!(t, |f| dispatch!(isa, |lv| scan_top_k(lv, x, f, k, cand)));
             let mut certified = ok && m > f32::NEG_INFINITY;
             if certified {
                 self.cand.sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
@@ -419,17 +460,18 @@ impl HfSampler {
             (m, certified)
         } else if let (None, Some(mp)) = (plan.top_p, plan.min_p) {
             let off = ((mp as f64).ln() - 0.01) as f32;
-            let (m, ok) = with_map!(t, |f| scan_min_p(x, f, off, &mut self.cand));
+            let cand = &mut self.cand;
+            let (m, ok) = with_map!(t, |f| dispatch!(isa, |lv| scan_min_p(lv, x, f, off, cand)));
             (m, ok && m > f32::NEG_INFINITY && self.min_p_dense(m, mp))
         } else {
-            let (m, min, ok) = with_map!(t, |f| scan_max(x, f));
+            let (m, min, ok) = with_map!(t, |f| dispatch!(isa, |lv| lv.scan(x, f)));
             if !ok || m == f32::NEG_INFINITY {
                 return self.reference(logits, context);
             }
             if let Some(thr) = plan.top_p {
                 (m, with_map!(t, |f| self.top_p_dense(x, f, m, thr)))
             } else if v >= LANES && min - m >= -87.0 {
-                let (total, lane_sum) = with_map!(t, |f| self.fast_exps(x, f, m));
+                let (total, lane_sum) = with_map!(t, |f| self.dense_exps(x, f, m));
                 self.dense_total = total;
                 self.dense_inv = 1.0 / lane_sum;
                 self.path = StepPath::Dense;
@@ -503,36 +545,47 @@ impl HfSampler {
         ok
     }
 
-    /// Fast exps of `y - m` into `exps` and per-chunk f64 sums (for drawing);
+    /// Exps of `y - m` for all V into `exps` (SLEEF's on x86-64-v3, the fast
+    /// exp at baseline: [`Dispatch`]) and per-chunk f64 sums (for drawing);
     /// returns the f64 total and the torch-order 16-lane f32 sum.
-    fn fast_exps(&mut self, x: &[f32], f: impl Fn(f32) -> f32 + Copy, m: f32) -> (f64, f32) {
-        self.exps.clear();
-        self.exps.resize(x.len(), 0.0);
-        self.chunk_sums.clear();
-        let mut total = 0.0;
-        let mut lanes = [0.0f32; LANES];
-        for (out, inp) in self.exps.chunks_mut(CHUNK).zip(x.chunks(CHUNK)) {
-            for (o, &s) in out.iter_mut().zip(inp) {
-                *o = fast_exp(f(s) - m);
-            }
-            // CHUNK is a multiple of 16: element i lands in lane i % 16.
-            let blocks = out.chunks_exact(LANES);
-            let rest = blocks.remainder();
-            for b in blocks {
-                for l in 0..LANES {
-                    lanes[l] += b[l];
-                }
-            }
-            for (l, &e) in rest.iter().enumerate() {
-                lanes[l] += e;
-            }
-            // The chunk's mass (for locating a draw): growth of the lane total.
-            let now: f64 = lanes.iter().map(|&l| l as f64).sum();
-            self.chunk_sums.push(now - total);
-            total = now;
-        }
-        (total, torch::fold_lanes(lanes))
+    fn dense_exps(&mut self, x: &[f32], f: impl Fn(f32) -> f32 + Copy, m: f32) -> (f64, f32) {
+        let (exps, sums) = (&mut self.exps, &mut self.chunk_sums);
+        dispatch!(self.isa, |lv| dense_exps(lv, x, f, m, exps, sums))
     }
+}
+
+/// The dense pass: `exp(f(s) - m)` for every score into `exps`, per-chunk f64
+/// sums into `chunk_sums`; returns the f64 total and the 16-lane f32 sum in
+/// position order (torch's).
+#[inline(always)]
+fn dense_exps(
+    lv: impl Level,
+    x: &[f32],
+    f: impl Fn(f32) -> f32 + Copy,
+    m: f32,
+    exps: &mut Vec<f32>,
+    chunk_sums: &mut Vec<f64>,
+) -> (f64, f32) {
+    // Every entry is overwritten: resizing only allocates the first time.
+    exps.resize(x.len(), 0.0);
+    chunk_sums.clear();
+    let mut total = 0.0;
+    let mut lanes = [0.0f32; LANES];
+    for (out, inp) in exps.chunks_mut(CHUNK).zip(x.chunks(CHUNK)) {
+        // CHUNK is a multiple of 16: element i lands in lane i % 16, added
+        // as it is computed.
+        lv.exps_by_lane(out, inp, f, m, &mut lanes);
+        let done = out.len() - out.len() % LANES;
+        for (l, (o, &s)) in out[done..].iter_mut().zip(&inp[done..]).enumerate() {
+            *o = lv.exp(f(s) - m);
+            lanes[l] += *o;
+        }
+        // The chunk's mass (for locating a draw): growth of the lane total.
+        let now: f64 = lanes.iter().map(|&l| l as f64).sum();
+        chunk_sums.push(now - total);
+        total = now;
+    }
+    (total, torch::fold_lanes(lanes))
 }
 
 /// The reference's exps of the candidates, `sleef_expf(y - m)`, into `exps`.
@@ -542,6 +595,7 @@ fn exact_exps(cand: &[(f32, u32)], m: f32, exps: &mut Vec<f32>) {
 }
 
 /// `y` = penalty (on seen ids) then temperature, as the reference applies them.
+#[inline(always)]
 fn processed_scores(
     logits: &[f32],
     seen: &[u32],
@@ -550,16 +604,26 @@ fn processed_scores(
     work: &mut Vec<f32>,
 ) {
     work.clear();
-    work.extend_from_slice(logits);
-    if let Some(p) = penalty {
-        for &i in seen {
-            let s = work[i as usize];
-            work[i as usize] = if s < 0.0 { s * p } else { s / p };
+    match temperature {
+        // One pass: the division as the scores are copied, then the seen
+        // ids' entries redone as penalty-then-temperature.
+        Some(t) => {
+            work.extend(logits.iter().map(|&s| s / t));
+            if let Some(p) = penalty {
+                for &i in seen {
+                    let s = logits[i as usize];
+                    work[i as usize] = (if s < 0.0 { s * p } else { s / p }) / t;
+                }
+            }
         }
-    }
-    if let Some(t) = temperature {
-        for s in work.iter_mut() {
-            *s /= t;
+        None => {
+            work.extend_from_slice(logits);
+            if let Some(p) = penalty {
+                for &i in seen {
+                    let s = work[i as usize];
+                    work[i as usize] = if s < 0.0 { s * p } else { s / p };
+                }
+            }
         }
     }
 }

@@ -20,28 +20,32 @@ macro_rules! with_map {
 }
 pub(super) use with_map;
 
+use super::dispatch::Level;
+
 const BLOCK: usize = 64;
 
 /// Max, min and "no NaN / +inf" of `f` over `xs`, in 8 independent lanes
-/// (so it vectorises); the remainder goes to lane 0.
+/// (so it vectorises; the flags are `u32` lanes, as wide as the floats);
+/// the remainder goes to lane 0.
 #[inline(always)]
+#[allow(clippy::neg_cmp_op_on_partial_ord)] // `!(y < inf)` holds for NaN too
 pub(super) fn scan_max(xs: &[f32], f: impl Fn(f32) -> f32) -> (f32, f32, bool) {
     let mut mx = [f32::NEG_INFINITY; 8];
     let mut mn = [f32::INFINITY; 8];
-    let mut ok = [true; 8];
+    let mut bad = [0u32; 8];
     let chunks = xs.chunks_exact(8);
     let rest = chunks.remainder();
     for c in chunks {
         for l in 0..8 {
             let y = f(c[l]);
-            ok[l] &= y < f32::INFINITY;
+            bad[l] |= u32::from(!(y < f32::INFINITY));
             mx[l] = if y > mx[l] { y } else { mx[l] };
             mn[l] = if y < mn[l] { y } else { mn[l] };
         }
     }
     for &x in rest {
         let y = f(x);
-        ok[0] &= y < f32::INFINITY;
+        bad[0] |= u32::from(!(y < f32::INFINITY));
         mx[0] = if y > mx[0] { y } else { mx[0] };
         mn[0] = if y < mn[0] { y } else { mn[0] };
     }
@@ -50,14 +54,14 @@ pub(super) fn scan_max(xs: &[f32], f: impl Fn(f32) -> f32) -> (f32, f32, bool) {
         best = if mx[l] > best { mx[l] } else { best };
         least = if mn[l] < least { mn[l] } else { least };
     }
-    (best, least, ok.iter().all(|&b| b))
+    (best, least, bad.iter().all(|&b| b == 0))
 }
 
 /// Max and "all < +inf" of `f` over one block (the min, unused, is
 /// optimised away).
 #[inline(always)]
-fn block_max(xs: &[f32], f: impl Fn(f32) -> f32) -> (f32, bool) {
-    let (m, _, ok) = scan_max(xs, f);
+fn block_max(lv: impl Level, xs: &[f32], f: impl Fn(f32) -> f32 + Copy) -> (f32, bool) {
+    let (m, _, ok) = lv.scan(xs, f);
     (m, ok)
 }
 
@@ -65,7 +69,9 @@ fn block_max(xs: &[f32], f: impl Fn(f32) -> f32) -> (f32, bool) {
 /// largest (ties included), by a threshold filter whose threshold is the
 /// running k-th value of the buffer. Blocks whose max is below the threshold
 /// are skipped after a vectorised max.
+#[inline(always)]
 pub(super) fn scan_top_k(
+    lv: impl Level,
     x: &[f32],
     f: impl Fn(f32) -> f32 + Copy,
     k: usize,
@@ -77,7 +83,7 @@ pub(super) fn scan_top_k(
     let mut thr = f32::NEG_INFINITY;
     let (mut m, mut ok) = (f32::NEG_INFINITY, true);
     for (c, xs) in x.chunks(BLOCK).enumerate() {
-        let (bm, bok) = block_max(xs, f);
+        let (bm, bok) = block_max(lv, xs, f);
         ok &= bok;
         m = if bm > m { bm } else { m };
         if bm < thr {
@@ -101,7 +107,9 @@ pub(super) fn scan_top_k(
 
 /// One pass: max and validity of `f(x)`, and every `(f(x), i)` with
 /// `f(x) >= max + off` (`off <= 0`), filtered with the final max.
+#[inline(always)]
 pub(super) fn scan_min_p(
+    lv: impl Level,
     x: &[f32],
     f: impl Fn(f32) -> f32 + Copy,
     off: f32,
@@ -111,7 +119,7 @@ pub(super) fn scan_min_p(
     let (mut m, mut ok) = (f32::NEG_INFINITY, true);
     let mut thr = f32::NEG_INFINITY;
     for (c, xs) in x.chunks(BLOCK).enumerate() {
-        let (bm, bok) = block_max(xs, f);
+        let (bm, bok) = block_max(lv, xs, f);
         ok &= bok;
         if bm > m {
             m = bm;
@@ -140,7 +148,9 @@ fn push_ge(xs: &[f32], f: impl Fn(f32) -> f32, thr: f32, base: usize, cand: &mut
 }
 
 /// Every `(f(x), i)` with `f(x) >= thr`.
+#[inline(always)]
 pub(super) fn collect_ge(
+    lv: impl Level,
     x: &[f32],
     f: impl Fn(f32) -> f32 + Copy,
     thr: f32,
@@ -148,7 +158,7 @@ pub(super) fn collect_ge(
 ) {
     cand.clear();
     for (c, xs) in x.chunks(BLOCK).enumerate() {
-        let (bm, _) = block_max(xs, f);
+        let (bm, _) = block_max(lv, xs, f);
         if bm < thr {
             continue;
         }

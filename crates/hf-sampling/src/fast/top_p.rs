@@ -2,9 +2,15 @@
 //! block sorts first), and certified by interval bounds over all V scores
 //! (the module docs of `fast` give the argument).
 
+use super::dispatch::dispatch;
 use super::scan::collect_ge;
 use super::{BINS, HfSampler, exact_exps, lane_sum_at};
 use crate::torch::{FAST_EXP_ABS, FAST_EXP_REL, LANES};
+
+/// `ln(2^-12)`: scores this far below the maximum form the small group of
+/// [`HfSampler::top_p_dense`] (about 0.1% of a SmolLM2-like vocabulary lies
+/// above it, so most 64-entry blocks are skipped).
+const SMALL_LN: f32 = -8.317_766;
 
 impl HfSampler {
     /// Top-p over the candidates of a top-k (all others `-inf`), exact.
@@ -35,30 +41,62 @@ impl HfSampler {
         if v < LANES {
             return false;
         }
-        let (total, _) = self.fast_exps(x, f, m);
-        // Histogram of the fast exps: bin = bits >> 20 (four interleaved
-        // sub-histograms, summed, so repeated bins do not serialise).
-        let hist = &mut self.hist;
-        hist.iter_mut().for_each(|h| *h = 0);
-        let mut quads = self.exps[..v].chunks_exact(4);
-        for q in &mut quads {
-            for (l, &e) in q.iter().enumerate() {
-                hist[l * BINS + ((e.to_bits() >> 20) as usize & (BINS - 1))] += 1;
-            }
-        }
-        for &e in quads.remainder() {
-            hist[(e.to_bits() >> 20) as usize & (BINS - 1)] += 1;
-        }
-        for b in 0..BINS {
-            hist[b] = hist[b] + hist[BINS + b] + hist[2 * BINS + b] + hist[3 * BINS + b];
-        }
-        let hist = &hist[..BINS];
+        let (total, _) = self.dense_exps(x, f, m);
         let (eta, zeta) = (FAST_EXP_REL, FAST_EXP_ABS);
         let edge = |k: usize| f32::from_bits((k as u32) << 20) as f64;
+        let bin = |e: f32| (e.to_bits() >> 20) as usize & (BINS - 1);
+        // The small group: scores below `y_eps` (exps below about 2^-12),
+        // found by a pass that skips whole blocks under a vectorised max,
+        // never get a bin of their own. They are one group of known count
+        // and fast-exp mass that lies entirely in the tail, so only the few
+        // elements above it are histogrammed. When the group's mass could
+        // exceed the target (a flat distribution) or the cut falls inside
+        // it, every element is histogrammed instead.
+        let y_eps = m + SMALL_LN;
+        let cand = &mut self.cand;
+        dispatch!(self.isa, |lv| collect_ge(lv, x, f, y_eps, cand));
+        let mut collected_fast = 0.0f64;
+        for c in &self.cand {
+            collected_fast += self.exps[c.1 as usize] as f64;
+        }
+        let f64_slack = v as f64 * f64::EPSILON * total;
+        let n_small = v - self.cand.len();
+        // Upper bound of the group's exact (SLEEF) mass.
+        let small_hi =
+            ((total - collected_fast).max(0.0) + f64_slack + n_small as f64 * zeta) / (1.0 - eta);
+        let target = thr as f64 * total * (1.0 - eta) * 0.98;
+        let grouped = 2 * self.cand.len() <= v && small_hi <= target;
+        let hist = &mut self.hist;
+        hist.iter_mut().for_each(|h| *h = 0);
+        if grouped {
+            for c in &self.cand {
+                hist[bin(self.exps[c.1 as usize])] += 1;
+            }
+        } else {
+            // Four interleaved sub-histograms, summed, so repeated bins do
+            // not serialise.
+            let mut quads = self.exps[..v].chunks_exact(4);
+            for q in &mut quads {
+                for (l, &e) in q.iter().enumerate() {
+                    hist[l * BINS + bin(e)] += 1;
+                }
+            }
+            for &e in quads.remainder() {
+                hist[bin(e)] += 1;
+            }
+            for b in 0..BINS {
+                hist[b] = hist[b] + hist[BINS + b] + hist[2 * BINS + b] + hist[3 * BINS + b];
+            }
+        }
+        let (n_small, small_hi) = if grouped {
+            (n_small, small_hi)
+        } else {
+            (0, 0.0)
+        };
+        let hist = &hist[..BINS];
         // Largest bin b whose lower bins hold (upper bound) <= 98% of the
         // removable mass; everything below it is the tail.
-        let target = thr as f64 * total * (1.0 - eta) * 0.98;
-        let mut below = 0.0;
+        let mut below = small_hi;
         let mut b = 0;
         for (k, &count) in hist.iter().enumerate() {
             let mass = count as f64 * (edge(k + 1) * (1.0 + eta) + zeta);
@@ -77,9 +115,18 @@ impl HfSampler {
         }
         // Tail: y < y_tau implies fast exp < lower_b (margin 1e-3 >> errors).
         let y_tau = m + (lower_b.ln() - 1e-3 - (m.abs() as f64) * 1e-6) as f32;
-        self.cand.clear();
+        if grouped {
+            // The cut must lie above the group (then the candidates are
+            // among the collected elements).
+            if y_tau < y_eps {
+                return false;
+            }
+            self.cand.retain(|c| c.0 >= y_tau);
+        } else {
+            let cand = &mut self.cand;
+            dispatch!(self.isa, |lv| collect_ge(lv, x, f, y_tau, cand));
+        }
         let mut cand_fast = 0.0f64;
-        collect_ge(x, f, y_tau, &mut self.cand);
         for c in &self.cand {
             cand_fast += self.exps[c.1 as usize] as f64;
         }
@@ -94,7 +141,6 @@ impl HfSampler {
         let cand_exact: f64 = self.exps.iter().map(|&e| e as f64).sum();
 
         // Tail sum of exact exps, from the fast ones.
-        let f64_slack = v as f64 * f64::EPSILON * total;
         let tail_fast = (total - cand_fast).max(0.0);
         let tail_lo = ((tail_fast - f64_slack - n_tail as f64 * zeta) / (1.0 + eta)).max(0.0);
         let tail_hi = (tail_fast + f64_slack + n_tail as f64 * zeta) / (1.0 - eta);
@@ -108,10 +154,19 @@ impl HfSampler {
             let pos = n_tail + j;
             weighted += e as f64 * (v - pos).div_ceil(LANES) as f64;
         }
+        // The small group sorts first (weight at most ceil(V / 16)); it
+        // sorts before bin k once bin k's edge clears its largest exact exp
+        // by two bins, as the bins themselves do.
+        weighted += small_hi * v.div_ceil(LANES) as f64;
+        let eps_hi = ((y_eps - m) as f64).exp() * (1.0 + 1e-5) + zeta;
+        let mut n_small_left = n_small;
         let mut below2 = 0usize; // elements in bins <= k - 2: sorted before bin k
         for k in 0..b {
             if k >= 2 {
                 below2 += hist[k - 2] as usize;
+                if n_small_left > 0 && edge(k - 2) >= eps_hi {
+                    below2 += std::mem::take(&mut n_small_left);
+                }
             }
             let e_hi = (edge(k + 1) + zeta) / (1.0 - eta);
             weighted += hist[k] as f64 * e_hi * (v - below2).div_ceil(LANES) as f64;
