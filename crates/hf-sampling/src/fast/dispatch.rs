@@ -12,21 +12,25 @@
 //! Results do not depend on the level except in one deliberate place. Rust
 //! never contracts `a * b + c` into an FMA, so every scan, division and sum
 //! performs the same f32 operations at either level. The exception is the
-//! dense exp: on v3 it is SLEEF's `expf_u10` itself ([`crate::torch`]'s
-//! replica, whose `vmla` steps are FMAs, one instruction there), so the
-//! dense path's probabilities are the reference's bit for bit; at baseline an
-//! FMA is a libm call, so it takes the fast exp instead, within
-//! `torch::FAST_EXP_REL` of SLEEF's. Kept sets never depend on the level.
+//! dense exp (temperature or penalty only, and the top-p certificate's
+//! bounds): on v3 it uses FMAs and evaluates SLEEF's polynomial by Estrin's
+//! scheme, whose shorter dependency chain is what bounds a vectorised exp
+//! pass; at the baseline an FMA is a libm call, so it is the FMA-free fast
+//! exp. Both are within `torch::FAST_EXP_REL` of SLEEF's (the exp the
+//! reference takes), so dense probabilities differ between levels by an ulp
+//! or so, within the same bound; kept sets and truncated steps never depend
+//! on the level.
 
 /// Which instructions [`crate::HfSampler`]'s passes over the vocabulary use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Dispatch {
     /// The best level this CPU has, detected at run time: x86-64-v3 (AVX2 +
-    /// FMA) when present, otherwise the baseline.
+    /// FMA) when present, otherwise the baseline. About twice as fast on
+    /// dense and top-p steps (docs/performance.md).
     #[default]
     Native,
-    /// The build's baseline (SSE2 on x86-64) whatever the CPU has: the
-    /// dense path then uses the fast exp (see [`crate::HfSampler`]).
+    /// The build's baseline (SSE2 on x86-64) whatever the CPU has: the same
+    /// results on every x86-64 CPU, bit for bit.
     Baseline,
 }
 
@@ -92,8 +96,8 @@ pub(super) use dispatch;
 /// vectorises badly on its own (it keeps lane arrays in memory or shuffles
 /// them), which v3 has written with AVX intrinsics.
 pub(super) trait Level: Copy {
-    /// `exp(d)` for the dense pass: SLEEF's where an FMA is one
-    /// instruction, the fast exp otherwise.
+    /// `exp(d)` for the dense pass: a fast exp within `FAST_EXP_REL` of
+    /// SLEEF's (with FMAs where they are one instruction).
     fn exp(self, d: f32) -> f32;
 
     /// For every full 16-entry block of `inp`: `out = exp(f(s) - m)`, each
@@ -119,6 +123,20 @@ pub(super) trait Level: Copy {
 
     /// Max, min and "no NaN / +inf" of `f` over `xs`.
     fn scan(self, xs: &[f32], f: impl Fn(f32) -> f32 + Copy) -> (f32, f32, bool);
+
+    /// Append every `(f(x), base + j)` of a block of at most 64 scores with
+    /// `f(x) >= thr`, in index order.
+    #[inline(always)]
+    fn push_ge(
+        self,
+        xs: &[f32],
+        f: impl Fn(f32) -> f32 + Copy,
+        thr: f32,
+        base: usize,
+        cand: &mut Vec<(f32, u32)>,
+    ) {
+        super::scan::push_ge(xs, f, thr, base, cand);
+    }
 }
 
 /// The baseline: plain loops, vectorised by LLVM for the build's target.
@@ -141,7 +159,7 @@ impl Level for Plain {
 impl Level for pulp::x86::V3 {
     #[inline(always)]
     fn exp(self, d: f32) -> f32 {
-        crate::torch::sleef_expf(d)
+        crate::torch::fast_exp_fma(d)
     }
 
     /// The same sums with the two 8-lane halves in registers (the default
@@ -173,6 +191,40 @@ impl Level for pulp::x86::V3 {
         }
         let halves: [[f32; 8]; 2] = [pulp::cast(acc[0]), pulp::cast(acc[1])];
         *lanes = pulp::cast(halves);
+    }
+
+    /// Eight scores per compare; only the set bits of the mask are pushed
+    /// (a block above the threshold usually holds one or two such scores).
+    #[inline(always)]
+    fn push_ge(
+        self,
+        xs: &[f32],
+        f: impl Fn(f32) -> f32 + Copy,
+        thr: f32,
+        base: usize,
+        cand: &mut Vec<(f32, u32)>,
+    ) {
+        use core::arch::x86_64::{__m256, _CMP_GE_OQ};
+        let avx = self.avx;
+        let t = avx._mm256_set1_ps(thr);
+        let (chunks, rest) = xs.as_chunks::<8>();
+        for (c, x) in chunks.iter().enumerate() {
+            let y = x.map(f);
+            let v: __m256 = pulp::cast(y);
+            let mut mask = avx._mm256_movemask_ps(avx._mm256_cmp_ps::<_CMP_GE_OQ>(v, t)) as u32;
+            while mask != 0 {
+                let l = mask.trailing_zeros() as usize;
+                cand.push((y[l], (base + 8 * c + l) as u32));
+                mask &= mask - 1;
+            }
+        }
+        let done = xs.len() - rest.len();
+        for (j, &x) in rest.iter().enumerate() {
+            let y = f(x);
+            if y >= thr {
+                cand.push((y, (base + done + j) as u32));
+            }
+        }
     }
 
     /// [`super::scan::scan_max`] eight lanes at a time: lane `l` sees the
@@ -270,10 +322,10 @@ mod tests {
         }
     }
 
-    /// The v3 dense exps are SLEEF's, summed into the 16 lanes in position
-    /// order exactly as a plain loop does.
+    /// The v3 dense exps are the FMA fast exp's, summed into the 16 lanes in
+    /// position order exactly as a plain loop does.
     #[test]
-    fn v3_exps_by_lane_is_sleef_in_torch_lane_order() {
+    fn v3_exps_by_lane_sums_in_torch_lane_order() {
         let Some(simd) = v3() else { return };
         let mut rng = rand::rngs::StdRng::seed_from_u64(4);
         for n in [16, 17, 1024, 1000] {
@@ -282,7 +334,7 @@ mod tests {
             let full = n - n % 16;
             let want: Vec<f32> = x[..full]
                 .iter()
-                .map(|&s| crate::torch::sleef_expf(s / 0.9 - 0.5))
+                .map(|&s| crate::torch::fast_exp_fma(s / 0.9 - 0.5))
                 .collect();
             for (i, &e) in want.iter().enumerate() {
                 want_lanes[i % 16] += e;
@@ -299,6 +351,34 @@ mod tests {
                 want_lanes.map(f32::to_bits),
                 "n {n}"
             );
+        }
+    }
+
+    /// The v3 push collects exactly the baseline's candidates, in order.
+    #[test]
+    fn v3_push_ge_is_the_baseline_push() {
+        let Some(simd) = v3() else { return };
+        let mut rng = rand::rngs::StdRng::seed_from_u64(5);
+        for n in (0..=64).chain([64; 30]) {
+            let x = scores(&mut rng, n);
+            for thr in [
+                f32::NEG_INFINITY,
+                0.0,
+                -0.0,
+                rng.random_range(-30.0..30.0),
+                30.0,
+            ] {
+                let f = |s: f32| s / 0.8;
+                let (mut want, mut got) = (vec![(1.0, 7)], vec![(1.0, 7)]);
+                Plain.push_ge(&x, f, thr, 128, &mut want);
+                simd.vectorize(
+                    #[inline(always)]
+                    || simd.push_ge(&x, f, thr, 128, &mut got),
+                );
+                let bits =
+                    |v: &[(f32, u32)]| v.iter().map(|c| (c.0.to_bits(), c.1)).collect::<Vec<_>>();
+                assert_eq!(bits(&got), bits(&want), "n {n} thr {thr}: {x:?}");
+            }
         }
     }
 

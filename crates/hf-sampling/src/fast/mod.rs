@@ -47,10 +47,10 @@
 //! - **No truncation** (temperature / penalty only): every entry is kept when
 //!   `min(y) - max >= -87` (then `p >= 2^-126 / V > 0`), so the kept set is
 //!   exact. The probabilities are `e * (1 / sum)` with the 16-lane sum in
-//!   position order, as the reference's softmax: bit for bit on an x86-64-v3
-//!   CPU, where `e` is SLEEF's exp itself, and within `torch::FAST_EXP_REL`
-//!   relative elsewhere, where `e` is the fast exp ([`Dispatch`]).
-//!   Otherwise: fallback.
+//!   position order, as the reference's softmax, where `e` is a fast exp
+//!   within `torch::FAST_EXP_REL` relative of the reference's (SLEEF's
+//!   polynomial by Estrin's scheme with FMAs on x86-64-v3, by Horner's
+//!   without elsewhere: [`Dispatch`]). Otherwise: fallback.
 //!
 //! Typical, epsilon and eta always take the reference path ([`StepPath::Reference`]),
 //! as do invalid inputs (NaN, `+inf`, all `-inf`, negative ids), so the errors
@@ -62,7 +62,7 @@
 //! kernels that find the maximum and the candidates; `top_p` the exact top-p
 //! after a top-k and the certificate for top-p over all V; `context` the
 //! incremental set of seen ids; `dispatch` the runtime choice of SIMD level
-//! every pass over the vocabulary runs at. The fast exp lives beside SLEEF's
+//! every pass over the vocabulary runs at. The fast exps live beside SLEEF's
 //! exp in `torch::exp`.
 
 mod context;
@@ -400,14 +400,9 @@ impl HfSampler {
             }
             return self.sample_from(logits, context, work, plan.temperature);
         }
-        // Penalised scores are materialised, and so are the temperature's
-        // when the step reads all V scores more than once (dense and top-p
-        // without top-k); otherwise the temperature is applied on the fly
-        // (`x / t`, the reference's f32 division, either way).
-        let one_pass = plan.top_k.is_some() || (plan.top_p.is_none() && plan.min_p.is_some());
-        let materialise =
-            plan.penalty.is_some() || (plan.temperature.is_some() && plan.do_sample && !one_pass);
-        let (x, t): (&[f32], Option<f32>) = if materialise {
+        // Penalised scores are materialised; a temperature alone is applied
+        // on the fly (`x / t`, the reference's f32 division).
+        let (x, t): (&[f32], Option<f32>) = if plan.penalty.is_some() {
             let seen = &self.ctx.seen;
             dispatch!(self.isa, |_lv| {
                 processed_scores(logits, seen, plan.penalty, plan.temperature, work);
@@ -545,8 +540,8 @@ impl HfSampler {
         ok
     }
 
-    /// Exps of `y - m` for all V into `exps` (SLEEF's on x86-64-v3, the fast
-    /// exp at baseline: [`Dispatch`]) and per-chunk f64 sums (for drawing);
+    /// Fast exps of `y - m` for all V into `exps` (the level's: [`Dispatch`])
+    /// and per-chunk f64 sums (for drawing);
     /// returns the f64 total and the torch-order 16-lane f32 sum.
     fn dense_exps(&mut self, x: &[f32], f: impl Fn(f32) -> f32 + Copy, m: f32) -> (f64, f32) {
         let (exps, sums) = (&mut self.exps, &mut self.chunk_sums);

@@ -89,7 +89,7 @@ pub(super) fn scan_top_k(
         if bm < thr {
             continue;
         }
-        push_ge(xs, f, thr, c * BLOCK, cand);
+        lv.push_ge(xs, f, thr, c * BLOCK, cand);
         if cand.len() >= cap {
             thr = kth_largest(cand, k);
             cand.retain(|c| c.0 >= thr);
@@ -128,16 +128,24 @@ pub(super) fn scan_min_p(
         if bm < thr {
             continue;
         }
-        push_ge(xs, f, thr, c * BLOCK, cand);
+        lv.push_ge(xs, f, thr, c * BLOCK, cand);
     }
     cand.retain(|c| c.0 >= thr);
     (m, ok)
 }
 
-/// Append every `(f(x), base + j)` with `f(x) >= thr`, branch-free.
+/// Append every `(f(x), base + j)` with `f(x) >= thr` (a block of at most
+/// [`BLOCK`] scores), branch-free.
 #[inline(always)]
-fn push_ge(xs: &[f32], f: impl Fn(f32) -> f32, thr: f32, base: usize, cand: &mut Vec<(f32, u32)>) {
+pub(super) fn push_ge(
+    xs: &[f32],
+    f: impl Fn(f32) -> f32,
+    thr: f32,
+    base: usize,
+    cand: &mut Vec<(f32, u32)>,
+) {
     let mut buf = [(0.0f32, 0u32); BLOCK];
+    let xs = &xs[..xs.len().min(BLOCK)];
     let mut n = 0;
     for (j, &x) in xs.iter().enumerate() {
         let y = f(x);
@@ -162,7 +170,7 @@ pub(super) fn collect_ge(
         if bm < thr {
             continue;
         }
-        push_ge(xs, f, thr, c * BLOCK, cand);
+        lv.push_ge(xs, f, thr, c * BLOCK, cand);
     }
 }
 

@@ -23,7 +23,7 @@
 mod exp;
 mod sort;
 
-pub(crate) use exp::{FAST_EXP_ABS, FAST_EXP_REL, exp_f32, fast_exp, sleef_expf};
+pub(crate) use exp::{FAST_EXP_ABS, FAST_EXP_REL, exp_f32, fast_exp, fast_exp_fma, sleef_expf};
 pub use sort::argsort_ascending;
 
 /// Number of f32 lanes of torch's `Vectorized<float>` on the reference CPU
