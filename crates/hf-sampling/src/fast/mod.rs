@@ -459,7 +459,17 @@ impl HfSampler {
             let (m, ok) = with_map!(t, |f| dispatch!(isa, |lv| scan_min_p(lv, x, f, off, cand)));
             (m, ok && m > f32::NEG_INFINITY && self.min_p_dense(m, mp))
         } else {
-            let (m, min, ok) = with_map!(t, |f| dispatch!(isa, |lv| lv.scan(x, f)));
+            // A correctly rounded division by t > 0 is monotone, so the max
+            // and min of x / t are max(x) / t and min(x) / t, and x / t
+            // overflows nowhere if it does not at the max: the pass reads x
+            // without dividing.
+            let (m, min, ok) = match t {
+                Some(t) if t > 0.0 => {
+                    let (m, min, ok) = dispatch!(isa, |lv| lv.scan(x, |s| s));
+                    (m / t, min / t, ok && m / t < f32::INFINITY)
+                }
+                _ => with_map!(t, |f| dispatch!(isa, |lv| lv.scan(x, f))),
+            };
             if !ok || m == f32::NEG_INFINITY {
                 return self.reference(logits, context);
             }
