@@ -11,7 +11,8 @@
 # speculative_args (the SEMANTICS:PARAMS and SCALE:SEED parsers),
 # token_piece (the byte-level token decoder), trace (the trace loader),
 # spec_line (the spec-sampler line parser and sampler), fixture (the
-# safetensors fixture loader). Harnesses: fuzz/src/lib.rs.
+# safetensors fixture loader), hf_sampler (HfSampler at both SIMD levels
+# against the reference). Harnesses: fuzz/src/lib.rs.
 #
 # Works on the stable toolchain: cargo-fuzz needs nightly flags, which
 # RUSTC_BOOTSTRAP=1 unlocks. The default build has no sanitizer (the code is
@@ -26,7 +27,7 @@
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
-ALL_TARGETS=(compare_dist compare_diff compare_request speculative_args token_piece trace spec_line fixture)
+ALL_TARGETS=(compare_dist compare_diff compare_request speculative_args token_piece trace spec_line fixture hf_sampler)
 export RUSTC_BOOTSTRAP=1
 SANITIZER=${FUZZ_SANITIZER:-none}
 BUILD_FLAGS=(-O --debug-assertions --sanitizer "$SANITIZER")

@@ -13,13 +13,13 @@
 //! never contracts `a * b + c` into an FMA, so every scan, division and sum
 //! performs the same f32 operations at either level. The exception is the
 //! dense exp (temperature or penalty only, and the top-p certificate's
-//! bounds): on v3 it uses FMAs and evaluates SLEEF's polynomial by Estrin's
-//! scheme, whose shorter dependency chain is what bounds a vectorised exp
-//! pass; at the baseline an FMA is a libm call, so it is the FMA-free fast
-//! exp. Both are within `torch::FAST_EXP_REL` of SLEEF's (the exp the
-//! reference takes), so dense probabilities differ between levels by an ulp
-//! or so, within the same bound; kept sets and truncated steps never depend
-//! on the level.
+//! bounds): on v3 it uses FMAs and a degree-5 polynomial by Estrin's scheme
+//! (`torch::fast_exp_fma`), whose shorter dependency chain is what bounds a
+//! vectorised exp pass; at the baseline an FMA is a libm call, so it is the
+//! FMA-free fast exp (`torch::fast_exp`). Both are within
+//! `torch::FAST_EXP_REL` of SLEEF's (the exp the reference takes), so dense
+//! probabilities differ between levels by a few ulps, within the same bound;
+//! kept sets and truncated steps never depend on the level.
 
 /// Which instructions [`crate::HfSampler`]'s passes over the vocabulary use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

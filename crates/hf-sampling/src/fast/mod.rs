@@ -36,7 +36,11 @@
 //!   it are sorted and the cut is decided with interval arithmetic (f32/f64
 //!   rounding is monotone, so bounds computed with the reference's operations
 //!   bracket its values). When an interval straddles the threshold the step is
-//!   not certified and falls back to the reference.
+//!   not certified and falls back to the reference. Only scores within
+//!   `ln 2^-12` of the maximum are histogrammed; the others form one group
+//!   of known count and mass, in the tail, sorted first (weight at most
+//!   `ceil(V / 16)`), unless its mass could reach the cut: then every score
+//!   is histogrammed.
 //! - **Min-p without a truncation before it**: `p < min_p * max(p)` with
 //!   `max(p) = 1 / sum` is `e < min_p` except within two ulps of `min_p` (then
 //!   it depends on the sum: fallback). Only candidates with `y - max >=
@@ -48,9 +52,9 @@
 //!   `min(y) - max >= -87` (then `p >= 2^-126 / V > 0`), so the kept set is
 //!   exact. The probabilities are `e * (1 / sum)` with the 16-lane sum in
 //!   position order, as the reference's softmax, where `e` is a fast exp
-//!   within `torch::FAST_EXP_REL` relative of the reference's (SLEEF's
-//!   polynomial by Estrin's scheme with FMAs on x86-64-v3, by Horner's
-//!   without elsewhere: [`Dispatch`]). Otherwise: fallback.
+//!   within `torch::FAST_EXP_REL` relative of the reference's (a degree-5
+//!   polynomial by Estrin's scheme with FMAs on x86-64-v3, SLEEF's by
+//!   Horner's without FMAs elsewhere: [`Dispatch`]). Otherwise: fallback.
 //!
 //! Typical, epsilon and eta always take the reference path ([`StepPath::Reference`]),
 //! as do invalid inputs (NaN, `+inf`, all `-inf`, negative ids), so the errors

@@ -90,7 +90,7 @@ pub(crate) fn fast_exp(d: f32) -> f32 {
 /// The fast exp where an FMA is one instruction (x86-64-v3): SLEEF's range
 /// reduction, then `1 + s + s^2 * u(s)` with `u` of degree 3 (SLEEF's has
 /// degree 5) evaluated by Estrin's scheme. The vectorised exp pass is
-/// bound by this dependency chain, which is half SLEEF's Horner chain. The
+/// bound by this dependency chain, about half SLEEF's Horner chain. The
 /// coefficients minimise the relative error of `exp(s)` on `|s| <= ln 2 / 2`
 /// (weighted least squares iterated towards the max norm, in f64, then
 /// rounded to f32): 1.2e-7 before rounding. Within [`FAST_EXP_REL`]
