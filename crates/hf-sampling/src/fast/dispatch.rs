@@ -246,21 +246,8 @@ impl Level for pulp::x86::V3 {
             mx = avx._mm256_max_ps(y, mx);
             mn = avx._mm256_min_ps(y, mn);
         }
-        let mut mx: [f32; 8] = pulp::cast(mx);
-        let mut mn: [f32; 8] = pulp::cast(mn);
-        let mut ok = avx._mm256_movemask_ps(bad) == 0;
-        for &x in rest {
-            let y = f(x);
-            ok &= y < f32::INFINITY;
-            mx[0] = if y > mx[0] { y } else { mx[0] };
-            mn[0] = if y < mn[0] { y } else { mn[0] };
-        }
-        let (mut best, mut least) = (mx[0], mn[0]);
-        for l in 1..8 {
-            best = if mx[l] > best { mx[l] } else { best };
-            least = if mn[l] < least { mn[l] } else { least };
-        }
-        (best, least, ok)
+        let ok = avx._mm256_movemask_ps(bad) == 0;
+        super::scan::finish_scan(pulp::cast(mx), pulp::cast(mn), ok, rest, f)
     }
 }
 

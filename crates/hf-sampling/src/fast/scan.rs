@@ -43,9 +43,22 @@ pub(super) fn scan_max(xs: &[f32], f: impl Fn(f32) -> f32) -> (f32, f32, bool) {
             mn[l] = if y < mn[l] { y } else { mn[l] };
         }
     }
+    finish_scan(mx, mn, bad.iter().all(|&b| b == 0), rest, f)
+}
+
+/// The end of a scan, shared by both levels so they agree bit for bit: the
+/// remainder goes to lane 0, then the lanes are folded in order.
+#[inline(always)]
+pub(super) fn finish_scan(
+    mut mx: [f32; 8],
+    mut mn: [f32; 8],
+    mut ok: bool,
+    rest: &[f32],
+    f: impl Fn(f32) -> f32,
+) -> (f32, f32, bool) {
     for &x in rest {
         let y = f(x);
-        bad[0] |= u32::from(!(y < f32::INFINITY));
+        ok &= y < f32::INFINITY;
         mx[0] = if y > mx[0] { y } else { mx[0] };
         mn[0] = if y < mn[0] { y } else { mn[0] };
     }
@@ -54,7 +67,7 @@ pub(super) fn scan_max(xs: &[f32], f: impl Fn(f32) -> f32) -> (f32, f32, bool) {
         best = if mx[l] > best { mx[l] } else { best };
         least = if mn[l] < least { mn[l] } else { least };
     }
-    (best, least, bad.iter().all(|&b| b == 0))
+    (best, least, ok)
 }
 
 /// Max and "all < +inf" of `f` over one block (the min, unused, is
