@@ -228,3 +228,38 @@ fn snapshot_of_a_deterministic_text_report() {
         "text report changed; if intended, rerun with UPDATE_SNAPSHOTS=1 and review the diff"
     );
 }
+
+/// A pair without transformers: tutorial keeps transformers' distribution on
+/// write_k60 at k40p09, so candle's row is explained (and fixed) as candle
+/// against transformers, whichever side candle is on.
+#[test]
+fn a_pair_without_transformers_is_explained_through_it() {
+    let file = fixture("smollm2/write_k60");
+    let (code, r) = json_report(&[
+        file.as_str(),
+        "--settings",
+        "k40p09",
+        "--pairs",
+        "tutorial:candle,candle:tutorial",
+    ]);
+    assert_eq!(code, Some(0));
+    for pair in ["tutorial:candle", "candle:tutorial"] {
+        let row = row(&r, "write_k60", "k40p09", pair, None);
+        assert_eq!(row.verdict, Verdict::Differs, "{pair}");
+        let reason = row.reason.as_deref().unwrap_or_default();
+        assert!(
+            reason.starts_with(
+                "tutorial keeps transformers' distribution here, and candle differs from it: \
+                 top-k then top-p: candle's TopKThenTopP compares p = 0.9"
+            ),
+            "{pair}: {reason}"
+        );
+        assert_eq!(
+            row.fix.as_deref(),
+            Some(
+                "use Sampling::TopP { p: 0.9, temperature: 0.7 } + sample_f(transformers top-k 40)"
+            ),
+            "{pair}"
+        );
+    }
+}

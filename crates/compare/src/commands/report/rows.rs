@@ -151,14 +151,25 @@ impl<'a> CaseRows<'a> {
             .with_context(|| format!("{}: setting {}", self.case.origin, setting.name))?;
         let mut sides: HashMap<usize, Option<Side<'_>>> = HashMap::new();
         let mut rows = Vec::new();
+        // transformers' own side, for pairs that leave it out (a row between
+        // two other semantics is explained through it).
+        let reference = self
+            .registry
+            .iter()
+            .position(|s| REFERENCE.contains(&s.info().name));
         for &(l, r) in pairs {
-            for i in [l, r] {
+            for i in [l, r].into_iter().chain(reference) {
                 sides.entry(i).or_insert_with(|| self.side(i, setting));
             }
             let (Some(left), Some(right)) = (&sides[&l], &sides[&r]) else {
                 continue; // the setting does not map onto one of the sides
             };
-            rows.push(self.row(setting, left.view(), right.view(), None, args)?);
+            let third = reference
+                .and_then(|i| sides[&i].as_ref())
+                .filter(|_| !REFERENCE.contains(&left.name) && !REFERENCE.contains(&right.name))
+                .map(Side::view);
+            let third = third.as_ref();
+            rows.push(self.row(setting, left.view(), right.view(), None, third, args)?);
             let variants = right.prepared.as_ref().map_or(Vec::new(), |p| p.variants());
             for (variant, p) in &variants {
                 let dist = p
@@ -170,7 +181,7 @@ impl<'a> CaseRows<'a> {
                     prepared: Some(&**p),
                     dist: &dist,
                 };
-                rows.push(self.row(setting, left.view(), view, Some(variant), args)?);
+                rows.push(self.row(setting, left.view(), view, Some(variant), third, args)?);
             }
         }
         Ok(rows)
@@ -215,6 +226,7 @@ impl<'a> CaseRows<'a> {
         l: View<'_>,
         r: View<'_>,
         variant: Option<&Variant>,
+        reference: Option<&View<'_>>,
         args: &RowArgs,
     ) -> anyhow::Result<Row> {
         let mut row = self.base_row(setting, &l, &r, variant);
@@ -251,8 +263,14 @@ impl<'a> CaseRows<'a> {
         row.penalty = self.penalty(left, right, variant);
         row.verdict = verdict(&cmp, row.penalty.as_ref());
         if row.verdict == Verdict::Differs {
-            let (explained, explanation) =
+            let (mut explained, mut explanation) =
                 self.explain(setting, (&l, left), (&r, right), &cmp, variant);
+            if explanation.reasons.is_empty()
+                && let Some(reference) = reference
+            {
+                (explained, explanation) =
+                    self.via_reference(setting, reference, (&l, left), (&r, right), variant);
+            }
             let mut reasons = if explanation.reasons.is_empty() {
                 vec![unexplained(&cmp, l.name, r.name)]
             } else {
@@ -502,6 +520,53 @@ impl<'a> CaseRows<'a> {
             variant,
         });
         (Some((other.semantics, reference)), explanation)
+    }
+
+    /// A row between two semantics other than transformers: when one side
+    /// keeps transformers' distribution here, the other side differs from
+    /// it as it differs from transformers, so that explanation (and its
+    /// fix, proven against transformers) is the row's.
+    fn via_reference<'s>(
+        &self,
+        setting: &Run<'_>,
+        reference: &View<'s>,
+        (l, left): (&View<'s>, &'s Distribution),
+        (r, right): (&View<'s>, &'s Distribution),
+        variant: Option<&Variant>,
+    ) -> (
+        Option<(&'s dyn AnySemantics, &'s Distribution)>,
+        parity_core::Explanation,
+    ) {
+        let Ok(transformers) = reference.dist else {
+            return (None, parity_core::Explanation::default());
+        };
+        for ((same, same_dist), (other, other_dist)) in
+            [((l, left), (r, right)), ((r, right), (l, left))]
+        {
+            let agrees = Comparison::new(transformers.probs(), same_dist.probs())
+                .is_ok_and(|c| verdict(&c, None) == Verdict::Same);
+            let Ok(cmp) = Comparison::new(transformers.probs(), other_dist.probs()) else {
+                continue;
+            };
+            if !agrees {
+                continue;
+            }
+            let (explained, mut explanation) = self.explain(
+                setting,
+                (reference, transformers),
+                (other, other_dist),
+                &cmp,
+                variant,
+            );
+            if let Some(first) = explanation.reasons.first_mut() {
+                *first = format!(
+                    "{} keeps transformers' distribution here, and {} differs from it: {first}",
+                    same.name, other.name
+                );
+                return (explained, explanation);
+            }
+        }
+        (None, parity_core::Explanation::default())
     }
 
     /// Runs a fix on this row's logits: it is printed as the row's fix only
