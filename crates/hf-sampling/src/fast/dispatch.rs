@@ -6,8 +6,12 @@
 //! `#[target_feature]` function; pulp holds the `unsafe`, so this crate keeps
 //! `unsafe_code = "forbid"`. The kernels in `scan` and `fast` are plain loops
 //! marked `#[inline(always)]`: LLVM compiles one copy per level and vectorises
-//! the v3 copy eight lanes wide. pulp is the crate gemm (under candle-core)
-//! already uses, with the same features, so it adds no build.
+//! the v3 copy eight lanes wide. Where its vectorisation falls short (the
+//! max/min scan, the candidate push, the dense lane sums: it shuffled or
+//! spilled the lane arrays), [`Level`] gives v3 its own version written with
+//! AVX intrinsics through pulp's safe wrappers, tested equal to the
+//! baseline's. pulp is the crate gemm (under candle-core) already uses, with
+//! the same features, so it adds no build.
 //!
 //! Results do not depend on the level except in one deliberate place. Rust
 //! never contracts `a * b + c` into an FMA, so every scan, division and sum
@@ -25,8 +29,8 @@
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Dispatch {
     /// The best level this CPU has, detected at run time: x86-64-v3 (AVX2 +
-    /// FMA) when present, otherwise the baseline. About twice as fast on
-    /// dense and top-p steps (docs/performance.md).
+    /// FMA) when present, otherwise the baseline. Two to five times as fast
+    /// (docs/performance.md).
     #[default]
     Native,
     /// The build's baseline (SSE2 on x86-64) whatever the CPU has: the same
@@ -92,7 +96,7 @@ macro_rules! dispatch {
 }
 pub(super) use dispatch;
 
-/// What differs between levels: the dense exp, and the two loops LLVM
+/// What differs between levels: the dense exp, and the three loops LLVM
 /// vectorises badly on its own (it keeps lane arrays in memory or shuffles
 /// them), which v3 has written with AVX intrinsics.
 pub(super) trait Level: Copy {
