@@ -1,7 +1,9 @@
 //! `compare ties`: how each semantics breaks a top-k tie, on logits the user
 //! gives (default [3, 2, 2, 1], k = 2): transformers keeps every token tied
 //! with the k-th, candle exactly k (whichever `select_nth_unstable_by` leaves),
-//! the spec exactly k with the smaller index first.
+//! the spec exactly k with the smaller index first; then every semantics of
+//! the registry on `generate(do_sample=True, top_k=k, temperature=1.0)`, each as its own
+//! module maps those kwargs (the engines' rules live there, not here).
 
 use std::io::Write;
 
@@ -10,6 +12,8 @@ use candle_adapter::{CandleParams, CandleRun, CandleSampling};
 use serde_json::{Map, Value, json};
 
 use parity_core::Vocab;
+use parity_core::record::Logits;
+use parity_core::semantics::{Context as Ids, Distribution};
 
 use super::report::text_fields;
 use crate::cli::{Format, TiesArgs};
@@ -26,6 +30,9 @@ pub fn run(args: &TiesArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     let mut kwargs = Map::new();
     kwargs.insert("do_sample".into(), Value::Bool(true));
     kwargs.insert("top_k".into(), args.k.into());
+    // Explicit, though transformers' default: a literal port passes it, and
+    // engines whose temperature is otherwise unset (mistral.rs) go greedy.
+    kwargs.insert("temperature".into(), 1.0.into());
     let params = hf_sampling::resolve(&kwargs, None)?;
     let hf = hf_sampling::process(logits, &[], &params)?;
 
@@ -58,6 +65,7 @@ pub fn run(args: &TiesArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         spec_params,
     )?;
     let spec = spec_sampler::distribution(&spec_input);
+    let everyone = every_semantics(logits, &kwargs);
     let vocab = args.vocab.as_deref().map(Vocab::load).transpose()?;
     // Kept ids as people read them: `[0, 1]`, or with a vocabulary
     // `["<|endoftext|>" (0), "<|im_start|>" (1)]`.
@@ -93,6 +101,10 @@ pub fn run(args: &TiesArgs, out: &mut dyn Write) -> anyhow::Result<()> {
                     "outside_hf": outside_hf,
                 },
                 "spec": { "kept": spec.kept(), "probs": spec.probs() },
+                "semantics": everyone.iter().map(|(name, d)| match d {
+                    Ok(d) => json!({"name": name, "kept": d.kept(), "probs": d.probs()}),
+                    Err(e) => json!({"name": name, "error": e}),
+                }).collect::<Vec<_>>(),
                 "tokens": tokens,
             });
             serde_json::to_writer_pretty(&mut *out, &doc)?;
@@ -126,9 +138,44 @@ pub fn run(args: &TiesArgs, out: &mut dyn Write) -> anyhow::Result<()> {
                 kept(spec.kept()),
                 round(spec.probs())
             )?;
+            writeln!(
+                out,
+                "every semantics on generate(do_sample=True, top_k={}, temperature=1.0), after a one-token prompt:",
+                args.k
+            )?;
+            for (name, d) in &everyone {
+                match d {
+                    Ok(d) => writeln!(out, "  {name:<18} keeps {}", kept(d.kept()))?,
+                    Err(e) => writeln!(out, "  {name:<18} fails: {e}")?,
+                }
+            }
         }
     }
     Ok(())
+}
+
+/// Every registry semantics that maps `kwargs`, with its distribution on
+/// `logits` or its error, in registry order. The context is a one-token
+/// prompt (id 0): mistral.rs refuses an empty one, and with no penalty set
+/// no semantics reads it.
+fn every_semantics(
+    logits: &[f32],
+    kwargs: &Map<String, Value>,
+) -> Vec<(&'static str, Result<Distribution, String>)> {
+    let logits = Logits::from_f32(logits);
+    let Ok(context) = Ids::new(&[0], None) else {
+        return Vec::new();
+    };
+    crate::registry::all(None)
+        .iter()
+        .filter_map(|s| {
+            let prepared = s.prepare_generate(kwargs)?;
+            let d = prepared
+                .and_then(|p| p.distribution(&logits, &context))
+                .map_err(|e| e.to_string());
+            Some((s.info().name, d))
+        })
+        .collect()
 }
 
 fn round(p: &[f64]) -> Vec<f64> {

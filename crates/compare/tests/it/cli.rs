@@ -242,6 +242,39 @@ fn ties_shows_three_rules() {
     // Token 0 carries e³/(e³+e²) = 0.731; 2000 draws: sd = sqrt(.731·.269/2000) ≈ 0.0099.
     let share = counts[0] as f64 / 2000.0;
     assert!((share - 0.731).abs() < 0.05, "{counts:?}");
+    // Every registry semantics: a threshold at the k-th value keeps the tie
+    // (transformers' TopKLogitsWarper, vLLM's `logits < kth` mask, the
+    // tutorial); a selection cut to exactly k keeps two (llama.cpp's
+    // partial sort, which Ollama runs, candle's and mistral.rs's
+    // `select_nth_unstable_by`, the spec).
+    let kept: Vec<(String, serde_json::Value)> = v["semantics"]
+        .as_array()
+        .expect("semantics")
+        .iter()
+        .map(|s| {
+            (
+                s["name"].as_str().unwrap_or("?").to_string(),
+                s["kept"].clone(),
+            )
+        })
+        .collect();
+    let three = serde_json::json!([0, 1, 2]);
+    let two = serde_json::json!([0, 1]);
+    for (name, want) in [
+        ("hf", &three),
+        ("hf-rust", &three),
+        ("candle", &two),
+        ("candle+hf-closure", &three),
+        ("spec", &two),
+        ("llama.cpp", &two),
+        ("ollama", &two),
+        ("vllm", &three),
+        ("mistral.rs", &two),
+        ("tutorial", &three),
+    ] {
+        let got = kept.iter().find(|(n, _)| n == name).map(|(_, k)| k);
+        assert_eq!(got, Some(want), "{name}: {kept:?}");
+    }
 }
 
 #[test]
