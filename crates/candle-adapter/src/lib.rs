@@ -60,7 +60,6 @@ mod params;
 mod penalty;
 mod run;
 mod semantics;
-mod sha256;
 pub mod stats;
 mod translate;
 

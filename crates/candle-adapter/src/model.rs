@@ -23,7 +23,7 @@ use candle_core::quantized::gguf_file;
 use candle_core::{Device, Tensor};
 use candle_transformers::models::quantized_llama::{MAX_SEQ_LEN, ModelWeights};
 
-use crate::sha256::Sha256;
+use sha2::{Digest, Sha256};
 
 /// What can go wrong loading or running a model. Messages name the file and
 /// quote the bad value.
@@ -129,7 +129,7 @@ pub fn file_sha256(path: &Path) -> Result<String, ModelError> {
             source,
         })?;
         if n == 0 {
-            return Ok(hash.hex());
+            return Ok(hash.finalize().iter().map(|b| format!("{b:02x}")).collect());
         }
         hash.update(&buf[..n]);
     }
@@ -357,5 +357,25 @@ impl QuantizedLlama {
             progress(t);
         }
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::file_sha256;
+
+    /// FIPS 180-4's "abc" example (NIST CSRC "SHA256.pdf"), read from a file
+    /// in chunks as a model file is.
+    #[test]
+    fn file_sha256_is_sha256() -> Result<(), Box<dyn std::error::Error>> {
+        let path = std::env::temp_dir().join(format!("sampling-parity-sha-{}", std::process::id()));
+        std::fs::write(&path, b"abc")?;
+        let digest = file_sha256(&path);
+        std::fs::remove_file(&path)?;
+        assert_eq!(
+            digest?,
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+        Ok(())
     }
 }
