@@ -503,7 +503,7 @@ impl Fixture {
 /// Reads a whole file of at most `max` bytes. `Ok(Err(n))` when it holds
 /// more: reading stopped after `n > max` bytes, so memory stays bounded even
 /// for endless files such as `/dev/zero`.
-pub(crate) fn read_at_most(path: &Path, max: u64) -> std::io::Result<Result<Vec<u8>, u64>> {
+pub fn read_at_most(path: &Path, max: u64) -> std::io::Result<Result<Vec<u8>, u64>> {
     use std::io::Read;
     let mut data = Vec::new();
     std::fs::File::open(path)?

@@ -117,23 +117,17 @@ impl Trace {
     }
 }
 
-/// Reads at most `MAX_TRACE_BYTES` (+1 to notice more): a path such as
-/// /dev/zero never ends and reports no size.
+/// Reads at most `MAX_TRACE_BYTES` (`parity_core::fixture::read_at_most`: a
+/// path such as /dev/zero never ends and reports no size).
 fn read_bounded(path: &Path, what: &str) -> anyhow::Result<Vec<u8>> {
-    use std::io::Read;
-    let file =
-        std::fs::File::open(path).with_context(|| format!("reading {what} {}", path.display()))?;
-    let mut data = Vec::new();
-    file.take(MAX_TRACE_BYTES + 1)
-        .read_to_end(&mut data)
-        .with_context(|| format!("reading {what} {}", path.display()))?;
-    if data.len() as u64 > MAX_TRACE_BYTES {
-        bail!(
-            "{what} {} is over {MAX_TRACE_BYTES} bytes; refusing it",
-            path.display()
-        );
-    }
-    Ok(data)
+    parity_core::fixture::read_at_most(path, MAX_TRACE_BYTES)
+        .with_context(|| format!("reading {what} {}", path.display()))?
+        .map_err(|_| {
+            anyhow::anyhow!(
+                "{what} {} is over {MAX_TRACE_BYTES} bytes; refusing it",
+                path.display()
+            )
+        })
 }
 
 struct File<'a> {
