@@ -314,28 +314,20 @@ pub struct BenchArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t)]
     pub format: Format,
-    /// Which SIMD level our sampler's passes run at (see docs/performance.md).
-    #[arg(long, value_enum, default_value_t)]
-    pub dispatch: BenchDispatch,
+    /// Which SIMD level our sampler's passes run at: native (the best this
+    /// CPU has: x86-64-v3 with AVX2 and FMA, else the baseline) or baseline
+    /// (SSE2 on x86-64, whatever the CPU has); see docs/performance.md.
+    #[arg(long, default_value = "native", value_parser = dispatch_arg())]
+    pub dispatch: hf_sampling::Dispatch,
 }
 
-/// `compare bench --dispatch`: hf-sampling's [`hf_sampling::Dispatch`].
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum)]
-pub enum BenchDispatch {
-    /// The best level this CPU has (x86-64-v3 with AVX2 and FMA, else the baseline).
-    #[default]
-    Native,
-    /// The build's baseline (SSE2 on x86-64), whatever the CPU has.
-    Baseline,
-}
-
-impl From<BenchDispatch> for hf_sampling::Dispatch {
-    fn from(d: BenchDispatch) -> Self {
-        match d {
-            BenchDispatch::Native => hf_sampling::Dispatch::Native,
-            BenchDispatch::Baseline => hf_sampling::Dispatch::Baseline,
-        }
-    }
+/// `--dispatch`: hf-sampling's own [`hf_sampling::Dispatch`], by name.
+fn dispatch_arg() -> impl clap::builder::TypedValueParser<Value = hf_sampling::Dispatch> {
+    use clap::builder::TypedValueParser as _;
+    clap::builder::PossibleValuesParser::new(["native", "baseline"]).map(|s| match s.as_str() {
+        "baseline" => hf_sampling::Dispatch::Baseline,
+        _ => hf_sampling::Dispatch::Native,
+    })
 }
 
 /// Arguments of `compare speculative`.

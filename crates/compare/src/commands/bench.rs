@@ -72,7 +72,7 @@ pub fn measure(args: &BenchArgs) -> anyhow::Result<Vec<BenchRow>> {
         &args.vocab
     };
     let reps = args.reps.max(1);
-    let dispatch = hf_sampling::Dispatch::from(args.dispatch);
+    let dispatch = args.dispatch;
     let mut rows = Vec::new();
     for &v in vocabs {
         anyhow::ensure!(v >= 2, "--vocab {v}: needs at least 2 tokens");
@@ -129,7 +129,7 @@ pub fn run(
     out: &mut dyn std::io::Write,
     err: &mut dyn std::io::Write,
 ) -> anyhow::Result<()> {
-    let level = hf_sampling::Dispatch::from(args.dispatch).level();
+    let level = args.dispatch.level();
     writeln!(err, "compare bench: our sampler runs at {level}")?;
     let rows = measure(args)?;
     write_rows(&rows, level, args.format, out)
@@ -179,7 +179,7 @@ mod tests {
             vocab: vec![2_000],
             format: Format::Json,
             reps: 3,
-            dispatch: crate::cli::BenchDispatch::Baseline,
+            dispatch: hf_sampling::Dispatch::Baseline,
         };
         let (mut out, mut err) = (Vec::new(), Vec::new());
         run(&args, &mut out, &mut err)?;

@@ -288,6 +288,11 @@ fn usage_errors_exit_2() {
         "{}",
         text(&out.stderr)
     );
+    // docs/robustness.md: an unknown --dispatch lists the two levels.
+    let out = compare(&["bench", "--dispatch", "avx512"], "");
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(err.contains("native") && err.contains("baseline"), "{err}");
 }
 
 #[test]
