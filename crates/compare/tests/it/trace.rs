@@ -381,6 +381,12 @@ fn a_wrong_model_file_is_named_by_its_hash() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `compare trace --trace FILE --port llama.cpp` (text output).
+fn llamacpp_port(trace: &Path) -> std::process::Output {
+    let file = trace.display().to_string();
+    compare(&["trace", "--trace", &file, "--port", "llama.cpp"], "")
+}
+
 /// A copy of a bundled trace (and its llama.cpp file) with metadata and
 /// tensors changed by `edit`.
 fn edited_trace(
@@ -425,16 +431,7 @@ fn a_trace_from_another_model_is_detected() {
         meta.insert("gguf_sha256".into(), other.clone());
     });
     // llama.cpp's logits were recorded from the bundled model.
-    let out = compare(
-        &[
-            "trace",
-            "--trace",
-            &trace.display().to_string(),
-            "--port",
-            "llama.cpp",
-        ],
-        "",
-    );
+    let out = llamacpp_port(&trace);
     assert_eq!(out.status.code(), Some(2));
     assert!(out.stdout.is_empty());
     let err = text(&out.stderr);
@@ -461,16 +458,7 @@ fn a_trace_with_another_vocabulary_size_is_refused() {
     let (dir, trace) = edited_trace("vocab", "poem_t07_default", |meta, _| {
         meta.insert("vocab_size".into(), "32000".into());
     });
-    let out = compare(
-        &[
-            "trace",
-            "--trace",
-            &trace.display().to_string(),
-            "--port",
-            "llama.cpp",
-        ],
-        "",
-    );
+    let out = llamacpp_port(&trace);
     assert_eq!(out.status.code(), Some(2));
     let err = text(&out.stderr);
     assert!(
