@@ -15,6 +15,7 @@ use tutorial_sampling::speculative::{self, Speculative};
 
 use crate::cli::{Format, SpeculativeArgs};
 use crate::commands::report::select;
+use crate::commands::report::text::wrapped;
 use crate::registry;
 
 pub use tutorial_sampling::speculative::EXACT_TV;
@@ -380,9 +381,7 @@ fn write_text(
                 }
             }
             for why in reasons {
-                for line in wrap(&why, 96) {
-                    writeln!(out, "  {line}")?;
-                }
+                wrapped(out, 98, "  ", 4, &why)?;
             }
         }
     }
@@ -399,32 +398,7 @@ fn write_text(
     writeln!(out, "Where each row occurs:")?;
     for (algorithm, proposal, setting) in speculative::standard_rows() {
         let line = format!("{}, {}: {setting}", algorithm.name(), proposal.describe());
-        for line in wrap(&line, 96) {
-            writeln!(out, "  {line}")?;
-        }
+        wrapped(out, 98, "  ", 4, &line)?;
     }
     Ok(())
-}
-
-/// Greedy word wrap; continuation lines are indented by two spaces.
-fn wrap(text: &str, width: usize) -> Vec<String> {
-    let mut lines = Vec::new();
-    let mut line = String::new();
-    for word in text.split(' ') {
-        let indent = if lines.is_empty() { 0 } else { 2 };
-        if !line.is_empty() && indent + line.chars().count() + 1 + word.chars().count() > width {
-            lines.push(line);
-            line = String::new();
-        }
-        if !line.is_empty() {
-            line.push(' ');
-        }
-        line.push_str(word);
-    }
-    lines.push(line);
-    lines
-        .into_iter()
-        .enumerate()
-        .map(|(i, l)| if i == 0 { l } else { format!("  {l}") })
-        .collect()
 }
