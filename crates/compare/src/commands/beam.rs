@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
 use candle_adapter::model::{Expected, QuantizedLlama};
+use serde::Serialize;
 use serde_json::{Map, Value, json};
 use tutorial_sampling::beam::{
     BeamConfig, BeamError, BeamOutput, LanguageModel, TableLm, ToyLm, TutorialBeams,
@@ -54,6 +55,8 @@ pub struct Recorded {
     pub sequences: Vec<Vec<i64>>,
     /// transformers' `sequences_scores`.
     pub scores: Vec<f32>,
+    /// The GGUF the recording's model was (header `gguf_sha256`; SmolLM2 only).
+    pub gguf_sha256: Option<String>,
 }
 
 /// The model a recorded run used.
@@ -109,6 +112,10 @@ pub fn parse(text: &str, origin: &str) -> anyhow::Result<Vec<Recorded>> {
              \"sampling-parity-beam-table/1\""
         ),
     };
+    let gguf_sha256 = header
+        .get("gguf_sha256")
+        .and_then(Value::as_str)
+        .map(str::to_owned);
     lines
         .map(|(i, line)| {
             let at = format!("{origin}:{}", i + 1);
@@ -117,6 +124,7 @@ pub fn parse(text: &str, origin: &str) -> anyhow::Result<Vec<Recorded>> {
                 .with_context(|| at.clone())
                 .map(|mut rec| {
                     rec.origin = at;
+                    rec.gguf_sha256.clone_from(&gguf_sha256);
                     rec
                 })
         })
@@ -230,6 +238,7 @@ fn record(r: &Value, table: bool) -> anyhow::Result<Recorded> {
     let config = BeamConfig::from_kwargs(&kwargs, eos, pad)?;
     Ok(Recorded {
         origin: String::new(),
+        gguf_sha256: None,
         name,
         model,
         prompt,
@@ -704,6 +713,20 @@ impl LanguageModel for CandleLm {
     }
 }
 
+/// One `--candle` row (fields in the JSON's alphabetical key order; scores
+/// widened to f64 as `serde_json::Value` holds them).
+#[derive(Serialize)]
+struct CandleRow<'a> {
+    candle_scores: Vec<f64>,
+    /// Per beam: the first generated position that differs (`None`: same).
+    first_difference: Vec<Option<usize>>,
+    kwargs: &'a Map<String, Value>,
+    max_score_diff: f64,
+    prompt: &'a str,
+    same_sequences: bool,
+    transformers_scores: Vec<f64>,
+}
+
 /// `--candle`: each SmolLM2 recording's search rerun on candle's logits,
 /// beside the beams transformers returned.
 fn candle_beams(
@@ -716,14 +739,14 @@ fn candle_beams(
         .clone()
         .unwrap_or_else(super::trace::default_model_path);
     // The recording's header names the GGUF it was made from.
-    let (_, table_path) = recording_paths()?;
-    let header: Value = std::fs::read_to_string(&table_path)
-        .ok()
-        .and_then(|t| t.lines().next().and_then(|l| serde_json::from_str(l).ok()))
-        .with_context(|| format!("{}: no header line", table_path.display()))?;
-    let sha = header["gguf_sha256"]
-        .as_str()
-        .with_context(|| format!("{}:1: no `gguf_sha256`", table_path.display()))?;
+    let recordings: Vec<&Recorded> = recordings
+        .iter()
+        .filter(|r| matches!(r.model, Model::Table(_)))
+        .collect();
+    let sha = recordings
+        .first()
+        .and_then(|r| r.gguf_sha256.as_deref())
+        .context("the SmolLM2 beam recording names no `gguf_sha256` in its header")?;
     let model = QuantizedLlama::load(
         &path,
         &Expected {
@@ -742,9 +765,6 @@ fn candle_beams(
     };
     let mut rows = Vec::new();
     for rec in recordings {
-        if !matches!(rec.model, Model::Table(_)) {
-            continue;
-        }
         eprint!("\r{} {} ...", rec.name, kwargs_text(&rec.kwargs));
         let got = transformers_beam_search(&lm, &rec.prompt, &rec.config)
             .with_context(|| format!("{}: beam search on candle's logits", rec.origin))?;
@@ -761,15 +781,16 @@ fn candle_beams(
             .zip(&rec.scores)
             .map(|(a, b)| (a - b).abs())
             .fold(0.0f32, f32::max);
-        rows.push(json!({
-            "prompt": rec.name,
-            "kwargs": rec.kwargs,
-            "same_sequences": same,
-            "first_difference": parts,
-            "candle_scores": got.scores,
-            "transformers_scores": rec.scores,
-            "max_score_diff": max_score_diff,
-        }));
+        let widen = |s: &[f32]| s.iter().map(|&x| f64::from(x)).collect();
+        rows.push(CandleRow {
+            candle_scores: widen(&got.scores),
+            first_difference: parts,
+            kwargs: &rec.kwargs,
+            max_score_diff: f64::from(max_score_diff),
+            prompt: &rec.name,
+            same_sequences: same,
+            transformers_scores: widen(&rec.scores),
+        });
     }
     eprint!("\r\x1b[2K");
     match args.format {
@@ -783,26 +804,22 @@ fn candle_beams(
                 "SmolLM2 beam search on candle's Q4_1 logits against transformers' recorded beams"
             )?;
             for r in &rows {
-                let parts: Vec<String> = r["first_difference"]
-                    .as_array()
-                    .map(|a| {
-                        a.iter()
-                            .map(|p| p.as_u64().map_or("same".into(), |t| t.to_string()))
-                            .collect()
-                    })
-                    .unwrap_or_default();
+                let parts: Vec<String> = r
+                    .first_difference
+                    .iter()
+                    .map(|p| p.map_or("same".into(), |t| t.to_string()))
+                    .collect();
                 writeln!(
                     out,
                     "  {}: {}",
-                    r["prompt"].as_str().unwrap_or("?"),
-                    kwargs_text(r["kwargs"].as_object().unwrap_or(&Map::new()))
-                        .replace("num_return_sequences", "return")
+                    r.prompt,
+                    kwargs_text(r.kwargs).replace("num_return_sequences", "return")
                 )?;
                 writeln!(
                     out,
                     "    beams (first generated position that differs): {}; max |Δ score| {:.2e}",
                     parts.join(", "),
-                    r["max_score_diff"].as_f64().unwrap_or(f64::NAN)
+                    r.max_score_diff
                 )?;
             }
         }
