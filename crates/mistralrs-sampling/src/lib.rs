@@ -21,9 +21,11 @@
 //! `apply_penalties`, `apply_freq_pres_rep_penalty`, `apply_logits_bias`,
 //! `sample_argmax`, `sample_top_kp_min_p`, `partial_sort_top_k`,
 //! `top_p_cutoff`, `sample_multinomial`), `mistralrs-core/src/engine/add_request.rs`
-//! (defaults: `top_k` unset → -1, `top_p` → 1, `min_p` → 0),
-//! `mistralrs-server-core/src/chat_completion.rs` and `openai.rs` (request
-//! fields → `SamplingParams`, no range validation).
+//! (defaults: `temperature` unset → 1.0, `top_k` unset → -1, `top_p` → 1,
+//! `min_p` → 0), `mistralrs-server-core/src/chat_completion.rs` and
+//! `openai.rs` (request fields → `SamplingParams`, no range validation; the
+//! request struct has no `seed` and no `deny_unknown_fields`, so an OpenAI
+//! `seed` is dropped unread).
 //!
 //! # What it computes (the CPU path, no speculative decoding)
 //!
@@ -33,7 +35,13 @@
 //!    then the repetition penalty (positive logits divided, others
 //!    multiplied) on every id seen in the context. Ids ≥ V are skipped.
 //! 2. `logit_bias` added in f32 (ids ≥ V skipped).
-//! 3. Temperature unset or below 1e-7: argmax (first index of the maximum;
+//! 3. An unset temperature is 1.0: add_request.rs builds the sampler with
+//!    `Some(request.sampling_params.temperature.unwrap_or(1.0))`, after the
+//!    model's generation config had its chance to fill it (0.9.2), at every
+//!    version read (v0.9.0, v0.9.1, v0.9.2, 9e922623; the line dates from
+//!    commit `cf92dd0e6`, v0.1.0, in `engine/mod.rs`, and moved to
+//!    `add_request.rs` with `ecf23b000`, v0.6.0). A temperature below 1e-7
+//!    (0 included) is argmax (`Sampler::new`; first index of the maximum;
 //!    NaN/+inf or no finite logit is an error, as in mistral.rs).
 //! 4. Otherwise candle's `logits / T` (`affine(1/T, 0)`: multiply by the f32
 //!    reciprocal), candle's CPU `softmax_last_dim`, then on the
@@ -90,8 +98,8 @@ static INFO: Info = Info {
     params: &[
         ParamInfo {
             name: "temperature",
-            default: "null",
-            meaning: "null or < 1e-7 = argmax",
+            default: "1.0",
+            meaning: "null is 1.0 (add_request.rs); < 1e-7 (0 included) = argmax",
         },
         ParamInfo {
             name: "top_k",
@@ -196,10 +204,15 @@ impl Semantics for MistralRs {
         if generation_config.is_some() {
             route = route.note("unset fields filled from generation_config.json");
         }
-        if !request.contains_key("temperature")
-            && matches!(&route.params, Ok(p) if p.temperature.is_none())
-        {
-            route = route.note("no temperature: greedy");
+        if matches!(&route.params, Ok(p) if p.temperature.is_none()) {
+            route = route.note(
+                "temperature 1.0: mistral.rs's default when neither the request nor the model sets one",
+            );
+        }
+        if let Some(seed) = request.get("seed").filter(|v| !v.is_null()) {
+            route = route.note(format!(
+                "seed {seed} silently ignored: the request struct has no seed field, and one engine-wide RNG serves every request"
+            ));
         }
         vec![route]
     }
@@ -212,8 +225,9 @@ impl Semantics for MistralRs {
         let mut reasons = Vec::new();
         let k = row.kwargs;
         let sampling = k.get("do_sample") == Some(&Value::Bool(true));
-        if sampling && params.temperature.is_none() {
-            reasons.push("temperature unset: mistral.rs decodes greedily when a request sets no temperature (and the model's generation config gives none)".to_string());
+        let greedy_here = params.temperature.is_some_and(|t| t < 1e-7) || params.top_k == Some(1);
+        if !sampling && !greedy_here {
+            reasons.push("greedy kwargs, sampled here: transformers decodes greedily without do_sample=True; mistral.rs samples (at T = 1.0 when no temperature is set) unless the temperature is below 1e-7".to_string());
         }
         if sampling && !k.contains_key("top_k") && params.top_k.is_none() {
             reasons.push(

@@ -32,7 +32,8 @@ impl Version {
 pub struct MistralRsParams {
     /// Which sampler.
     pub version: Version,
-    /// `temperature`; unset or below 1e-7 means argmax.
+    /// `temperature`; unset means 1.0 (`engine/add_request.rs`:
+    /// `temperature.unwrap_or(1.0)`), below 1e-7 means argmax.
     pub temperature: Option<f64>,
     /// `top_k` (a `usize`; 0 is off).
     pub top_k: Option<usize>,
@@ -115,7 +116,7 @@ fn float(params: &Map<String, Value>, key: &str) -> Result<Option<f64>, Error> {
 
 /// Parses the request fields. mistral.rs validates none of their ranges:
 /// out-of-range values simply switch a filter off (top-p ≥ 1, min-p ≥ 1)
-/// or mean greedy (temperature < 1e-7). Only what its deserialiser refuses
+/// or mean greedy (temperature < 1e-7, 0 included). Only what its deserialiser refuses
 /// is refused (a negative or fractional `top_k`, a non-integer bias key).
 pub(crate) fn parse(params: &Map<String, Value>) -> Result<MistralRsParams, Error> {
     if let Some(k) = params.keys().find(|k| !FIELDS.contains(&k.as_str())) {
@@ -201,9 +202,10 @@ pub(crate) fn parse(params: &Map<String, Value>) -> Result<MistralRsParams, Erro
 /// defaults (`fill_model_defaults`): `temperature`, `top_k` (0 → unset),
 /// `top_p`, `min_p`, `repetition_penalty`, and `suppress_tokens` as a bias
 /// of -1e9; `do_sample: false` there means `top_k = 1` and no temperature,
-/// top-p or min-p for the unset fields. 0.9.1 ignores the file. Request
-/// fields that do not shape the distribution (`max_tokens`, `stop`, ...)
-/// are dropped.
+/// top-p or min-p for the unset fields (so T = 1.0 over one token: greedy in
+/// effect). 0.9.1 ignores the file. A temperature still unset after the
+/// merge is 1.0 when the sampler is built. Request fields that do not shape
+/// the distribution (`max_tokens`, `stop`, `seed`, ...) are dropped.
 pub fn request_params(
     request: &Map<String, Value>,
     generation_config: Option<&Map<String, Value>>,
@@ -248,10 +250,14 @@ pub fn request_params(
 
 /// The literal port of transformers `generate(**kwargs)`: the same-named
 /// fields copied (`temperature`, `top_k` with `None`/0 unset, `top_p`,
-/// `min_p`, `repetition_penalty`); `do_sample=False` becomes no temperature
-/// (mistral.rs's greedy). Without a `temperature` mistral.rs is greedy even
-/// when `do_sample=True`. `None` for `typical_p`, epsilon/eta cutoffs and
-/// beam search, which mistral.rs does not have.
+/// `min_p`, `repetition_penalty`). `do_sample=False` becomes
+/// `temperature: 0`, which `Sampler::new` turns into argmax
+/// (`temperature.is_none_or(|v| v < 1e-7)`); leaving the temperature out
+/// would sample at T = 1.0. Without `do_sample` the fields are copied as
+/// written (as the vLLM port does; mistral.rs has no such switch, and
+/// `explain` says so). `None` for
+/// `typical_p`, epsilon/eta cutoffs and beam search, which mistral.rs does
+/// not have.
 pub(crate) fn from_generate(kwargs: &Map<String, Value>) -> Option<Result<MistralRsParams, Error>> {
     let mut m = hf_sampling::portable_kwargs(kwargs)?;
     if m.get("top_k")
@@ -260,7 +266,7 @@ pub(crate) fn from_generate(kwargs: &Map<String, Value>) -> Option<Result<Mistra
         m.remove("top_k");
     }
     if kwargs.get("do_sample") == Some(&Value::Bool(false)) {
-        m.remove("temperature");
+        m.insert("temperature".into(), Value::from(0.0));
     }
     Some(parse(&m))
 }

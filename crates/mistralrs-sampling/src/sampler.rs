@@ -42,7 +42,11 @@ pub(crate) fn run(
         }
     }
     let penalised = penalised.then(|| x.clone());
-    let temperature = p.temperature.filter(|&t| t >= 1e-7);
+    // engine/add_request.rs hands the sampler
+    // `Some(request.sampling_params.temperature.unwrap_or(1.0))`: an unset
+    // temperature samples at T = 1. `Sampler::new` then turns a value below
+    // 1e-7 into argmax (`temperature.is_none_or(|v| v < 1e-7)`).
+    let temperature = Some(p.temperature.unwrap_or(1.0)).filter(|&t| t >= 1e-7);
     let Some(t) = temperature else {
         return Ok(Out {
             greedy: Some(argmax(&x)?),

@@ -127,12 +127,24 @@ fn top_k_keeps_exactly_k_even_at_a_tie() {
 }
 
 #[test]
-fn temperature_unset_or_tiny_is_argmax() {
-    // No temperature: greedy, first index of the maximum (ids 1 and 2 tie at 4).
+fn temperature_unset_is_one_and_tiny_is_argmax() {
+    // mistralrs-core/src/engine/add_request.rs (v0.9.0, v0.9.1, v0.9.2 and
+    // 9e922623) builds the sampler with
+    //     Some(request.sampling_params.temperature.unwrap_or(1.0)),
+    // so no temperature samples at T = 1 (not greedily). With top_k 3 on
+    // logits 1, 4, 4, 0: ids 0, 1, 2 kept, Z = e + 2e^4 = 111.914578:
+    // p = e/Z = 0.024289, e^4/Z = 0.487856 (twice).
     let d = dist(&[1.0, 4.0, 4.0, 0.0], &[0], 1, json!({"top_k": 3}));
-    assert_eq!(d.kept(), &[1]);
-    let d = dist(&[1.0, 4.0, 4.0, 0.0], &[0], 1, json!({"temperature": 5e-8}));
-    assert_eq!(d.kept(), &[1]);
+    assert_eq!(d.kept(), &[0, 1, 2]);
+    let z = 1f64.exp() + 2.0 * 4f64.exp();
+    assert_probs(&d, &[1f64.exp() / z, 4f64.exp() / z, 4f64.exp() / z, 0.0]);
+    // mistralrs-core/src/sampler.rs `Sampler::new` (v0.9.2):
+    //     let temperature = if temperature.is_none_or(|v| v < 1e-7) {
+    // below 1e-7 (0 included) is argmax: the first maximum (ids 1 and 2 tie at 4).
+    for t in [5e-8, 0.0] {
+        let d = dist(&[1.0, 4.0, 4.0, 0.0], &[0], 1, json!({"temperature": t}));
+        assert_eq!(d.kept(), &[1], "temperature {t}");
+    }
     // T = 0.5: logits · f32(1/0.5) = 2, 8, 8, 0: e^-6/(2 + e^-6 + e^-8) = 0.0012357 for id 0.
     let d = dist(&[1.0, 4.0, 4.0, 0.0], &[0], 1, json!({"temperature": 0.5}));
     let z = 2.0 + (-6f64).exp() + (-8f64).exp();
@@ -173,10 +185,10 @@ fn logit_bias_after_penalties_and_out_of_vocab_ids_ignored() {
         &[2.0, 1.0, -1.0, 0.5],
         &[0],
         1,
-        json!({"repetition_penalty": 2.0, "logit_bias": {"0": 1.5, "9": 3.0}}),
+        json!({"temperature": 0, "repetition_penalty": 2.0, "logit_bias": {"0": 1.5, "9": 3.0}}),
     );
     assert_eq!(d.penalised().expect("penalised"), &[2.5, 1.0, -1.0, 0.5]);
-    assert_eq!(d.kept(), &[0]); // greedy: no temperature
+    assert_eq!(d.kept(), &[0]); // greedy: temperature 0
 }
 
 #[test]
@@ -185,15 +197,28 @@ fn refusals_are_mistral_rs_own() {
     let ctx = Context::new(&ctx_ids, Some(1)).expect("context");
     let empty = Context::new(&[], None).expect("context");
     let l = Logits::from_f32(&[f32::NEG_INFINITY, f32::NEG_INFINITY]);
-    let p = MistralRs
-        .parse_params(&serde_json::Map::new())
-        .expect("defaults");
+    let greedy = MistralRs
+        .parse_params(json!({"temperature": 0}).as_object().expect("obj"))
+        .expect("greedy");
     assert_eq!(
         MistralRs
-            .distribution(&l, &ctx, &p)
+            .distribution(&l, &ctx, &greedy)
             .unwrap_err()
             .to_string(),
         "argmax received no finite logits"
+    );
+    // Unset temperature is T = 1: softmax of all -inf is (-inf - -inf).exp()
+    // = NaN, which WeightedIndex refuses.
+    let p = MistralRs
+        .parse_params(&serde_json::Map::new())
+        .expect("defaults");
+    let e = MistralRs
+        .distribution(&l, &ctx, &p)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.starts_with("Invalid sampling probability at index 0: NaN"),
+        "{e}"
     );
     let ok = Logits::from_f32(&[0.0, 1.0]);
     assert!(
@@ -240,10 +265,73 @@ fn literal_port_of_generate_kwargs() {
         (p.temperature, p.top_k, p.top_p),
         (Some(0.7), Some(40), Some(0.9))
     );
+    // do_sample=False must send temperature 0: sampler.rs `Sampler::new`
+    //     let temperature = if temperature.is_none_or(|v| v < 1e-7) {
+    // makes 0 argmax, while an absent one is 1.0 (add_request.rs
+    // `temperature.unwrap_or(1.0)`).
+    let k = json!({"do_sample": false, "temperature": 0.7, "top_k": 40});
+    let p = MistralRs
+        .from_generate(k.as_object().expect("obj"))
+        .expect("expressible")
+        .expect("valid");
+    assert_eq!((p.temperature, p.top_k), (Some(0.0), Some(40)));
+    let d = MistralRs
+        .distribution(
+            &Logits::from_f32(&[1.0, 4.0, 4.0, 0.0]),
+            &Context::new(&[0], Some(1)).expect("context"),
+            &p,
+        )
+        .expect("runs");
+    assert_eq!(d.kept(), &[1]);
+    // do_sample=True without a temperature: unset, i.e. T = 1 as in transformers.
+    let k = json!({"do_sample": true, "top_p": 0.9});
+    let p = MistralRs
+        .from_generate(k.as_object().expect("obj"))
+        .expect("expressible")
+        .expect("valid");
+    assert_eq!((p.temperature, p.top_p), (None, Some(0.9)));
     let k = json!({"do_sample": true, "typical_p": 0.9});
     assert!(
         MistralRs
             .from_generate(k.as_object().expect("obj"))
             .is_none()
+    );
+}
+
+#[test]
+fn request_notes_the_default_temperature_and_the_dropped_seed() {
+    // mistralrs-server-core/src/openai.rs (v0.9.0 to 9e922623):
+    //     #[derive(Debug, Clone, Deserialize, Serialize, ToSchema)]
+    //     pub struct ChatCompletionRequest {
+    // has no `seed` field and no `#[serde(deny_unknown_fields)]`: serde drops
+    // the seed without an error.
+    let req = json!({"top_p": 0.9, "seed": 7});
+    let routes = MistralRs.from_request(req.as_object().expect("obj"), None);
+    assert_eq!(routes.len(), 1);
+    let r = &routes[0];
+    let p = r.params.as_ref().expect("valid");
+    assert_eq!((p.temperature, p.top_p), (None, Some(0.9)));
+    assert!(
+        r.notes.iter().any(|n| n.starts_with("temperature 1.0")),
+        "{:?}",
+        r.notes
+    );
+    assert!(
+        r.notes
+            .iter()
+            .any(|n| n.starts_with("seed 7 silently ignored")),
+        "{:?}",
+        r.notes
+    );
+    // A temperature from the model's generation config (0.9.2 merge) is no default.
+    let gc = json!({"temperature": 0.6});
+    let routes = MistralRs.from_request(req.as_object().expect("obj"), gc.as_object());
+    assert!(
+        !routes[0]
+            .notes
+            .iter()
+            .any(|n| n.starts_with("temperature 1.0")),
+        "{:?}",
+        routes[0].notes
     );
 }
