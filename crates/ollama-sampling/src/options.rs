@@ -1,0 +1,287 @@
+//! Ollama's `options` as the Go engine's runner receives them.
+//!
+//! From the Ollama source at f63eea3d2 (the same in every version from
+//! v0.6.2, except where noted in the crate docs):
+//!
+//! * api/types.go `DefaultOptions`: temperature 0.8, top_k 40, top_p 0.9,
+//!   typical_p 1.0, repeat_last_n 64, repeat_penalty 1.1, presence_penalty 0,
+//!   frequency_penalty 0, seed -1; `min_p` is not set there, so it is 0.
+//! * api/types.go `Options.FromMap`: JSON numbers arrive as float64; an
+//!   `int` option takes `int64(value)` (truncation toward zero), a float32
+//!   option `float32(value)`; a value of another JSON type is an error
+//!   (`option "top_k" must be of type integer`); `null` keeps the default;
+//!   an unknown option is logged ("invalid option provided") and ignored —
+//!   refused here, as everywhere in this project, so a misspelt name cannot
+//!   silently mean the default.
+//! * llm/server.go `Completion` JSON-encodes the options for the runner; Go's
+//!   encoder refuses an infinite float32 ("json: unsupported value: +Inf"),
+//!   so such a request fails.
+//! * runner/ollamarunner/runner.go `completion` hands only temperature,
+//!   top_k, top_p, min_p and seed to `sample.NewSampler`: typical_p,
+//!   repeat_last_n, repeat_penalty, presence_penalty and frequency_penalty
+//!   are accepted, sent, and never read by the Go engine.
+
+use serde_json::{Map, Value};
+
+use parity_core::Error;
+
+/// The options this semantics accepts (besides `draws`), whether each is a
+/// Go `int`, its default as JSON text, and whether the Go sampler reads it.
+pub(crate) const OPTIONS: &[(&str, bool, &str, bool)] = &[
+    ("temperature", false, "0.8", true),
+    ("top_k", true, "40", true),
+    ("top_p", false, "0.9", true),
+    ("min_p", false, "0.0", true),
+    ("typical_p", false, "1.0", false),
+    ("repeat_last_n", true, "64", false),
+    ("repeat_penalty", false, "1.1", false),
+    ("presence_penalty", false, "0.0", false),
+    ("frequency_penalty", false, "0.0", false),
+    ("seed", true, "-1", true),
+];
+
+/// Ollama options that exist but never reach a sampler (api/types.go
+/// `Options` and `Runner`), with the JSON type `FromMap` checks.
+pub(crate) const OTHER_OPTIONS: &[(&str, &str)] = &[
+    ("num_keep", "integer"),
+    ("num_predict", "integer"),
+    ("stop", "array"),
+    ("num_ctx", "integer"),
+    ("num_batch", "integer"),
+    ("num_gpu", "integer"),
+    ("main_gpu", "integer"),
+    ("use_mmap", "boolean"),
+    ("num_thread", "integer"),
+];
+
+/// The options after `DefaultOptions` and `FromMap`, as the runner holds
+/// them (float32 and Go `int`), plus this project's `draws`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OllamaOptions {
+    /// `Temperature` (float32).
+    pub temperature: f32,
+    /// `TopK` (int).
+    pub top_k: i64,
+    /// `TopP` (float32).
+    pub top_p: f32,
+    /// `MinP` (float32).
+    pub min_p: f32,
+    /// `TypicalP`: ignored by the Go engine.
+    pub typical_p: f32,
+    /// `RepeatLastN`: ignored by the Go engine.
+    pub repeat_last_n: i64,
+    /// `RepeatPenalty`: ignored by the Go engine.
+    pub repeat_penalty: f32,
+    /// `PresencePenalty`: ignored by the Go engine.
+    pub presence_penalty: f32,
+    /// `FrequencyPenalty`: ignored by the Go engine.
+    pub frequency_penalty: f32,
+    /// `Seed` (int); -1 is the unseeded global source.
+    pub seed: i64,
+    /// Not an Ollama option: replay this many seeded draws.
+    pub draws: Option<usize>,
+}
+
+impl Default for OllamaOptions {
+    fn default() -> Self {
+        Self {
+            temperature: 0.8,
+            top_k: 40,
+            top_p: 0.9,
+            min_p: 0.0,
+            typical_p: 1.0,
+            repeat_last_n: 64,
+            repeat_penalty: 1.1,
+            presence_penalty: 0.0,
+            frequency_penalty: 0.0,
+            seed: -1,
+            draws: None,
+        }
+    }
+}
+
+/// Go's `int64(f)` on amd64: truncation; NaN or out of range gives the
+/// minimum (CVTTSD2SQ's "integer indefinite").
+pub(crate) fn go_int(f: f64) -> i64 {
+    if f > -9.223_372_036_854_776e18 && f < 9.223_372_036_854_776e18 {
+        f as i64
+    } else {
+        i64::MIN
+    }
+}
+
+/// The JSON text of a float32 option, as short as reads back to it.
+pub(crate) fn f32_json(x: f32) -> Value {
+    format!("{x}")
+        .parse::<f64>()
+        .ok()
+        .and_then(serde_json::Number::from_f64)
+        .map_or(Value::Null, Value::Number)
+}
+
+impl OllamaOptions {
+    /// `DefaultOptions()` then `FromMap(options)`; `draws` as well.
+    pub fn parse(options: &Map<String, Value>) -> Result<Self, Error> {
+        let mut o = Self::default();
+        for (key, val) in options {
+            if key == "draws" {
+                o.draws = parse_draws(val)?;
+                continue;
+            }
+            let Some(&(_, is_int, _, _)) = OPTIONS.iter().find(|(n, ..)| n == key) else {
+                let other = OTHER_OPTIONS.iter().any(|(n, _)| n == key);
+                return Err(Error::new(if other {
+                    format!(
+                        "option `{key}` does not shape the next-token distribution (it is an Ollama option, but not a sampling one); sampling options: {}",
+                        option_names()
+                    )
+                } else {
+                    format!(
+                        "unknown option `{key}` = {val} (Ollama would log \"invalid option provided\" and ignore it); sampling options: {}",
+                        option_names()
+                    )
+                }));
+            };
+            if val.is_null() {
+                continue;
+            }
+            let Some(f) = val.as_f64() else {
+                let kind = if is_int { "integer" } else { "float32" };
+                return Err(Error::new(format_args!(
+                    "`{key}` = {val}: Ollama refuses it (option \"{key}\" must be of type {kind})"
+                )));
+            };
+            if is_int {
+                let v = go_int(f);
+                match key.as_str() {
+                    "top_k" => o.top_k = v,
+                    "repeat_last_n" => o.repeat_last_n = v,
+                    _ => o.seed = v,
+                }
+            } else {
+                let v = f as f32;
+                if !v.is_finite() {
+                    return Err(Error::new(format_args!(
+                        "`{key}` = {val} is infinite as a float32: Ollama cannot send it to its runner (failed to marshal data: json: unsupported value: {})",
+                        if v > 0.0 { "+Inf" } else { "-Inf" }
+                    )));
+                }
+                match key.as_str() {
+                    "temperature" => o.temperature = v,
+                    "top_p" => o.top_p = v,
+                    "min_p" => o.min_p = v,
+                    "typical_p" => o.typical_p = v,
+                    "repeat_penalty" => o.repeat_penalty = v,
+                    "presence_penalty" => o.presence_penalty = v,
+                    _ => o.frequency_penalty = v,
+                }
+            }
+        }
+        Ok(o)
+    }
+
+    /// The options as JSON: what the Go sampler reads, and under `ignored`
+    /// what it is sent but never reads.
+    pub fn to_json(&self) -> Map<String, Value> {
+        let mut m = Map::new();
+        m.insert("temperature".into(), f32_json(self.temperature));
+        m.insert("top_k".into(), Value::from(self.top_k));
+        m.insert("top_p".into(), f32_json(self.top_p));
+        m.insert("min_p".into(), f32_json(self.min_p));
+        m.insert("seed".into(), Value::from(self.seed));
+        if let Some(n) = self.draws {
+            m.insert("draws".into(), Value::from(n));
+        }
+        let mut ignored = Map::new();
+        ignored.insert("typical_p".into(), f32_json(self.typical_p));
+        ignored.insert("repeat_last_n".into(), Value::from(self.repeat_last_n));
+        ignored.insert("repeat_penalty".into(), f32_json(self.repeat_penalty));
+        ignored.insert("presence_penalty".into(), f32_json(self.presence_penalty));
+        ignored.insert("frequency_penalty".into(), f32_json(self.frequency_penalty));
+        m.insert("ignored".into(), Value::Object(ignored));
+        m
+    }
+
+    /// The fields the Go engine ignores that are set to something that
+    /// would act in llama.cpp (a penalty, typical sampling), in words.
+    pub fn ignored_active(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.repeat_penalty != 1.0 {
+            out.push(format!("repeat_penalty {}", self.repeat_penalty));
+        }
+        if self.presence_penalty != 0.0 {
+            out.push(format!("presence_penalty {}", self.presence_penalty));
+        }
+        if self.frequency_penalty != 0.0 {
+            out.push(format!("frequency_penalty {}", self.frequency_penalty));
+        }
+        if self.typical_p != 1.0 && self.typical_p != 0.0 {
+            out.push(format!("typical_p {}", self.typical_p));
+        }
+        out
+    }
+}
+
+fn option_names() -> String {
+    OPTIONS.iter().map(|o| o.0).collect::<Vec<_>>().join(", ") + ", draws"
+}
+
+fn parse_draws(val: &Value) -> Result<Option<usize>, Error> {
+    if val.is_null() {
+        return Ok(None);
+    }
+    val.as_u64()
+        .and_then(|n| usize::try_from(n).ok())
+        .filter(|&n| n <= 1_000_000)
+        .map(Some)
+        .ok_or_else(|| {
+            Error::new(format_args!(
+                "`draws` = {val}: must be an integer from 0 to 1000000 (how many seeded draws to replay)"
+            ))
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn parse(v: Value) -> Result<OllamaOptions, Error> {
+        OllamaOptions::parse(v.as_object().expect("object"))
+    }
+
+    #[test]
+    fn defaults_are_ollamas() {
+        let o = parse(json!({})).expect("defaults");
+        assert_eq!(
+            (o.temperature, o.top_k, o.top_p, o.min_p, o.seed),
+            (0.8, 40, 0.9, 0.0, -1)
+        );
+        assert_eq!(o.repeat_penalty, 1.1);
+    }
+
+    #[test]
+    fn ints_truncate_floats_narrow_and_types_are_checked() {
+        let o = parse(json!({"top_k": 7.9, "seed": -3.5, "top_p": 0.1})).expect("ok");
+        assert_eq!((o.top_k, o.seed, o.top_p), (7, -3, 0.1f32));
+        assert_eq!(
+            parse(json!({"top_k": "7"})).unwrap_err().to_string(),
+            "`top_k` = \"7\": Ollama refuses it (option \"top_k\" must be of type integer)"
+        );
+        assert_eq!(
+            parse(json!({"temperature": 1e39})).unwrap_err().to_string(),
+            "`temperature` = 1e+39 is infinite as a float32: Ollama cannot send it to its runner (failed to marshal data: json: unsupported value: +Inf)"
+        );
+        assert!(
+            parse(json!({"num_ctx": 4096}))
+                .unwrap_err()
+                .to_string()
+                .contains("not a sampling one")
+        );
+        assert_eq!(
+            parse(json!({"draws": -1})).unwrap_err().to_string(),
+            "`draws` = -1: must be an integer from 0 to 1000000 (how many seeded draws to replay)"
+        );
+        assert_eq!(parse(json!({"seed": null})).expect("null").seed, -1);
+    }
+}

@@ -1,0 +1,322 @@
+//! How Ollama's HTTP routes turn a request into the Go sampler's options
+//! (f63eea3d2; the same mapping from v0.5.13 on).
+//!
+//! * `/api/generate` and `/api/chat` (server/routes.go `GenerateHandler`,
+//!   `ChatHandler` → `scheduleRunner` → `modelOptions`): `DefaultOptions()`,
+//!   then the model's Modelfile `PARAMETER`s (`FromMap(model.Options)`),
+//!   then the request's `options` object (`FromMap(req.Options)`).
+//! * `/v1/chat/completions` (middleware/openai.go `ChatMiddleware` →
+//!   openai/openai.go `FromChatRequest`): the body is decoded into
+//!   `ChatCompletionRequest`, whose only sampling fields are `temperature`,
+//!   `top_p`, `seed`, `frequency_penalty`, `presence_penalty` (pointers: a
+//!   JSON null is absent); every other field is dropped unread. `options`
+//!   gets `temperature` and `top_p` as sent or **1.0** when absent, the
+//!   others only when sent; the result is re-encoded as an `/api/chat` body.
+//! * `/v1/completions` (`FromCompleteRequest`): `temperature` is a
+//!   `*float32` (1.0 when absent), `top_p` a plain `float32` (**0 or absent
+//!   becomes 1.0**), the two penalties plain `float32`s always sent.
+//!
+//! Ollama reads no `generation_config.json`; a model's published defaults
+//! are its Modelfile `PARAMETER`s, which this project has no file for: they
+//! are taken to be none.
+
+use serde_json::{Map, Value};
+
+use parity_core::{Error, Route};
+
+use crate::options::{OPTIONS, OTHER_OPTIONS, OllamaOptions};
+
+/// The route names.
+pub(crate) const CHAT: &str = "Ollama v0.6.2–v0.25 Go engine /v1/chat/completions";
+pub(crate) const COMPLETIONS: &str = "Ollama v0.6.2–v0.25 Go engine /v1/completions";
+pub(crate) const NATIVE: &str = "Ollama v0.6.2–v0.25 Go engine /api/generate, /api/chat (options)";
+
+const IGNORED_BY_SAMPLER: &[&str] = &[
+    "typical_p",
+    "repeat_last_n",
+    "repeat_penalty",
+    "presence_penalty",
+    "frequency_penalty",
+];
+
+/// The Go type a JSON value must decode into, named for the error.
+fn decode_error(strukt: &str, field: &str, val: &Value, go_type: &str) -> Error {
+    let kind = match val {
+        Value::Bool(_) => "bool".to_string(),
+        Value::String(_) => "string".to_string(),
+        Value::Array(_) => "array".to_string(),
+        Value::Object(_) => "object".to_string(),
+        Value::Number(n) => format!("number {n}"),
+        Value::Null => "null".to_string(),
+    };
+    Error::new(format_args!(
+        "`{field}` = {val}: Ollama answers 400 (json: cannot unmarshal {kind} into Go struct field {strukt}.{field} of type {go_type})"
+    ))
+}
+
+/// A `*float64` / `*float32` / `*int` field of an OpenAI request body, as Go's
+/// JSON decoder reads it: absent or null → `None`.
+fn field(
+    request: &Map<String, Value>,
+    strukt: &str,
+    name: &str,
+    go_type: &str,
+) -> Result<Option<Value>, Error> {
+    let Some(v) = request.get(name).filter(|v| !v.is_null()) else {
+        return Ok(None);
+    };
+    let ok = match go_type {
+        "int" => v.as_i64().is_some(),
+        "float32" => v.as_f64().is_some_and(|f| (f as f32).is_finite()),
+        _ => v.as_f64().is_some(),
+    };
+    if ok {
+        Ok(Some(v.clone()))
+    } else {
+        Err(decode_error(strukt, name, v, go_type))
+    }
+}
+
+/// `FromChatRequest`'s options for a chat-completions body.
+fn chat_options(request: &Map<String, Value>) -> Result<Map<String, Value>, Error> {
+    const S: &str = "ChatCompletionRequest";
+    let mut options = Map::new();
+    for name in ["temperature", "top_p"] {
+        let v = field(request, S, name, "float64")?.unwrap_or(Value::from(1.0));
+        options.insert(name.into(), v);
+    }
+    if let Some(v) = field(request, S, "seed", "int")? {
+        options.insert("seed".into(), v);
+    }
+    for name in ["frequency_penalty", "presence_penalty"] {
+        if let Some(v) = field(request, S, name, "float64")? {
+            options.insert(name.into(), v);
+        }
+    }
+    Ok(options)
+}
+
+/// `FromCompleteRequest`'s options for a completions body.
+fn completion_options(request: &Map<String, Value>) -> Result<Map<String, Value>, Error> {
+    const S: &str = "CompletionRequest";
+    let mut options = Map::new();
+    let t = field(request, S, "temperature", "float32")?.unwrap_or(Value::from(1.0));
+    options.insert("temperature".into(), t);
+    if let Some(v) = field(request, S, "seed", "int")? {
+        options.insert("seed".into(), v);
+    }
+    for name in ["frequency_penalty", "presence_penalty"] {
+        let v = field(request, S, name, "float32")?.unwrap_or(Value::from(0.0));
+        options.insert(name.into(), v);
+    }
+    let p = field(request, S, "top_p", "float32")?
+        .filter(|v| v.as_f64() != Some(0.0))
+        .unwrap_or(Value::from(1.0));
+    options.insert("top_p".into(), p);
+    Ok(options)
+}
+
+/// The `options` of a native request: the `options` object when there is
+/// one, otherwise the body's fields that are Ollama option names. `FromMap`
+/// type-checks every known option (sampling or not) and skips unknown ones.
+fn native_options(
+    request: &Map<String, Value>,
+) -> (Result<Map<String, Value>, Error>, Vec<String>) {
+    let (source, nested) = match request.get("options") {
+        Some(Value::Object(o)) => (o.clone(), true),
+        Some(other) => {
+            return (
+                Err(Error::new(format_args!(
+                    "`options` = {other}: Ollama answers 400 (json: cannot unmarshal into map[string]interface {{}})"
+                ))),
+                Vec::new(),
+            );
+        }
+        None => (request.clone(), false),
+    };
+    let mut options = Map::new();
+    let mut ignored = Vec::new();
+    for (k, v) in &source {
+        if OPTIONS.iter().any(|(n, ..)| n == k) {
+            options.insert(k.clone(), v.clone());
+        } else if let Some((_, kind)) = OTHER_OPTIONS.iter().find(|(n, _)| n == k) {
+            let ok = v.is_null()
+                || match *kind {
+                    "integer" => v.as_f64().is_some(),
+                    "boolean" => v.is_boolean(),
+                    _ => v.as_array().is_some_and(|a| a.iter().all(Value::is_string)),
+                };
+            if !ok {
+                return (
+                    Err(Error::new(format_args!(
+                        "`{k}` = {v}: Ollama refuses it (option \"{k}\" must be of type {kind})"
+                    ))),
+                    ignored,
+                );
+            }
+        } else if nested {
+            ignored.push(format!("options.{k}"));
+        }
+    }
+    (Ok(options), ignored)
+}
+
+fn sampler_ignores(route: &mut Route<OllamaOptions>, sent: &Map<String, Value>) {
+    for name in IGNORED_BY_SAMPLER {
+        if sent.contains_key(*name) && !route.ignored.iter().any(|i| i == name) {
+            route.ignored.push((*name).to_string());
+        }
+    }
+    if IGNORED_BY_SAMPLER.iter().any(|n| sent.contains_key(*n)) {
+        route.notes.push(
+            "penalties and typical_p are passed to the runner but the Go sampler never reads them (runner/ollamarunner/runner.go gives NewSampler only temperature, top_k, top_p, min_p, seed)".into(),
+        );
+    }
+}
+
+/// Every route, for [`crate::OllamaGo`]'s `from_request`.
+pub(crate) fn routes(request: &Map<String, Value>) -> Vec<Route<OllamaOptions>> {
+    const CHAT_FIELDS: &[&str] = &[
+        "temperature",
+        "top_p",
+        "seed",
+        "frequency_penalty",
+        "presence_penalty",
+    ];
+    let mut out = Vec::new();
+
+    let chat = chat_options(request);
+    let mut route = Route::new(CHAT, chat.clone().and_then(|o| OllamaOptions::parse(&o)))
+        .ignoring_all_but(request, |k| CHAT_FIELDS.contains(&k));
+    for (field, default) in [("temperature", "1.0"), ("top_p", "1.0")] {
+        if request.get(field).is_none_or(Value::is_null) {
+            route = route.note(format!(
+                "{field} {default}: this endpoint's default when absent (not Ollama's own 0.8 / 0.9)"
+            ));
+        }
+    }
+    route = route.note("top_k 40, min_p 0: Ollama's defaults (the endpoint has no such fields; a Modelfile PARAMETER would override them)");
+    if let Ok(o) = &chat {
+        sampler_ignores(&mut route, o);
+    }
+    out.push(route);
+
+    let completion = completion_options(request);
+    let mut route = Route::new(
+        COMPLETIONS,
+        completion.clone().and_then(|o| OllamaOptions::parse(&o)),
+    )
+    .ignoring_all_but(request, |k| CHAT_FIELDS.contains(&k));
+    if request
+        .get("top_p")
+        .is_none_or(|v| v.is_null() || v.as_f64() == Some(0.0))
+    {
+        route = route.note("top_p 1.0: this endpoint sends 1.0 when top_p is absent or 0");
+    }
+    if request.get("temperature").is_none_or(Value::is_null) {
+        route = route.note("temperature 1.0: this endpoint's default when absent");
+    }
+    if let Ok(o) = &completion {
+        sampler_ignores(&mut route, o);
+    }
+    out.push(route);
+
+    let (native, ignored_options) = native_options(request);
+    let mut route = Route::new(
+        NATIVE,
+        native.clone().and_then(|o| OllamaOptions::parse(&o)),
+    );
+    if request.contains_key("options") {
+        route.ignored = request
+            .keys()
+            .filter(|k| {
+                *k != "options"
+                    && !parity_core::REQUEST_FIELDS_NOT_SAMPLING.contains(&k.as_str())
+                    && !OPTIONS.iter().any(|(n, ..)| n == k)
+            })
+            .cloned()
+            .collect();
+        // a sampling option outside `options` is not an /api/chat field
+        route.ignored.extend(
+            request
+                .keys()
+                .filter(|k| OPTIONS.iter().any(|(n, ..)| n == *k))
+                .cloned(),
+        );
+    } else {
+        route = route.ignoring_all_but(request, |k| {
+            OPTIONS.iter().any(|(n, ..)| *n == k) || OTHER_OPTIONS.iter().any(|(n, _)| *n == k)
+        });
+        route = route.note("the request's fields that are Ollama option names, sent as `options`");
+    }
+    route.ignored.extend(ignored_options);
+    route = route.note(
+        "absent options: Ollama's defaults (temperature 0.8, top_k 40, top_p 0.9, min_p 0), unless the model's Modelfile sets them",
+    );
+    if let Ok(o) = &native {
+        sampler_ignores(&mut route, o);
+    }
+    out.push(route);
+    for r in &mut out {
+        r.notes
+            .push("generation_config.json is never read".to_string());
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn map(v: Value) -> Map<String, Value> {
+        v.as_object().cloned().expect("object")
+    }
+
+    #[test]
+    fn chat_fills_one_where_ollama_would_fill_its_own() {
+        let r = routes(&map(json!({"top_k": 5, "frequency_penalty": 0.5})));
+        let chat = r[0].params.as_ref().expect("valid");
+        assert_eq!((chat.temperature, chat.top_p, chat.top_k), (1.0, 1.0, 40));
+        assert_eq!(r[0].ignored, vec!["top_k", "frequency_penalty"]);
+        let native = r[2].params.as_ref().expect("valid");
+        assert_eq!(
+            (native.temperature, native.top_p, native.top_k),
+            (0.8, 0.9, 5)
+        );
+    }
+
+    #[test]
+    fn completions_top_p_zero_is_one_and_types_are_decoded() {
+        let r = routes(&map(json!({"top_p": 0, "temperature": 0.5})));
+        assert_eq!(r[0].params.as_ref().expect("chat").top_p, 0.0);
+        assert_eq!(r[1].params.as_ref().expect("completions").top_p, 1.0);
+        let r = routes(&map(json!({"seed": 1.5})));
+        assert_eq!(
+            r[0].params.as_ref().unwrap_err().to_string(),
+            "`seed` = 1.5: Ollama answers 400 (json: cannot unmarshal number 1.5 into Go struct field ChatCompletionRequest.seed of type int)"
+        );
+        let r = routes(&map(json!({"temperature": 1e39})));
+        assert!(
+            r[0].params.is_err(),
+            "float32 overflow reaches the runner as +Inf"
+        );
+        assert!(
+            r[1].params
+                .as_ref()
+                .unwrap_err()
+                .to_string()
+                .contains("of type float32")
+        );
+    }
+
+    #[test]
+    fn native_reads_the_options_object() {
+        let r = routes(&map(
+            json!({"options": {"top_k": 3, "num_ctx": 8, "foo": 1}, "top_p": 0.5}),
+        ));
+        let n = r[2].params.as_ref().expect("valid");
+        assert_eq!((n.top_k, n.top_p), (3, 0.9));
+        assert_eq!(r[2].ignored, vec!["top_p", "options.foo"]);
+    }
+}

@@ -1,0 +1,131 @@
+//! from_generate, describe, explain and fix against transformers, and the
+//! request routes.
+
+use ollama_sampling::OllamaGo;
+use parity_core::{Against, Comparison, Context, Distribution, Logits, Precision, Semantics};
+use serde_json::{Map, Value, json};
+
+fn map(v: Value) -> Map<String, Value> {
+    v.as_object().cloned().expect("object")
+}
+
+#[test]
+fn generate_kwargs_map_literally_and_greedy_is_temperature_zero() {
+    let p = OllamaGo
+        .from_generate(&map(
+            json!({"do_sample": true, "temperature": 0.7, "top_k": 20,
+            "repetition_penalty": 1.3}),
+        ))
+        .expect("expressible")
+        .expect("valid");
+    assert_eq!(
+        (p.temperature, p.top_k, p.top_p, p.repeat_penalty),
+        (0.7, 20, 0.9, 1.3)
+    );
+    let g = OllamaGo
+        .from_generate(&map(json!({"do_sample": false, "top_k": 5})))
+        .expect("expressible")
+        .expect("valid");
+    assert_eq!((g.temperature, g.top_k), (0.0, 40));
+    assert!(
+        OllamaGo
+            .from_generate(&map(json!({"do_sample": true, "eta_cutoff": 0.001})))
+            .is_none()
+    );
+}
+
+#[test]
+fn describe_lists_what_the_sampler_ignores() {
+    let p = OllamaGo
+        .parse_params(&map(json!({"repeat_penalty": 1.3})))
+        .expect("valid");
+    let d: Value = serde_json::from_str(&OllamaGo.describe(&p).expect("text")).expect("json");
+    assert_eq!(d["temperature"], json!(0.8));
+    assert_eq!(d["top_p"], json!(0.9));
+    assert_eq!(d["ignored"]["repeat_penalty"], json!(1.3));
+}
+
+fn against<'a>(
+    kwargs: &'a Map<String, Value>,
+    logits: &'a [f32],
+    hf: &'a Distribution,
+    this: &'a Distribution,
+    cmp: &'a Comparison,
+) -> Against<'a> {
+    Against {
+        kwargs,
+        logits,
+        context: Context::new(&[], None).expect("context"),
+        transformers: hf,
+        this,
+        comparison: cmp,
+        variant: None,
+    }
+}
+
+#[test]
+fn explain_names_defaults_ties_and_ignored_penalties() {
+    // logits tie at the 2nd/3rd place: top_k 2 cuts the tie
+    let logits = [3.0f32, 2.0, 2.0, 1.0];
+    let kw = map(json!({"do_sample": true, "top_k": 2, "repetition_penalty": 1.2}));
+    let p = OllamaGo.from_generate(&kw).expect("some").expect("valid");
+    let ctx = Context::new(&[], None).expect("context");
+    let this = OllamaGo
+        .distribution(&Logits::from_f32(&logits), &ctx, &p)
+        .expect("dist");
+    let hf = Distribution::new(vec![0.5, 0.25, 0.25, 0.0], Precision::F64);
+    let cmp = Comparison::new(hf.probs(), this.probs()).expect("same width");
+    let e = OllamaGo.explain(&against(&kw, &logits, &hf, &this, &cmp), &p);
+    let all = e.reasons.join(" | ");
+    assert!(
+        all.contains("ignored by Ollama's Go sampler: repeat_penalty 1.2"),
+        "{all}"
+    );
+    assert!(all.contains("top_p 0.9"), "{all}");
+    assert!(all.contains("temperature 0.8"), "{all}");
+    assert!(all.contains("top_k keeps exactly 2"), "{all}");
+    // a repetition penalty cannot be matched: no fix
+    assert!(e.fix.is_none());
+    let fix = OllamaGo
+        .fix(&map(json!({"do_sample": true, "temperature": 0.7})), None)
+        .expect("matchable");
+    assert_eq!(
+        Value::Object(fix.params),
+        json!({"temperature": 0.7, "top_k": 50, "top_p": 1.0, "min_p": 0.0})
+    );
+}
+
+#[test]
+fn top_p_on_the_boundary_is_explained() {
+    // two equal logits: softmax 0.5, 0.5; p = 0.5 lands exactly on the first sum
+    let logits = [0.0f32, 0.0];
+    let kw = map(json!({"do_sample": true, "top_p": 0.5, "temperature": 1.0, "top_k": 0}));
+    let p = OllamaGo.from_generate(&kw).expect("some").expect("valid");
+    let ctx = Context::new(&[], None).expect("context");
+    let this = OllamaGo
+        .distribution(&Logits::from_f32(&logits), &ctx, &p)
+        .expect("dist");
+    assert_eq!(this.kept(), &[0, 1]); // recorded: half2/top_p=0.5 keeps both too
+    let hf = Distribution::new(vec![1.0, 0.0], Precision::F64);
+    let cmp = Comparison::new(hf.probs(), this.probs()).expect("same width");
+    let e = OllamaGo.explain(&against(&kw, &logits, &hf, &this, &cmp), &p);
+    assert!(
+        e.reasons.iter().any(|r| r.contains("lands exactly on p")),
+        "{:?}",
+        e.reasons
+    );
+}
+
+#[test]
+fn routes_cover_the_three_endpoints() {
+    let routes = OllamaGo.from_request(&map(json!({"temperature": 0.5, "min_p": 0.1})), None);
+    assert_eq!(routes.len(), 3);
+    let chat = routes[0].params.as_ref().expect("chat");
+    assert_eq!((chat.temperature, chat.top_p, chat.min_p), (0.5, 1.0, 0.0));
+    assert_eq!(routes[0].ignored, vec!["min_p"]);
+    let native = routes[2].params.as_ref().expect("native");
+    assert_eq!(
+        (native.temperature, native.top_p, native.min_p),
+        (0.5, 0.9, 0.1)
+    );
+}

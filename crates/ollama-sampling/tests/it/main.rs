@@ -1,0 +1,8 @@
+//! Integration tests of the `ollama-go` semantics: every case recorded from
+//! Ollama's real Go sampler replayed, and the error, request and explain
+//! paths.
+
+mod errors;
+mod explain;
+mod goexp;
+mod recorded;
