@@ -39,8 +39,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                         .ok_or("not expressible")??;
                     LlamaCpp.distribution(&logits, &ctx, &p)?
                 } else {
-                    let p = Ollama.from_generate(&s.kwargs).ok_or("not expressible")??;
-                    Ollama.distribution(&logits, &ctx, &p)?
+                    let p = Ollama::default()
+                        .from_generate(&s.kwargs)
+                        .ok_or("not expressible")??;
+                    Ollama::default().distribution(&logits, &ctx, &p)?
                 };
                 let c = Comparison::new(&hf, d.probs())?;
                 cells.push(format!("{} | {:.3}", d.kept().len(), c.tv));

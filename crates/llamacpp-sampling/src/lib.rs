@@ -4,9 +4,10 @@
 //! `/completion` request (`common_sampler_init`, common/sampling.cpp), with
 //! the request fields, defaults, clamps and errors of that server
 //! (tools/server/server-schema.cpp), all at llama.cpp commit 0c1e57098 — the
-//! tree llama-cpp-python 0.3.36 vendors. [`Ollama`] (`ollama`) is the request
-//! Ollama sends to its llama-server for a given `options` object, run through
-//! the same chain.
+//! tree llama-cpp-python 0.3.36 vendors. [`Ollama`] (`ollama`, module
+//! [`ollama`]) is the request Ollama sends to its llama-server for a given
+//! `options` object layered over Ollama's defaults and the model's own
+//! parameters, run through the same chain.
 //!
 //! Each answers with the exact distribution the chain's final `dist` sampler
 //! draws from: the candidates the samplers leave, with the probabilities
@@ -41,7 +42,7 @@
 mod chain;
 mod engine;
 mod mt;
-mod ollama;
+pub mod ollama;
 mod params;
 mod stl;
 pub mod translate;
@@ -53,15 +54,12 @@ use parity_core::{
     Semantics,
 };
 
+pub use ollama::Ollama;
 pub use params::ServerParams;
 
 /// llama.cpp's sampler chain as llama-server runs it.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct LlamaCpp;
-
-/// Ollama's options, sent to llama-server, run through llama.cpp's chain.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Ollama;
 
 const LLAMA_PARAMS: &[ParamInfo] = &[
     ParamInfo {
@@ -169,72 +167,6 @@ static LLAMA_INFO: Info = Info {
     params: LLAMA_PARAMS,
 };
 
-const OLLAMA_PARAMS: &[ParamInfo] = &[
-    ParamInfo {
-        name: "temperature",
-        default: "0.8",
-        meaning: "sent as llama-server temperature",
-    },
-    ParamInfo {
-        name: "top_k",
-        default: "40",
-        meaning: "sent as top_k",
-    },
-    ParamInfo {
-        name: "top_p",
-        default: "0.9",
-        meaning: "sent as top_p",
-    },
-    ParamInfo {
-        name: "min_p",
-        default: "0.0",
-        meaning: "sent as min_p (so llama-server's 0.05 is off)",
-    },
-    ParamInfo {
-        name: "typical_p",
-        default: "1.0",
-        meaning: "sent unless 0 (then llama-server's 1.0)",
-    },
-    ParamInfo {
-        name: "repeat_last_n",
-        default: "64",
-        meaning: "sent as repeat_last_n; -1 is refused by llama-server",
-    },
-    ParamInfo {
-        name: "repeat_penalty",
-        default: "1.0",
-        meaning: "sent as repeat_penalty",
-    },
-    ParamInfo {
-        name: "presence_penalty",
-        default: "0.0",
-        meaning: "sent as presence_penalty",
-    },
-    ParamInfo {
-        name: "frequency_penalty",
-        default: "0.0",
-        meaning: "sent as frequency_penalty",
-    },
-    ParamInfo {
-        name: "seed",
-        default: "-1",
-        meaning: "sent as seed; -1 is random",
-    },
-    ParamInfo {
-        name: "draws",
-        default: "none",
-        meaning: "(not an Ollama option) replay this many seeded draws; needs seed",
-    },
-];
-
-static OLLAMA_INFO: Info = Info {
-    name: "ollama",
-    engine: "Ollama fb307609 (v0.33.0-rc2) options sent to llama-server, chain of llama.cpp 0c1e57098",
-    summary: "Ollama's defaults (temperature 0.8, top_k 40, top_p 0.9, min_p 0, repeat_last_n 64) sent to llama-server and run through its chain",
-    verified_against: "the request Ollama sends for empty options, recorded through the real llama.cpp chain (case ollama_defaults in fixtures/llamacpp/cases.jsonl)",
-    params: OLLAMA_PARAMS,
-};
-
 impl Semantics for LlamaCpp {
     type Params = ServerParams;
 
@@ -282,65 +214,6 @@ impl Semantics for LlamaCpp {
                 .note("defaults for absent fields: top_k 40, top_p 0.95, min_p 0.05, repeat_last_n 64")
                 .note("generation_config.json is never read"),
         ]
-    }
-
-    fn describe(&self, params: &ServerParams) -> Option<String> {
-        Some(params.describe())
-    }
-
-    fn explain(&self, row: &Against<'_>, params: &ServerParams) -> Explanation {
-        explain(row, params)
-    }
-}
-
-impl Semantics for Ollama {
-    type Params = ServerParams;
-
-    fn info(&self) -> &'static Info {
-        &OLLAMA_INFO
-    }
-
-    fn parse_params(&self, params: &Map<String, Value>) -> Result<ServerParams, Error> {
-        params::parse(&ollama::request(params)?)
-    }
-
-    fn distribution(
-        &self,
-        logits: &Logits,
-        context: &Context<'_>,
-        params: &ServerParams,
-    ) -> Result<Distribution, Error> {
-        engine::distribution(params, logits, context)
-    }
-
-    fn from_generate(&self, kwargs: &Map<String, Value>) -> Option<Result<ServerParams, Error>> {
-        // Ollama's option names are llama-server's for everything generate
-        // kwargs can say.
-        let options = request_for_generate(kwargs)?;
-        Some(self.parse_params(&options))
-    }
-
-    /// Ollama's OpenAI endpoint (openai/openai.go `FromChatRequest`) and its
-    /// own `/api/chat`, whose `options` are this semantics' params.
-    fn from_request(
-        &self,
-        request: &Map<String, Value>,
-        _generation_config: Option<&Map<String, Value>>,
-    ) -> Vec<Route<ServerParams>> {
-        let (openai, notes) = ollama::openai_options(request);
-        let mut openai = Route::new("Ollama /v1/chat/completions", self.parse_params(&openai))
-            .ignoring_all_but(request, |k| ollama::OPENAI_FIELDS.contains(&k));
-        openai.notes = notes;
-        let is_option = |k: &str| ollama::OPTIONS.iter().any(|(name, _)| *name == k);
-        let native: Map<String, Value> = request
-            .iter()
-            .filter(|(k, _)| is_option(k))
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
-        let native = Route::new("Ollama /api/chat (options)", self.parse_params(&native))
-            .ignoring_all_but(request, is_option)
-            .note("defaults for absent options: temperature 0.8, top_k 40, top_p 0.9, repeat_last_n 64");
-        vec![openai, native]
     }
 
     fn describe(&self, params: &ServerParams) -> Option<String> {

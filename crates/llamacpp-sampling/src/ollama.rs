@@ -1,83 +1,434 @@
-//! Ollama's `options`, turned into the llama-server request Ollama sends.
+//! Ollama (`ollama`): the options Ollama layers for a request — its
+//! defaults, the model's own parameters, the request — turned into the
+//! llama-server request it sends, run through llama.cpp's chain.
 //!
-//! From the Ollama source at commit fb30760996871fa9460115c753afd2c60d4ab0f7
-//! (tag v0.33.0-rc2):
+//! # Versions and models covered
+//!
+//! Ollama v0.30.0 to v0.33.0-rc2 (`version`, default `"0.33.0-rc2"`, the tag
+//! of commit fb30760996871fa9460115c753afd2c60d4ab0f7; v0.32.15 is the newest
+//! release and has the same rules), for **GGUF models**: since commit
+//! 9db4bdbad ("runner: Remove CGO engines, use llama-server exclusively for
+//! GGML models", first in v0.30.0-rc32 and v0.30.0) every GGUF model runs on
+//! a llama-server Ollama launches. Earlier versions ran GGUF models on
+//! Ollama's own runners and are refused here; safetensors models run on the
+//! MLX engine (its own Go sampler) and are not covered. Every rule below was
+//! read at v0.30.0, v0.32.9, v0.32.10 and v0.33.0-rc2 and is the same at
+//! every release tag in between (`DefaultOptions`, `FromMap`, the `Options`
+//! struct, `modelOptionsWithEmbeddingBatchDefault`, `FromChatRequest` /
+//! `FromCompleteRequest` and `llamaServerCompletionRequest` compared tag by
+//! tag), except the one below.
+//!
+//! # The rules
 //!
 //! * api/types.go `DefaultOptions`: temperature 0.8, top_k 40, top_p 0.9,
-//!   typical_p 1.0, repeat_last_n 64, repeat_penalty 1.0, presence_penalty
-//!   0, frequency_penalty 0, seed -1; `min_p` is not set there, so it is 0.
+//!   typical_p 1.0, repeat_last_n 64, presence_penalty 0, frequency_penalty
+//!   0, seed -1; `min_p` is not set there, so 0. `repeat_penalty` is **1.1
+//!   up to v0.32.9** and **1.0 from v0.32.10** (v0.32.10-rc0 on): commit
+//!   6a261db7d "api: stop applying repeat_penalty 1.1 to models that don't
+//!   set one".
+//! * server/routes.go `modelOptionsWithEmbeddingBatchDefault`: the options a
+//!   request runs with are `DefaultOptions()`, then `opts.FromMap(model.Options)`
+//!   — the model's published parameters (the `application/vnd.ollama.image.params`
+//!   layer: its Modelfile `PARAMETER`s, what `ollama show --parameters`
+//!   prints), read by server/images.go with `json.Decoder` — then
+//!   `opts.FromMap(requestOpts)`. /api/generate and /api/chat pass the
+//!   request's `options` object as `requestOpts`.
 //! * api/types.go `Options.FromMap`: JSON numbers arrive as float64; an int
 //!   option takes `int64(value)` (truncation), a float32 option
 //!   `float32(value)`; a value of the wrong JSON type is an error
-//!   (`option "top_k" must be of type integer`); `null` keeps the default;
-//!   an unknown option is logged and ignored (refused here, as everywhere in
-//!   this project).
+//!   (`option "top_k" must be of type integer`, likewise for a bad model
+//!   parameter, which fails every request to that model); `null` keeps the
+//!   layer below; an unknown option is logged and ignored (refused here, as
+//!   everywhere in this project). Options that do not shape sampling
+//!   (`num_ctx`, `stop`, `num_predict`, ...) are type-checked and ignored.
+//! * openai/openai.go `FromChatRequest` (/v1/chat/completions, via
+//!   middleware/openai.go, which re-encodes the result as JSON): the
+//!   `options` it builds always hold `temperature` and `top_p` (the
+//!   request's, or 1.0 when absent or null), and `seed`,
+//!   `frequency_penalty`, `presence_penalty` when the request sets them. So
+//!   the model's temperature and top_p never apply there, but its top_k,
+//!   min_p, typical_p, repeat settings (and penalties and seed the request
+//!   leaves out) do. Every other request field is dropped by Go's decoder.
+//! * openai/openai.go `FromCompleteRequest` (/v1/completions):
+//!   `temperature` (a `*float32`; 1.0 when absent), `top_p` (a `float32`;
+//!   1.0 when absent, null **or 0**), and `frequency_penalty` and
+//!   `presence_penalty` always (plain `float32`s: 0 when absent), so the
+//!   model's penalties never apply there.
 //! * llm/llama_server.go `llamaServerCompletionRequest`: Ollama sends
 //!   `temperature`, `top_k`, `top_p`, `min_p`, `repeat_penalty`,
 //!   `repeat_last_n`, `frequency_penalty`, `presence_penalty` and `seed`
-//!   always, and `typical_p` only when it is not 0 (`omitempty`), to the
-//!   llama-server it launched (which parses them as [`crate::params`] says).
-//!   Go's JSON encoder cannot write an infinite float32, so such a request
-//!   fails in Ollama.
+//!   always, and `typical_p` only when it is not 0 (`omitempty`), to its
+//!   llama-server's `/completion` (which parses them as [`crate::params`]
+//!   says). Go's JSON encoder cannot write an infinite float32, so such a
+//!   request fails in Ollama. A chat model without an Ollama renderer (an
+//!   /api/chat or /v1/chat/completions request) may instead go to
+//!   llama-server's `/v1/chat/completions` (`llamaServerChatRequest`), which
+//!   sends `typical_p` even when it is 0; the `/completion` body is the one
+//!   reproduced, and a route note says when the two differ.
 //!
-//! Ollama pins llama.cpp b10488 (LLAMA_CPP_VERSION) for that llama-server;
-//! the chain replayed is the one of llama.cpp 0c1e57098 (see the crate docs).
+//! Ollama pins llama.cpp b9452 (v0.30.0) to b10488 (v0.32.15, v0.33.0-rc2)
+//! in `LLAMA_CPP_VERSION` for that llama-server; the chain replayed is the
+//! one of llama.cpp 0c1e57098 (see the crate docs), and the trees' sampler
+//! code was not compared here.
 
 use serde_json::{Map, Number, Value};
 
-use parity_core::Error;
+use parity_core::{
+    Against, Context, Distribution, Error, Explanation, Info, Logits, ParamInfo, Route, Semantics,
+};
 
-/// The options this semantics accepts, and whether each is an integer.
-pub(crate) const OPTIONS: &[(&str, bool)] = &[
-    ("temperature", false),
-    ("top_k", true),
-    ("top_p", false),
-    ("min_p", false),
-    ("typical_p", false),
-    ("repeat_last_n", true),
-    ("repeat_penalty", false),
-    ("presence_penalty", false),
-    ("frequency_penalty", false),
-    ("seed", true),
+use crate::params::{self, ServerParams};
+
+/// An Ollama version this semantics covers (`0.30.0` to `0.33.0-rc2`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Version {
+    major: u32,
+    minor: u32,
+    patch: u32,
+    /// The `-rcN` number; `u32::MAX` for a release (after all its rcs).
+    rc: u32,
+}
+
+impl Version {
+    /// The oldest version covered: the first tag with commit 9db4bdbad
+    /// (every GGUF model on llama-server) is v0.30.0-rc32.
+    pub const OLDEST: Version = Version::new(0, 30, 0, 32);
+    /// The newest version verified (the tag of commit fb3076099), and the
+    /// default.
+    pub const NEWEST: Version = Version::new(0, 33, 0, 2);
+    /// The first version whose `repeat_penalty` default is 1.0 (commit
+    /// 6a261db7d; v0.32.10-rc0).
+    pub const REPEAT_PENALTY_1_0: Version = Version::new(0, 32, 10, 0);
+
+    const fn new(major: u32, minor: u32, patch: u32, rc: u32) -> Self {
+        Self {
+            major,
+            minor,
+            patch,
+            rc,
+        }
+    }
+
+    /// Parses `"0.32.9"`, `"v0.32.9"` or `"0.33.0-rc2"`; versions outside
+    /// [`Self::OLDEST`]..=[`Self::NEWEST`] are errors that say why.
+    pub fn parse(text: &str) -> Result<Self, Error> {
+        let bad = || {
+            Error::new(format_args!(
+                "`version` = \"{text}\": expected an Ollama version such as \"0.32.9\" or \"0.33.0-rc2\""
+            ))
+        };
+        let t = text.strip_prefix('v').unwrap_or(text);
+        let (core, rc) = match t.split_once("-rc") {
+            Some((core, rc)) => (core, rc.parse::<u32>().map_err(|_| bad())?),
+            None => (t, u32::MAX),
+        };
+        let parts: Vec<u32> = core
+            .split('.')
+            .map(str::parse)
+            .collect::<Result<_, _>>()
+            .map_err(|_| bad())?;
+        let [major, minor, patch] = parts[..] else {
+            return Err(bad());
+        };
+        let v = Self::new(major, minor, patch, rc);
+        if v < Self::OLDEST {
+            return Err(Error::new(format_args!(
+                "`version` = \"{text}\": Ollama before v0.30.0 (v0.30.0-rc32) ran GGUF models on its own runners, not llama-server (commit 9db4bdbad); not covered"
+            )));
+        }
+        if v > Self::NEWEST {
+            return Err(Error::new(format_args!(
+                "`version` = \"{text}\": newer than the newest version verified, {}",
+                Self::NEWEST
+            )));
+        }
+        Ok(v)
+    }
+
+    /// `DefaultOptions().RepeatPenalty` at this version: 1.1 up to v0.32.9,
+    /// 1.0 from v0.32.10.
+    pub fn default_repeat_penalty(self) -> f32 {
+        if self < Self::REPEAT_PENALTY_1_0 {
+            1.1
+        } else {
+            1.0
+        }
+    }
+}
+
+impl Default for Version {
+    fn default() -> Self {
+        Self::NEWEST
+    }
+}
+
+impl std::fmt::Display for Version {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}.{}.{}", self.major, self.minor, self.patch)?;
+        if self.rc != u32::MAX {
+            write!(f, "-rc{}", self.rc)?;
+        }
+        Ok(())
+    }
+}
+
+/// An Ollama endpoint that maps a request onto options in its own way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Endpoint {
+    /// `/api/generate`: the request's `options` object over the model's
+    /// parameters.
+    Generate,
+    /// `/api/chat`: the same layering as [`Endpoint::Generate`].
+    Chat,
+    /// `/v1/chat/completions` (`FromChatRequest`).
+    OpenAiChat,
+    /// `/v1/completions` (`FromCompleteRequest`).
+    OpenAiCompletions,
+}
+
+impl Endpoint {
+    /// How routes and reports name it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Generate => "Ollama /api/generate (options)",
+            Self::Chat => "Ollama /api/chat (options)",
+            Self::OpenAiChat => "Ollama /v1/chat/completions",
+            Self::OpenAiCompletions => "Ollama /v1/completions",
+        }
+    }
+
+    fn is_openai(self) -> bool {
+        matches!(self, Self::OpenAiChat | Self::OpenAiCompletions)
+    }
+}
+
+/// How `Options.FromMap` reads a field (the kinds of api/types.go
+/// `Options` and `Runner`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// `int` and `*int`: a number, truncated.
+    Int,
+    /// `float32`: a number.
+    Float,
+    /// `*bool`.
+    Bool,
+    /// `[]string`: an array of strings.
+    Strings,
+}
+
+/// Every field of Ollama's `Options` (api/types.go, the same from v0.30.0
+/// to v0.33.0-rc2), by JSON name. The first ten shape sampling.
+const ALL_OPTIONS: &[(&str, Kind)] = &[
+    ("temperature", Kind::Float),
+    ("top_k", Kind::Int),
+    ("top_p", Kind::Float),
+    ("min_p", Kind::Float),
+    ("typical_p", Kind::Float),
+    ("repeat_last_n", Kind::Int),
+    ("repeat_penalty", Kind::Float),
+    ("presence_penalty", Kind::Float),
+    ("frequency_penalty", Kind::Float),
+    ("seed", Kind::Int),
+    ("num_keep", Kind::Int),
+    ("num_predict", Kind::Int),
+    ("stop", Kind::Strings),
+    ("num_ctx", Kind::Int),
+    ("num_batch", Kind::Int),
+    ("num_gpu", Kind::Int),
+    ("main_gpu", Kind::Int),
+    ("use_mmap", Kind::Bool),
+    ("num_thread", Kind::Int),
+    ("draft_num_predict", Kind::Int),
 ];
 
-/// The sampling fields of Ollama's `ChatCompletionRequest` (openai/openai.go
-/// at fb3076099); Go's JSON decoder drops every other field unread.
-pub(crate) const OPENAI_FIELDS: &[&str] = &[
+/// The options that reach llama-server's sampler.
+const SAMPLING: &[&str] = &[
+    "temperature",
+    "top_k",
+    "top_p",
+    "min_p",
+    "typical_p",
+    "repeat_last_n",
+    "repeat_penalty",
+    "presence_penalty",
+    "frequency_penalty",
+    "seed",
+];
+
+/// The sampling fields of Ollama's `ChatCompletionRequest` and
+/// `CompletionRequest` (`seed` besides, which parity-core does not count as
+/// sampling); Go's JSON decoder drops every other field unread.
+const OPENAI_FIELDS: &[&str] = &[
     "temperature",
     "top_p",
     "frequency_penalty",
     "presence_penalty",
 ];
 
-/// The `options` Ollama's OpenAI endpoint builds from a chat-completions
-/// request (`FromChatRequest`): `temperature` and `top_p` as sent or 1.0
-/// (not Ollama's own 0.8 and 0.9), the two penalties and `seed` as sent;
-/// everything else keeps Ollama's defaults. Notes say which defaults bit.
-pub(crate) fn openai_options(request: &Map<String, Value>) -> (Map<String, Value>, Vec<String>) {
-    let mut options = Map::new();
-    let mut notes = Vec::new();
-    for field in ["temperature", "top_p"] {
-        match request.get(field) {
-            Some(v) if !v.is_null() => {
-                options.insert(field.into(), v.clone());
-            }
-            _ => {
-                options.insert(field.into(), Value::from(1.0));
-                notes.push(format!("{field} 1.0: this endpoint's default when absent"));
-            }
-        }
-    }
-    for field in ["frequency_penalty", "presence_penalty", "seed"] {
-        if let Some(v) = request.get(field).filter(|v| !v.is_null()) {
-            options.insert(field.into(), v.clone());
-        }
-    }
-    notes.push("top_k 40 (Ollama's default; the endpoint has no top_k field)".to_string());
-    (options, notes)
+/// Which layer set an option.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Source {
+    Default,
+    Model,
+    Request,
+    /// Filled in by an OpenAI endpoint when the request left it out.
+    Endpoint,
 }
 
-/// Go's `int64(f)` on amd64: truncation; out of range gives the minimum.
+/// The ten sampling options as Ollama holds them (Go `int` is 64-bit).
+#[derive(Debug, Clone, PartialEq)]
+struct Options {
+    ints: [(&'static str, i64, Source); 3],
+    floats: [(&'static str, f32, Source); 7],
+}
+
+/// Where a map of options comes from, for error messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Layer {
+    Model,
+    Request,
+}
+
+impl Options {
+    fn defaults(version: Version) -> Self {
+        let d = Source::Default;
+        Self {
+            ints: [("top_k", 40, d), ("repeat_last_n", 64, d), ("seed", -1, d)],
+            floats: [
+                ("temperature", 0.8, d),
+                ("top_p", 0.9, d),
+                ("min_p", 0.0, d),
+                ("typical_p", 1.0, d),
+                ("repeat_penalty", version.default_repeat_penalty(), d),
+                ("presence_penalty", 0.0, d),
+                ("frequency_penalty", 0.0, d),
+            ],
+        }
+    }
+
+    /// `opts.FromMap(m)`: one more layer, with `source` recorded for every
+    /// field it sets.
+    fn layer(&mut self, m: &Map<String, Value>, layer: Layer, source: Source) -> Result<(), Error> {
+        for (key, val) in m {
+            let Some(&(_, kind)) = ALL_OPTIONS.iter().find(|(n, _)| n == key) else {
+                let whose = match layer {
+                    Layer::Model => "model parameter",
+                    Layer::Request => "option",
+                };
+                return Err(Error::new(format_args!(
+                    "unknown {whose} `{key}` (= {val}; Ollama would log \"invalid option provided\" and ignore it; known options: {})",
+                    ALL_OPTIONS
+                        .iter()
+                        .map(|o| o.0)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )));
+            };
+            if val.is_null() {
+                continue;
+            }
+            let refuse = |what: &str| {
+                let prefix = match layer {
+                    Layer::Model => "model parameter ",
+                    Layer::Request => "",
+                };
+                let consequence = match layer {
+                    Layer::Model => "Ollama fails every request to this model",
+                    Layer::Request => "Ollama refuses it",
+                };
+                Error::new(format_args!(
+                    "{prefix}`{key}` = {val}: {consequence} (option \"{key}\" must be {what})"
+                ))
+            };
+            match kind {
+                Kind::Int | Kind::Float => {
+                    let Some(f) = val.as_f64() else {
+                        return Err(refuse(if kind == Kind::Int {
+                            "of type integer"
+                        } else {
+                            "of type float32"
+                        }));
+                    };
+                    if let Some(slot) = self.ints.iter_mut().find(|s| s.0 == key) {
+                        *slot = (slot.0, go_int(f), source);
+                    } else if let Some(slot) = self.floats.iter_mut().find(|s| s.0 == key) {
+                        *slot = (slot.0, f as f32, source);
+                    }
+                }
+                Kind::Bool => {
+                    if !val.is_boolean() {
+                        return Err(refuse("of type boolean"));
+                    }
+                }
+                Kind::Strings => {
+                    let Some(items) = val.as_array() else {
+                        return Err(refuse("of type array"));
+                    };
+                    if !items.iter().all(Value::is_string) {
+                        return Err(refuse("of an array of strings"));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn int(&self, name: &str) -> (i64, Source) {
+        self.ints
+            .iter()
+            .find(|s| s.0 == name)
+            .map_or((0, Source::Default), |s| (s.1, s.2))
+    }
+
+    fn float(&self, name: &str) -> (f32, Source) {
+        self.floats
+            .iter()
+            .find(|s| s.0 == name)
+            .map_or((0.0, Source::Default), |s| (s.1, s.2))
+    }
+
+    /// The option's value as text (a float32 printed shortest).
+    fn show(&self, name: &str) -> String {
+        if self.ints.iter().any(|s| s.0 == name) {
+            self.int(name).0.to_string()
+        } else {
+            self.float(name).0.to_string()
+        }
+    }
+
+    fn source(&self, name: &str) -> Source {
+        if self.ints.iter().any(|s| s.0 == name) {
+            self.int(name).1
+        } else {
+            self.float(name).1
+        }
+    }
+
+    /// The llama-server `/completion` body's sampling fields.
+    fn to_request(&self) -> Result<Map<String, Value>, Error> {
+        let mut out = Map::new();
+        for &(name, v, _) in &self.floats {
+            if !v.is_finite() {
+                return Err(Error::new(format_args!(
+                    "`{name}` is infinite as a float32: Ollama cannot send it (json: unsupported value: {})",
+                    if v > 0.0 { "+Inf" } else { "-Inf" }
+                )));
+            }
+            if name == "typical_p" && v == 0.0 {
+                continue; // omitempty
+            }
+            let n = Number::from_f64(f64::from(v)).unwrap_or_else(|| Number::from(0));
+            out.insert(name.to_string(), Value::Number(n));
+        }
+        for &(name, v, _) in &self.ints {
+            out.insert(name.to_string(), Value::Number(Number::from(v)));
+        }
+        Ok(out)
+    }
+}
+
+/// Go's `int64(f)` on amd64: truncation; out of range (or NaN) gives the
+/// minimum.
 fn go_int(f: f64) -> i64 {
     if f > -9.223_372_036_854_776e18 && f < 9.223_372_036_854_776e18 {
         f as i64
@@ -86,69 +437,473 @@ fn go_int(f: f64) -> i64 {
     }
 }
 
-/// The llama-server request for these Ollama options (plus `draws`, passed
-/// through for replay).
-pub(crate) fn request(options: &Map<String, Value>) -> Result<Map<String, Value>, Error> {
-    let mut ints: Vec<(&str, i64)> = vec![("top_k", 40), ("repeat_last_n", 64), ("seed", -1)];
-    let mut floats: Vec<(&str, f32)> = vec![
-        ("temperature", 0.8),
-        ("top_p", 0.9),
-        ("min_p", 0.0),
-        ("typical_p", 1.0),
-        ("repeat_penalty", 1.0),
-        ("presence_penalty", 0.0),
-        ("frequency_penalty", 0.0),
-    ];
-    let mut draws = None;
-    for (key, val) in options {
-        if key == "draws" {
-            draws = Some(val.clone());
-            continue;
-        }
-        let Some(&(_, is_int)) = OPTIONS.iter().find(|(n, _)| n == key) else {
-            return Err(Error::new(format_args!(
-                "unknown option `{key}` (Ollama would log \"invalid option provided\" and ignore it; known sampling options: {})",
-                OPTIONS.iter().map(|o| o.0).collect::<Vec<_>>().join(", ")
-            )));
-        };
-        if val.is_null() {
-            continue;
-        }
-        let Some(f) = val.as_f64() else {
-            let kind = if is_int { "integer" } else { "float32" };
-            return Err(Error::new(format_args!(
-                "`{key}` = {val}: Ollama refuses it (option \"{key}\" must be of type {kind})"
-            )));
-        };
-        if is_int {
-            if let Some(slot) = ints.iter_mut().find(|(n, _)| n == key) {
-                slot.1 = go_int(f);
+/// The name of a JSON value's kind in Go's `UnmarshalTypeError` text.
+fn go_kind(v: &Value) -> String {
+    match v {
+        Value::Null => "null".into(),
+        Value::Bool(_) => "bool".into(),
+        Value::Number(n) => format!("number {n}"),
+        Value::String(_) => "string".into(),
+        Value::Array(_) => "array".into(),
+        Value::Object(_) => "object".into(),
+    }
+}
+
+/// Decodes one field of an OpenAI request struct as Go's `encoding/json`
+/// does: `None` for absent or null, the number (rounded to float32 for a
+/// float32 field), or gin's 400 with Go's text.
+fn go_field(
+    endpoint: Endpoint,
+    request: &Map<String, Value>,
+    field: &str,
+    go_type: &str,
+) -> Result<Option<f64>, Error> {
+    let strukt = match endpoint {
+        Endpoint::OpenAiCompletions => "CompletionRequest",
+        _ => "ChatCompletionRequest",
+    };
+    let path = endpoint.name().trim_start_matches("Ollama ");
+    let refuse = |v: &Value| {
+        Error::new(format_args!(
+            "`{field}` = {v}: Ollama's {path} refuses the request (json: cannot unmarshal {} into Go struct field {strukt}.{field} of type {go_type})",
+            go_kind(v)
+        ))
+    };
+    let Some(v) = request.get(field).filter(|v| !v.is_null()) else {
+        return Ok(None);
+    };
+    let Value::Number(n) = v else {
+        return Err(refuse(v));
+    };
+    match go_type {
+        "int" => match n.as_i64() {
+            // Re-encoded as JSON by the middleware, read back as float64.
+            Some(i) => Ok(Some(i as f64)),
+            None => Err(refuse(v)),
+        },
+        "float32" => {
+            let f = n.as_f64().unwrap_or(f64::INFINITY) as f32;
+            if f.is_finite() {
+                Ok(Some(f64::from(f)))
+            } else {
+                Err(refuse(v))
             }
-        } else if let Some(slot) = floats.iter_mut().find(|(n, _)| n == key) {
-            slot.1 = f as f32;
         }
+        _ => n.as_f64().map(Some).ok_or_else(|| refuse(v)),
     }
-    let mut out = Map::new();
-    for (name, v) in floats {
-        if !v.is_finite() {
-            return Err(Error::new(format_args!(
-                "`{name}` is infinite as a float32: Ollama cannot send it (json: unsupported value: {})",
-                if v > 0.0 { "+Inf" } else { "-Inf" }
-            )));
+}
+
+/// The `options` map an OpenAI endpoint builds from a request body
+/// (`FromChatRequest` / `FromCompleteRequest`), as the handler reads it
+/// back: numbers as float64.
+fn openai_options(
+    endpoint: Endpoint,
+    request: &Map<String, Value>,
+) -> Result<Map<String, Value>, Error> {
+    let mut options = Map::new();
+    let mut put = |k: &str, v: f64| {
+        options.insert(k.into(), Value::from(v));
+    };
+    if endpoint == Endpoint::OpenAiCompletions {
+        put(
+            "temperature",
+            go_field(endpoint, request, "temperature", "float32")?.unwrap_or(1.0),
+        );
+        if let Some(seed) = go_field(endpoint, request, "seed", "int")? {
+            put("seed", seed);
         }
-        if name == "typical_p" && v == 0.0 {
-            continue; // omitempty
+        for f in ["frequency_penalty", "presence_penalty"] {
+            put(f, go_field(endpoint, request, f, "float32")?.unwrap_or(0.0));
         }
-        let n = Number::from_f64(f64::from(v)).unwrap_or_else(|| Number::from(0));
-        out.insert(name.to_string(), Value::Number(n));
+        // `if r.TopP != 0.0 { ... } else { options["top_p"] = 1.0 }`
+        let top_p = go_field(endpoint, request, "top_p", "float32")?.unwrap_or(0.0);
+        put("top_p", if top_p == 0.0 { 1.0 } else { top_p });
+    } else {
+        put(
+            "temperature",
+            go_field(endpoint, request, "temperature", "float64")?.unwrap_or(1.0),
+        );
+        if let Some(seed) = go_field(endpoint, request, "seed", "int")? {
+            put("seed", seed);
+        }
+        for f in ["frequency_penalty", "presence_penalty"] {
+            if let Some(v) = go_field(endpoint, request, f, "float64")? {
+                put(f, v);
+            }
+        }
+        put(
+            "top_p",
+            go_field(endpoint, request, "top_p", "float64")?.unwrap_or(1.0),
+        );
     }
-    for (name, v) in ints {
-        out.insert(name.to_string(), Value::Number(Number::from(v)));
+    Ok(options)
+}
+
+/// The options Ollama runs with at `endpoint`, layer by layer.
+fn layered(
+    endpoint: Endpoint,
+    version: Version,
+    model: Option<&Map<String, Value>>,
+    request: &Map<String, Value>,
+) -> Result<Options, Error> {
+    let mut o = Options::defaults(version);
+    if let Some(m) = model {
+        o.layer(m, Layer::Model, Source::Model)?;
     }
-    if let Some(d) = draws {
-        out.insert("draws".to_string(), d);
+    if endpoint.is_openai() {
+        let options = openai_options(endpoint, request)?;
+        o.layer(&options, Layer::Request, Source::Request)?;
+        // What the endpoint filled in itself is not the request's.
+        for field in ["temperature", "top_p"] {
+            let unset = request.get(field).is_none_or(Value::is_null);
+            // /v1/completions: `if r.TopP != 0.0` on the float32.
+            let zero_top_p = endpoint == Endpoint::OpenAiCompletions
+                && field == "top_p"
+                && request
+                    .get(field)
+                    .and_then(Value::as_f64)
+                    .is_some_and(|p| p as f32 == 0.0);
+            if unset || zero_top_p {
+                mark(&mut o, field, Source::Endpoint);
+            }
+        }
+        if endpoint == Endpoint::OpenAiCompletions {
+            for field in ["frequency_penalty", "presence_penalty"] {
+                if request.get(field).is_none_or(Value::is_null) {
+                    mark(&mut o, field, Source::Endpoint);
+                }
+            }
+        }
+    } else {
+        o.layer(request, Layer::Request, Source::Request)?;
     }
-    Ok(out)
+    Ok(o)
+}
+
+fn mark(o: &mut Options, field: &str, source: Source) {
+    if let Some(s) = o.floats.iter_mut().find(|s| s.0 == field) {
+        s.2 = source;
+    }
+}
+
+/// The sampling fields of the llama-server `/completion` request Ollama
+/// sends at `endpoint`, given its defaults at `version`, the model's
+/// published parameters `model` (the JSON object of its params layer; `None`
+/// when it has none) and `request`: the `options` object for
+/// [`Endpoint::Generate`] and [`Endpoint::Chat`], the request body for the
+/// OpenAI endpoints. Errors name the field and quote the value: a wrong
+/// type in any layer (Ollama's 400, or its error for every request to a
+/// model with a bad parameter), an unknown option (which Ollama would log
+/// and ignore), a float32 overflow Ollama cannot encode.
+pub fn merge(
+    endpoint: Endpoint,
+    version: Version,
+    model: Option<&Map<String, Value>>,
+    request: &Map<String, Value>,
+) -> Result<Map<String, Value>, Error> {
+    layered(endpoint, version, model, request)?.to_request()
+}
+
+/// Ollama's next-token sampling for a GGUF model: its options layered over
+/// its defaults (at a [`Version`]) and the model's own parameters, sent to
+/// llama-server, run through llama.cpp's chain.
+#[derive(Debug, Clone, Default)]
+pub struct Ollama {
+    model: Option<Map<String, Value>>,
+    version: Version,
+}
+
+impl Ollama {
+    /// Ollama serving a model whose published parameters (the JSON object
+    /// of its params layer, e.g. `{"temperature": 0.6, "top_k": 20,
+    /// "stop": ["<|im_end|>"]}`) are `params`. They are checked now as
+    /// `Options.FromMap` would check them; the error names the parameter
+    /// and quotes its value.
+    pub fn with_model_params(params: Map<String, Value>) -> Result<Self, Error> {
+        Options::defaults(Version::NEWEST).layer(&params, Layer::Model, Source::Model)?;
+        Ok(Self {
+            model: Some(params),
+            version: Version::NEWEST,
+        })
+    }
+
+    /// The same, at another Ollama version (what `from_request` and params
+    /// without `version` use).
+    pub fn at_version(mut self, version: Version) -> Self {
+        self.version = version;
+        self
+    }
+
+    /// The model's parameters, when given.
+    pub fn model_params(&self) -> Option<&Map<String, Value>> {
+        self.model.as_ref()
+    }
+
+    /// The version used when params do not name one.
+    pub fn version(&self) -> Version {
+        self.version
+    }
+
+    /// The llama-server request for these options (`version` and `draws`
+    /// read and set aside first).
+    fn request(&self, params: &Map<String, Value>) -> Result<Map<String, Value>, Error> {
+        let mut version = self.version;
+        let mut options = Map::new();
+        let mut draws = None;
+        for (key, val) in params {
+            match key.as_str() {
+                "draws" => draws = Some(val.clone()),
+                "version" => match val {
+                    Value::Null => {}
+                    Value::String(s) => version = Version::parse(s)?,
+                    other => {
+                        return Err(Error::new(format_args!(
+                            "`version` = {other}: expected a string such as \"0.32.9\""
+                        )));
+                    }
+                },
+                _ => {
+                    options.insert(key.clone(), val.clone());
+                }
+            }
+        }
+        let mut out = merge(Endpoint::Chat, version, self.model.as_ref(), &options)?;
+        if let Some(d) = draws {
+            out.insert("draws".to_string(), d);
+        }
+        Ok(out)
+    }
+
+    /// One route: `endpoint`'s reading of an OpenAI-style `request`.
+    fn route(&self, endpoint: Endpoint, request: &Map<String, Value>) -> Route<ServerParams> {
+        let fields = if endpoint.is_openai() {
+            OPENAI_FIELDS
+        } else {
+            SAMPLING
+        };
+        let consumed = |k: &str| fields.contains(&k);
+        // The OpenAI endpoints read the whole body; the native ones take the
+        // request's sampling fields as their `options`.
+        let input: Map<String, Value> = if endpoint.is_openai() {
+            request.clone()
+        } else {
+            request
+                .iter()
+                .filter(|(k, _)| consumed(k))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect()
+        };
+        let layers = layered(endpoint, self.version, self.model.as_ref(), &input);
+        let params = layers
+            .as_ref()
+            .map_err(Clone::clone)
+            .and_then(Options::to_request)
+            .and_then(|r| params::parse(&r));
+        let mut route = Route::new(endpoint.name(), params).ignoring_all_but(request, consumed);
+        if let Ok(o) = &layers {
+            route.notes = self.notes(endpoint, o);
+        }
+        route
+    }
+
+    /// What the layers decided, for the reader of a route.
+    fn notes(&self, endpoint: Endpoint, o: &Options) -> Vec<String> {
+        let mut notes = Vec::new();
+        let by = |source: Source| -> Vec<String> {
+            SAMPLING
+                .iter()
+                .filter(|n| o.source(n) == source)
+                .map(|n| format!("{n} {}", o.show(n)))
+                .collect()
+        };
+        for f in by(Source::Endpoint) {
+            notes.push(format!(
+                "{f}: this endpoint's value when the request leaves it out"
+            ));
+        }
+        if let Some(m) = &self.model {
+            let overwritten: Vec<&str> = SAMPLING
+                .iter()
+                .copied()
+                .filter(|n| m.get(*n).is_some_and(|v| !v.is_null()) && o.source(n) != Source::Model)
+                .collect();
+            let from_model = by(Source::Model);
+            if !from_model.is_empty() {
+                notes.push(format!(
+                    "from the model's parameters: {}",
+                    from_model.join(", ")
+                ));
+            }
+            if !overwritten.is_empty() {
+                notes.push(format!(
+                    "the model's {} overridden by {}",
+                    overwritten.join(", "),
+                    if endpoint.is_openai() {
+                        "the request or this endpoint"
+                    } else {
+                        "the request's options"
+                    }
+                ));
+            }
+        }
+        let defaults = by(Source::Default)
+            .into_iter()
+            .filter(|f| !f.starts_with("presence_penalty") && !f.starts_with("frequency_penalty"))
+            .collect::<Vec<_>>();
+        if !defaults.is_empty() {
+            notes.push(format!(
+                "Ollama {} defaults: {}",
+                self.version,
+                defaults.join(", ")
+            ));
+        }
+        if o.source("repeat_penalty") == Source::Default
+            && self.version < Version::REPEAT_PENALTY_1_0
+        {
+            notes.push(
+                "repeat_penalty 1.1 is Ollama's default up to v0.32.9 (1.0 from v0.32.10)".into(),
+            );
+        }
+        if o.float("typical_p").0 == 0.0
+            && endpoint != Endpoint::Generate
+            && endpoint != Endpoint::OpenAiCompletions
+        {
+            notes.push("typical_p 0 is omitted (off) on llama-server's /completion, but sent (keeping one token) when the model's chat goes through llama-server's own chat template".into());
+        }
+        if endpoint == Endpoint::Chat {
+            notes.push("/api/generate layers its options the same way".into());
+        }
+        notes
+    }
+}
+
+const OLLAMA_PARAMS: &[ParamInfo] = &[
+    ParamInfo {
+        name: "temperature",
+        default: "0.8",
+        meaning: "sent as llama-server temperature",
+    },
+    ParamInfo {
+        name: "top_k",
+        default: "40",
+        meaning: "sent as top_k",
+    },
+    ParamInfo {
+        name: "top_p",
+        default: "0.9",
+        meaning: "sent as top_p",
+    },
+    ParamInfo {
+        name: "min_p",
+        default: "0.0",
+        meaning: "sent as min_p (so llama-server's 0.05 is off)",
+    },
+    ParamInfo {
+        name: "typical_p",
+        default: "1.0",
+        meaning: "sent unless 0 (then llama-server's 1.0)",
+    },
+    ParamInfo {
+        name: "repeat_last_n",
+        default: "64",
+        meaning: "sent as repeat_last_n; -1 is refused by llama-server",
+    },
+    ParamInfo {
+        name: "repeat_penalty",
+        default: "1.0",
+        meaning: "sent as repeat_penalty; default 1.1 up to v0.32.9",
+    },
+    ParamInfo {
+        name: "presence_penalty",
+        default: "0.0",
+        meaning: "sent as presence_penalty",
+    },
+    ParamInfo {
+        name: "frequency_penalty",
+        default: "0.0",
+        meaning: "sent as frequency_penalty",
+    },
+    ParamInfo {
+        name: "seed",
+        default: "-1",
+        meaning: "sent as seed; -1 is random",
+    },
+    ParamInfo {
+        name: "version",
+        default: "\"0.33.0-rc2\"",
+        meaning: "(not an Ollama option) Ollama 0.30.0 to 0.33.0-rc2: the defaults of that version",
+    },
+    ParamInfo {
+        name: "draws",
+        default: "none",
+        meaning: "(not an Ollama option) replay this many seeded draws; needs seed",
+    },
+];
+
+static OLLAMA_INFO: Info = Info {
+    name: "ollama",
+    engine: "Ollama v0.30.0 to v0.33.0-rc2 (fb307609; version param), GGUF models on llama-server (safetensors/MLX not covered); options over the model's parameters, sent to llama-server; chain of llama.cpp 0c1e57098",
+    summary: "Ollama's defaults (temperature 0.8, top_k 40, top_p 0.9, min_p 0, repeat_last_n 64; repeat_penalty 1.1 up to v0.32.9, 1.0 from v0.32.10), then the model's parameters, then the request's options, sent to llama-server and run through its chain",
+    verified_against: "the request Ollama sends for empty options, recorded through the real llama.cpp chain (case ollama_defaults in fixtures/llamacpp/cases.jsonl); the layering and per-version defaults read from the Ollama source at v0.30.0, v0.32.9, v0.32.10 and v0.33.0-rc2",
+    params: OLLAMA_PARAMS,
+};
+
+impl Semantics for Ollama {
+    type Params = ServerParams;
+
+    fn info(&self) -> &'static Info {
+        &OLLAMA_INFO
+    }
+
+    /// `params` are the request's `options` (plus `version` and `draws`),
+    /// layered over the defaults and the model's parameters.
+    fn parse_params(&self, params: &Map<String, Value>) -> Result<ServerParams, Error> {
+        params::parse(&self.request(params)?)
+    }
+
+    fn distribution(
+        &self,
+        logits: &Logits,
+        context: &Context<'_>,
+        params: &ServerParams,
+    ) -> Result<Distribution, Error> {
+        crate::engine::distribution(params, logits, context)
+    }
+
+    fn from_generate(&self, kwargs: &Map<String, Value>) -> Option<Result<ServerParams, Error>> {
+        // Ollama's option names are llama-server's for everything generate
+        // kwargs can say.
+        let options = crate::request_for_generate(kwargs)?;
+        Some(self.parse_params(&options))
+    }
+
+    /// Ollama's OpenAI endpoints (openai/openai.go `FromChatRequest`,
+    /// `FromCompleteRequest`) and its own `/api/chat` (and `/api/generate`,
+    /// the same), whose `options` are this semantics' params — each over
+    /// the model's parameters when given ([`Ollama::with_model_params`]).
+    /// Ollama never reads a generation config.
+    fn from_request(
+        &self,
+        request: &Map<String, Value>,
+        _generation_config: Option<&Map<String, Value>>,
+    ) -> Vec<Route<ServerParams>> {
+        [
+            Endpoint::OpenAiChat,
+            Endpoint::OpenAiCompletions,
+            Endpoint::Chat,
+        ]
+        .into_iter()
+        .map(|e| self.route(e, request))
+        .collect()
+    }
+
+    fn describe(&self, params: &ServerParams) -> Option<String> {
+        Some(params.describe())
+    }
+
+    fn explain(&self, row: &Against<'_>, params: &ServerParams) -> Explanation {
+        crate::explain(row, params)
+    }
 }
 
 #[cfg(test)]
@@ -156,9 +911,16 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    fn obj(v: Value) -> Map<String, Value> {
+        match v {
+            Value::Object(m) => m,
+            _ => Map::new(),
+        }
+    }
+
     #[test]
     fn empty_options_send_ollamas_defaults() {
-        let r = request(&Map::new()).expect("defaults");
+        let r = merge(Endpoint::Chat, Version::NEWEST, None, &Map::new()).expect("defaults");
         let v = Value::Object(r);
         assert_eq!(v["top_k"], json!(40));
         assert_eq!(v["min_p"], json!(0.0));
@@ -167,23 +929,41 @@ mod tests {
         assert_eq!(v["top_p"], json!(f64::from(0.9f32)));
         assert_eq!(v["temperature"], json!(f64::from(0.8f32)));
         assert_eq!(v["typical_p"], json!(1.0));
+        assert_eq!(v["repeat_penalty"], json!(1.0));
     }
 
     #[test]
     fn ints_truncate_typical_zero_is_omitted_and_types_are_checked() {
-        let o = json!({"top_k": 7.9, "typical_p": 0});
-        let r = request(o.as_object().expect("object")).expect("ok");
+        let o = obj(json!({"top_k": 7.9, "typical_p": 0}));
+        let r = merge(Endpoint::Chat, Version::NEWEST, None, &o).expect("ok");
         assert_eq!(r["top_k"], json!(7));
         assert!(!r.contains_key("typical_p"));
-        let o = json!({"top_k": "7"});
-        let e = request(o.as_object().expect("object"))
+        let o = obj(json!({"top_k": "7"}));
+        let e = merge(Endpoint::Chat, Version::NEWEST, None, &o)
             .unwrap_err()
             .to_string();
         assert_eq!(
             e,
             "`top_k` = \"7\": Ollama refuses it (option \"top_k\" must be of type integer)"
         );
-        let o = json!({"num_ctx": 4096});
-        assert!(request(o.as_object().expect("object")).is_err());
+        // num_ctx is an Ollama option that does not shape sampling: checked, ignored.
+        let o = obj(json!({"num_ctx": 4096, "stop": ["\n"]}));
+        assert!(merge(Endpoint::Chat, Version::NEWEST, None, &o).is_ok());
+        let o = obj(json!({"num_ctx": "big"}));
+        assert!(merge(Endpoint::Chat, Version::NEWEST, None, &o).is_err());
+        let o = obj(json!({"num_ctxx": 4096}));
+        assert!(merge(Endpoint::Chat, Version::NEWEST, None, &o).is_err());
+    }
+
+    #[test]
+    fn versions_parse_within_the_covered_range() {
+        assert_eq!(Version::parse("0.33.0-rc2").expect("ok"), Version::NEWEST);
+        assert_eq!(Version::parse("v0.30.0").expect("ok").to_string(), "0.30.0");
+        assert!(Version::parse("0.30.0-rc31").is_err());
+        assert!(Version::parse("0.29.9").is_err());
+        assert!(Version::parse("0.33.0").is_err());
+        assert!(Version::parse("0.32").is_err());
+        assert!(Version::parse("0.32.10-rc0").expect("ok") >= Version::REPEAT_PENALTY_1_0);
+        assert!(Version::parse("0.32.9").expect("ok") < Version::REPEAT_PENALTY_1_0);
     }
 }

@@ -28,7 +28,7 @@ fn generate_kwargs_map_literally() {
         request_for_generate(&obj(json!({"do_sample": true, "epsilon_cutoff": 3e-4}))).is_none()
     );
     assert!(
-        Ollama
+        Ollama::default()
             .from_generate(&obj(json!({"do_sample": true})))
             .is_some()
     );

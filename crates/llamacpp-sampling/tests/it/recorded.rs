@@ -264,10 +264,12 @@ fn ollama_empty_options_are_the_recorded_ollama_request() {
         let f = &fx[&c.fixture];
         let ctx = Context::new(&f.input_ids, None).expect("context");
         let opts = json!({"seed": c.seed.unwrap_or(h.seed), "draws": c.tokens.len()});
-        let params = Ollama
+        let params = Ollama::default()
             .parse_params(opts.as_object().expect("object"))
             .expect("options parse");
-        let d = Ollama.distribution(&f.logits, &ctx, &params).expect("runs");
+        let d = Ollama::default()
+            .distribution(&f.logits, &ctx, &params)
+            .expect("runs");
         assert_eq!(
             d.tokens().expect("draws"),
             c.tokens.as_slice(),
