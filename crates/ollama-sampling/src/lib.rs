@@ -105,9 +105,32 @@ use parity_core::{
 pub use options::OllamaOptions;
 pub use sampler::{Settings, Steps, Token};
 
-/// Ollama's Go-engine sampler (v0.6.2 – v0.25.0-rc0, f63eea3d2).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct OllamaGo;
+/// Ollama's Go-engine sampler (v0.6.2 – v0.25.0-rc0, f63eea3d2), serving a
+/// model with no published parameters ([`OllamaGo::default`]) or with the
+/// ones given to [`OllamaGo::with_model_params`].
+#[derive(Debug, Clone, Default)]
+pub struct OllamaGo {
+    model: Option<Map<String, Value>>,
+}
+
+impl OllamaGo {
+    /// Ollama serving a model whose Modelfile `PARAMETER`s (its params
+    /// layer, e.g. `{"temperature": 0.6, "top_k": 20, "stop": [...]}`) are
+    /// `params`: they fill every option a request leaves out
+    /// (server/routes.go `modelOptions`). Checked now as `FromMap` checks
+    /// them; the error names the parameter and quotes its value.
+    pub fn with_model_params(params: Map<String, Value>) -> Result<Self, Error> {
+        OllamaOptions::parse_over(Some(&params), &Map::new())?;
+        Ok(Self {
+            model: Some(params),
+        })
+    }
+
+    /// The model's parameters, when given.
+    pub fn model_params(&self) -> Option<&Map<String, Value>> {
+        self.model.as_ref()
+    }
+}
 
 static INFO: Info = Info {
     name: "ollama-go",
@@ -181,7 +204,7 @@ impl Semantics for OllamaGo {
     }
 
     fn parse_params(&self, params: &Map<String, Value>) -> Result<OllamaOptions, Error> {
-        OllamaOptions::parse(params)
+        OllamaOptions::parse_over(self.model.as_ref(), params)
     }
 
     fn distribution(
@@ -245,7 +268,7 @@ impl Semantics for OllamaGo {
         if !sample {
             options.insert("temperature".into(), json!(0.0));
         }
-        Some(OllamaOptions::parse(&options))
+        Some(self.parse_params(&options))
     }
 
     fn from_request(
@@ -253,7 +276,7 @@ impl Semantics for OllamaGo {
         request: &Map<String, Value>,
         _generation_config: Option<&Map<String, Value>>,
     ) -> Vec<Route<OllamaOptions>> {
-        request::routes(request)
+        request::routes(request, self.model.as_ref())
     }
 
     fn describe(&self, params: &OllamaOptions) -> Option<String> {

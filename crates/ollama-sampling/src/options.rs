@@ -122,15 +122,44 @@ pub(crate) fn f32_json(x: f32) -> Value {
 impl OllamaOptions {
     /// `DefaultOptions()` then `FromMap(options)`; `draws` as well.
     pub fn parse(options: &Map<String, Value>) -> Result<Self, Error> {
+        Self::parse_over(None, options)
+    }
+
+    /// `DefaultOptions()`, then `FromMap(model)` (the model's Modelfile
+    /// `PARAMETER`s: a non-sampling option such as `stop` is type-checked
+    /// and skipped, an unknown one skipped as Ollama skips it), then
+    /// `FromMap(options)` (this project's params: unknown names refused).
+    pub fn parse_over(
+        model: Option<&Map<String, Value>>,
+        options: &Map<String, Value>,
+    ) -> Result<Self, Error> {
         let mut o = Self::default();
-        for (key, val) in options {
-            if key == "draws" {
+        if let Some(model) = model {
+            o.apply(model, false)
+                .map_err(|e| Error::new(format_args!("the model's parameters: {e}")))?;
+        }
+        o.apply(options, true)?;
+        Ok(o)
+    }
+
+    /// `FromMap` over `map`; `strict` refuses names that are not sampling
+    /// options (and reads `draws`).
+    fn apply(&mut self, map: &Map<String, Value>, strict: bool) -> Result<(), Error> {
+        let o = self;
+        for (key, val) in map {
+            if key == "draws" && strict {
                 o.draws = parse_draws(val)?;
                 continue;
             }
             let Some(&(_, is_int, _, _)) = OPTIONS.iter().find(|(n, ..)| n == key) else {
-                let other = OTHER_OPTIONS.iter().any(|(n, _)| n == key);
-                return Err(Error::new(if other {
+                let other = OTHER_OPTIONS.iter().find(|(n, _)| n == key);
+                if !strict {
+                    if let Some((_, kind)) = other {
+                        check_other(key, val, kind)?;
+                    }
+                    continue;
+                }
+                return Err(Error::new(if other.is_some() {
                     format!(
                         "option `{key}` does not shape the next-token distribution (it is an Ollama option, but not a sampling one); sampling options: {}",
                         option_names()
@@ -177,7 +206,7 @@ impl OllamaOptions {
                 }
             }
         }
-        Ok(o)
+        Ok(())
     }
 
     /// The options as JSON: what the Go sampler reads, and under `ignored`
@@ -219,6 +248,25 @@ impl OllamaOptions {
             out.push(format!("typical_p {}", self.typical_p));
         }
         out
+    }
+}
+
+/// `FromMap`'s type check of an option that never reaches a sampler.
+pub(crate) fn check_other(key: &str, val: &Value, kind: &str) -> Result<(), Error> {
+    let ok = val.is_null()
+        || match kind {
+            "integer" => val.as_f64().is_some(),
+            "boolean" => val.is_boolean(),
+            _ => val
+                .as_array()
+                .is_some_and(|a| a.iter().all(Value::is_string)),
+        };
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::new(format_args!(
+            "`{key}` = {val}: Ollama refuses it (option \"{key}\" must be of type {kind})"
+        )))
     }
 }
 

@@ -24,7 +24,7 @@ use serde_json::{Map, Value};
 
 use parity_core::{Error, Route};
 
-use crate::options::{OPTIONS, OTHER_OPTIONS, OllamaOptions};
+use crate::options::{OPTIONS, OTHER_OPTIONS, OllamaOptions, check_other};
 
 /// The route names.
 pub(crate) const CHAT: &str = "Ollama v0.6.2–v0.25 Go engine /v1/chat/completions";
@@ -140,19 +140,8 @@ fn native_options(
         if OPTIONS.iter().any(|(n, ..)| n == k) {
             options.insert(k.clone(), v.clone());
         } else if let Some((_, kind)) = OTHER_OPTIONS.iter().find(|(n, _)| n == k) {
-            let ok = v.is_null()
-                || match *kind {
-                    "integer" => v.as_f64().is_some(),
-                    "boolean" => v.is_boolean(),
-                    _ => v.as_array().is_some_and(|a| a.iter().all(Value::is_string)),
-                };
-            if !ok {
-                return (
-                    Err(Error::new(format_args!(
-                        "`{k}` = {v}: Ollama refuses it (option \"{k}\" must be of type {kind})"
-                    ))),
-                    ignored,
-                );
+            if let Err(e) = check_other(k, v, kind) {
+                return (Err(e), ignored);
             }
         } else if nested {
             ignored.push(format!("options.{k}"));
@@ -174,8 +163,13 @@ fn sampler_ignores(route: &mut Route<OllamaOptions>, sent: &Map<String, Value>) 
     }
 }
 
-/// Every route, for [`crate::OllamaGo`]'s `from_request`.
-pub(crate) fn routes(request: &Map<String, Value>) -> Vec<Route<OllamaOptions>> {
+/// Every route, for [`crate::OllamaGo`]'s `from_request`: the model's
+/// parameters (when given) under each route's options.
+pub(crate) fn routes(
+    request: &Map<String, Value>,
+    model: Option<&Map<String, Value>>,
+) -> Vec<Route<OllamaOptions>> {
+    let parse = |o: Map<String, Value>| OllamaOptions::parse_over(model, &o);
     const CHAT_FIELDS: &[&str] = &[
         "temperature",
         "top_p",
@@ -186,7 +180,7 @@ pub(crate) fn routes(request: &Map<String, Value>) -> Vec<Route<OllamaOptions>> 
     let mut out = Vec::new();
 
     let chat = chat_options(request);
-    let mut route = Route::new(CHAT, chat.clone().and_then(|o| OllamaOptions::parse(&o)))
+    let mut route = Route::new(CHAT, chat.clone().and_then(parse))
         .ignoring_all_but(request, |k| CHAT_FIELDS.contains(&k));
     for (field, default) in [("temperature", "1.0"), ("top_p", "1.0")] {
         if request.get(field).is_none_or(Value::is_null) {
@@ -195,18 +189,19 @@ pub(crate) fn routes(request: &Map<String, Value>) -> Vec<Route<OllamaOptions>> 
             ));
         }
     }
-    route = route.note("top_k 40, min_p 0: Ollama's defaults (the endpoint has no such fields; a Modelfile PARAMETER would override them)");
+    route = route.note(if model.is_some() {
+        "top_k, min_p: the model's parameters, else Ollama's defaults 40 and 0 (the endpoint has no such fields)"
+    } else {
+        "top_k 40, min_p 0: Ollama's defaults (the endpoint has no such fields; the model's parameters would override them)"
+    });
     if let Ok(o) = &chat {
         sampler_ignores(&mut route, o);
     }
     out.push(route);
 
     let completion = completion_options(request);
-    let mut route = Route::new(
-        COMPLETIONS,
-        completion.clone().and_then(|o| OllamaOptions::parse(&o)),
-    )
-    .ignoring_all_but(request, |k| CHAT_FIELDS.contains(&k));
+    let mut route = Route::new(COMPLETIONS, completion.clone().and_then(parse))
+        .ignoring_all_but(request, |k| CHAT_FIELDS.contains(&k));
     if request
         .get("top_p")
         .is_none_or(|v| v.is_null() || v.as_f64() == Some(0.0))
@@ -222,10 +217,7 @@ pub(crate) fn routes(request: &Map<String, Value>) -> Vec<Route<OllamaOptions>> 
     out.push(route);
 
     let (native, ignored_options) = native_options(request);
-    let mut route = Route::new(
-        NATIVE,
-        native.clone().and_then(|o| OllamaOptions::parse(&o)),
-    );
+    let mut route = Route::new(NATIVE, native.clone().and_then(parse));
     if request.contains_key("options") {
         route.ignored = request
             .keys()
@@ -250,9 +242,11 @@ pub(crate) fn routes(request: &Map<String, Value>) -> Vec<Route<OllamaOptions>> 
         route = route.note("the request's fields that are Ollama option names, sent as `options`");
     }
     route.ignored.extend(ignored_options);
-    route = route.note(
-        "absent options: Ollama's defaults (temperature 0.8, top_k 40, top_p 0.9, min_p 0), unless the model's Modelfile sets them",
-    );
+    route = route.note(if model.is_some() {
+        "absent options: the model's parameters, else Ollama's defaults (temperature 0.8, top_k 40, top_p 0.9, min_p 0)"
+    } else {
+        "absent options: Ollama's defaults (temperature 0.8, top_k 40, top_p 0.9, min_p 0); no model parameters given"
+    });
     if let Ok(o) = &native {
         sampler_ignores(&mut route, o);
     }
@@ -275,7 +269,7 @@ mod tests {
 
     #[test]
     fn chat_fills_one_where_ollama_would_fill_its_own() {
-        let r = routes(&map(json!({"top_k": 5, "frequency_penalty": 0.5})));
+        let r = routes(&map(json!({"top_k": 5, "frequency_penalty": 0.5})), None);
         let chat = r[0].params.as_ref().expect("valid");
         assert_eq!((chat.temperature, chat.top_p, chat.top_k), (1.0, 1.0, 40));
         assert_eq!(r[0].ignored, vec!["top_k", "frequency_penalty"]);
@@ -288,15 +282,15 @@ mod tests {
 
     #[test]
     fn completions_top_p_zero_is_one_and_types_are_decoded() {
-        let r = routes(&map(json!({"top_p": 0, "temperature": 0.5})));
+        let r = routes(&map(json!({"top_p": 0, "temperature": 0.5})), None);
         assert_eq!(r[0].params.as_ref().expect("chat").top_p, 0.0);
         assert_eq!(r[1].params.as_ref().expect("completions").top_p, 1.0);
-        let r = routes(&map(json!({"seed": 1.5})));
+        let r = routes(&map(json!({"seed": 1.5})), None);
         assert_eq!(
             r[0].params.as_ref().unwrap_err().to_string(),
             "`seed` = 1.5: Ollama answers 400 (json: cannot unmarshal number 1.5 into Go struct field ChatCompletionRequest.seed of type int)"
         );
-        let r = routes(&map(json!({"temperature": 1e39})));
+        let r = routes(&map(json!({"temperature": 1e39})), None);
         assert!(
             r[0].params.is_err(),
             "float32 overflow reaches the runner as +Inf"
@@ -312,11 +306,37 @@ mod tests {
 
     #[test]
     fn native_reads_the_options_object() {
-        let r = routes(&map(
-            json!({"options": {"top_k": 3, "num_ctx": 8, "foo": 1}, "top_p": 0.5}),
-        ));
+        let r = routes(
+            &map(json!({"options": {"top_k": 3, "num_ctx": 8, "foo": 1}, "top_p": 0.5})),
+            None,
+        );
         let n = r[2].params.as_ref().expect("valid");
         assert_eq!((n.top_k, n.top_p), (3, 0.9));
         assert_eq!(r[2].ignored, vec!["top_p", "options.foo"]);
+    }
+
+    #[test]
+    fn model_parameters_fill_what_the_route_leaves_out() {
+        // qwen3's published parameters, say
+        let model =
+            map(json!({"temperature": 0.6, "top_k": 20, "top_p": 0.95, "stop": ["<|im_end|>"]}));
+        let r = routes(&map(json!({"temperature": 0.7})), Some(&model));
+        let chat = r[0].params.as_ref().expect("chat");
+        // the endpoint always sets temperature and top_p; top_k is the model's
+        assert_eq!((chat.temperature, chat.top_p, chat.top_k), (0.7, 1.0, 20));
+        let native = r[2].params.as_ref().expect("native");
+        assert_eq!(
+            (native.temperature, native.top_p, native.top_k),
+            (0.7, 0.95, 20)
+        );
+        let bad = map(json!({"top_k": "20"}));
+        let r = routes(&map(json!({})), Some(&bad));
+        assert!(
+            r[2].params
+                .as_ref()
+                .unwrap_err()
+                .to_string()
+                .starts_with("the model's parameters: `top_k`")
+        );
     }
 }

@@ -6,7 +6,7 @@ use parity_core::{Context, Logits, Semantics};
 use serde_json::{Value, json};
 
 fn parse(v: Value) -> Result<ollama_sampling::OllamaOptions, String> {
-    OllamaGo
+    OllamaGo::default()
         .parse_params(v.as_object().expect("object"))
         .map_err(|e| e.to_string())
 }
@@ -14,7 +14,7 @@ fn parse(v: Value) -> Result<ollama_sampling::OllamaOptions, String> {
 fn dist(logits: &[f32], params: Value) -> Result<parity_core::Distribution, String> {
     let p = parse(params)?;
     let ctx = Context::new(&[], None).expect("context");
-    OllamaGo
+    OllamaGo::default()
         .distribution(&Logits::from_f32(logits), &ctx, &p)
         .map_err(|e| e.to_string())
 }
@@ -66,8 +66,10 @@ fn penalties_and_context_change_nothing() {
     let with = Context::new(&ids, Some(2)).expect("context");
     let without = Context::new(&[], None).expect("context");
     let l = Logits::from_f32(&logits);
-    let a = OllamaGo.distribution(&l, &without, &plain).expect("plain");
-    let b = OllamaGo
+    let a = OllamaGo::default()
+        .distribution(&l, &without, &plain)
+        .expect("plain");
+    let b = OllamaGo::default()
         .distribution(&l, &with, &penalised)
         .expect("penalised");
     assert_eq!(a, b);

@@ -11,7 +11,7 @@ fn map(v: Value) -> Map<String, Value> {
 
 #[test]
 fn generate_kwargs_map_literally_and_greedy_is_temperature_zero() {
-    let p = OllamaGo
+    let p = OllamaGo::default()
         .from_generate(&map(
             json!({"do_sample": true, "temperature": 0.7, "top_k": 20,
             "repetition_penalty": 1.3}),
@@ -22,13 +22,13 @@ fn generate_kwargs_map_literally_and_greedy_is_temperature_zero() {
         (p.temperature, p.top_k, p.top_p, p.repeat_penalty),
         (0.7, 20, 0.9, 1.3)
     );
-    let g = OllamaGo
+    let g = OllamaGo::default()
         .from_generate(&map(json!({"do_sample": false, "top_k": 5})))
         .expect("expressible")
         .expect("valid");
     assert_eq!((g.temperature, g.top_k), (0.0, 40));
     assert!(
-        OllamaGo
+        OllamaGo::default()
             .from_generate(&map(json!({"do_sample": true, "eta_cutoff": 0.001})))
             .is_none()
     );
@@ -36,10 +36,11 @@ fn generate_kwargs_map_literally_and_greedy_is_temperature_zero() {
 
 #[test]
 fn describe_lists_what_the_sampler_ignores() {
-    let p = OllamaGo
+    let p = OllamaGo::default()
         .parse_params(&map(json!({"repeat_penalty": 1.3})))
         .expect("valid");
-    let d: Value = serde_json::from_str(&OllamaGo.describe(&p).expect("text")).expect("json");
+    let d: Value =
+        serde_json::from_str(&OllamaGo::default().describe(&p).expect("text")).expect("json");
     assert_eq!(d["temperature"], json!(0.8));
     assert_eq!(d["top_p"], json!(0.9));
     assert_eq!(d["ignored"]["repeat_penalty"], json!(1.3));
@@ -68,14 +69,17 @@ fn explain_names_defaults_ties_and_ignored_penalties() {
     // logits tie at the 2nd/3rd place: top_k 2 cuts the tie
     let logits = [3.0f32, 2.0, 2.0, 1.0];
     let kw = map(json!({"do_sample": true, "top_k": 2, "repetition_penalty": 1.2}));
-    let p = OllamaGo.from_generate(&kw).expect("some").expect("valid");
+    let p = OllamaGo::default()
+        .from_generate(&kw)
+        .expect("some")
+        .expect("valid");
     let ctx = Context::new(&[], None).expect("context");
-    let this = OllamaGo
+    let this = OllamaGo::default()
         .distribution(&Logits::from_f32(&logits), &ctx, &p)
         .expect("dist");
     let hf = Distribution::new(vec![0.5, 0.25, 0.25, 0.0], Precision::F64);
     let cmp = Comparison::new(hf.probs(), this.probs()).expect("same width");
-    let e = OllamaGo.explain(&against(&kw, &logits, &hf, &this, &cmp), &p);
+    let e = OllamaGo::default().explain(&against(&kw, &logits, &hf, &this, &cmp), &p);
     let all = e.reasons.join(" | ");
     assert!(
         all.contains("ignored by Ollama's Go sampler: repeat_penalty 1.2"),
@@ -86,7 +90,7 @@ fn explain_names_defaults_ties_and_ignored_penalties() {
     assert!(all.contains("top_k keeps exactly 2"), "{all}");
     // a repetition penalty cannot be matched: no fix
     assert!(e.fix.is_none());
-    let fix = OllamaGo
+    let fix = OllamaGo::default()
         .fix(&map(json!({"do_sample": true, "temperature": 0.7})), None)
         .expect("matchable");
     assert_eq!(
@@ -100,15 +104,18 @@ fn top_p_on_the_boundary_is_explained() {
     // two equal logits: softmax 0.5, 0.5; p = 0.5 lands exactly on the first sum
     let logits = [0.0f32, 0.0];
     let kw = map(json!({"do_sample": true, "top_p": 0.5, "temperature": 1.0, "top_k": 0}));
-    let p = OllamaGo.from_generate(&kw).expect("some").expect("valid");
+    let p = OllamaGo::default()
+        .from_generate(&kw)
+        .expect("some")
+        .expect("valid");
     let ctx = Context::new(&[], None).expect("context");
-    let this = OllamaGo
+    let this = OllamaGo::default()
         .distribution(&Logits::from_f32(&logits), &ctx, &p)
         .expect("dist");
     assert_eq!(this.kept(), &[0, 1]); // recorded: half2/top_p=0.5 keeps both too
     let hf = Distribution::new(vec![1.0, 0.0], Precision::F64);
     let cmp = Comparison::new(hf.probs(), this.probs()).expect("same width");
-    let e = OllamaGo.explain(&against(&kw, &logits, &hf, &this, &cmp), &p);
+    let e = OllamaGo::default().explain(&against(&kw, &logits, &hf, &this, &cmp), &p);
     assert!(
         e.reasons.iter().any(|r| r.contains("lands exactly on p")),
         "{:?}",
@@ -118,7 +125,8 @@ fn top_p_on_the_boundary_is_explained() {
 
 #[test]
 fn routes_cover_the_three_endpoints() {
-    let routes = OllamaGo.from_request(&map(json!({"temperature": 0.5, "min_p": 0.1})), None);
+    let routes =
+        OllamaGo::default().from_request(&map(json!({"temperature": 0.5, "min_p": 0.1})), None);
     assert_eq!(routes.len(), 3);
     let chat = routes[0].params.as_ref().expect("chat");
     assert_eq!((chat.temperature, chat.top_p, chat.min_p), (0.5, 1.0, 0.0));

@@ -96,7 +96,7 @@ fn every_recorded_case_replays() {
         if let Some(d) = &recorded_draws {
             params.insert("draws".into(), Value::from(d.len()));
         }
-        let opts = OllamaGo
+        let opts = OllamaGo::default()
             .parse_params(&params)
             .unwrap_or_else(|e| panic!("{name}: {e}"));
 
@@ -180,7 +180,7 @@ fn every_recorded_case_replays() {
 
         // the semantics' answer
         let ctx = Context::new(&[], None).expect("empty context");
-        let got = OllamaGo.distribution(&Logits::from_f32(&logits), &ctx, &opts);
+        let got = OllamaGo::default().distribution(&Logits::from_f32(&logits), &ctx, &opts);
         n_cases += 1;
         if let Some(err) = case.get("draw_error") {
             assert_eq!(
