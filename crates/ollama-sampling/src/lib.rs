@@ -54,6 +54,12 @@
 //! `describe` lists them under `ignored` and `explain` says so. The context
 //! (`input_ids`) is accepted and unused for the same reason.
 //!
+//! Options are layered as server/routes.go `modelOptions` layers them:
+//! `DefaultOptions()`, the model's Modelfile `PARAMETER`s (none for
+//! [`OllamaGo::default`], given to [`OllamaGo::with_model_params`]), then
+//! the request's; `from_request` answers for `/v1/chat/completions`,
+//! `/v1/completions` and `/api/generate`/`/api/chat` (request module docs).
+//!
 //! # The answer
 //!
 //! The distribution is the slice the draw runs on: each kept token's
