@@ -96,6 +96,7 @@
 
 #![deny(missing_docs)]
 
+mod fragile;
 pub mod go;
 mod options;
 mod request;
@@ -104,8 +105,8 @@ pub mod sampler;
 use serde_json::{Map, Value, json};
 
 use parity_core::{
-    Against, Context, Distribution, Error, Explanation, Fix, Info, Logits, ParamInfo, Precision,
-    Route, Semantics,
+    Against, Context, Distribution, Error, Explanation, Fix, Fragile, Info, Logits, ParamInfo,
+    Precision, Route, Semantics,
 };
 
 pub use options::OllamaOptions;
@@ -291,6 +292,18 @@ impl Semantics for OllamaGo {
 
     fn explain(&self, row: &Against<'_>, params: &OllamaOptions) -> Explanation {
         explain(row, params)
+    }
+
+    fn fragile(
+        &self,
+        logits: &Logits,
+        _context: &Context<'_>,
+        params: &OllamaOptions,
+    ) -> Vec<Fragile> {
+        match logits.to_f32() {
+            Ok(x) => fragile::find(&x, &settings(params)),
+            Err(_) => Vec::new(),
+        }
     }
 
     fn fix(
