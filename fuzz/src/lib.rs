@@ -126,15 +126,15 @@ pub fn compare_request(data: &[u8]) {
 
 /// Target `compare_diff`: the bytes as a `compare diff` JSON-lines batch
 /// (params read as generate kwargs) through `compare::commands::diff::run`,
-/// every pair against transformers, both candle recipes. Every record gets
+/// every pair against transformers, both setups (literal and exact). Every record gets
 /// one line; an answer's rows carry figures in range.
 pub fn compare_diff(data: &[u8]) {
-    use compare::cli::{CandleRecipe, DiffArgs, Format};
+    use compare::cli::{DiffArgs, Format, Setup};
     let registry = compare::registry::all(None);
-    for candle in [CandleRecipe::Literal, CandleRecipe::Exact] {
+    for setup in [Setup::Literal, Setup::Exact] {
         let args = DiffArgs {
             pairs: vec!["hf:hf-rust".into(), "hf:candle".into(), "hf:spec".into()],
-            candle,
+            setup,
             format: Format::Json,
             fail_on: None,
             show_tokens: 3,
@@ -143,7 +143,7 @@ pub fn compare_diff(data: &[u8]) {
         let (mut out, mut err) = (Vec::new(), Vec::new());
         let (summary, _) =
             compare::commands::diff::run(&args, &registry, Cursor::new(data), &mut out, &mut err)
-                .unwrap_or_else(|e| panic!("{candle:?}: in-memory I/O failed: {e:#}"));
+                .unwrap_or_else(|e| panic!("{setup:?}: in-memory I/O failed: {e:#}"));
         let out = String::from_utf8(out).expect("stdout is UTF-8");
         let lines: Vec<&str> = out.lines().collect();
         assert_eq!(

@@ -182,6 +182,9 @@ pub struct Verification {
     pub outside_other_kept: Option<f64>,
     /// Wall-clock seconds per draw (all streams together, threads in parallel).
     pub secs_per_real_draw: f64,
+    /// How often each token id was drawn (length V).
+    #[serde(skip)]
+    pub counts: Vec<u64>,
 }
 
 /// The real processor and its mirror on one (logits, input_ids, params),
@@ -404,6 +407,7 @@ impl CandleRun {
             vs_reference,
             outside_other_kept,
             secs_per_real_draw: elapsed / opts.draws.max(1) as f64,
+            counts: c,
         })
     }
 }

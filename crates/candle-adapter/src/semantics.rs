@@ -10,7 +10,8 @@
 use parity_core::metrics::{max_logit_diff, softmax_f64};
 use parity_core::{
     Against, Context, Distribution, DrawCheck, DrawOptions, Error, Explanation, Fix, Info, Logits,
-    ParamInfo, Precision, Route, Semantics, Variant,
+    ParamInfo, Precision, Role, Route, Semantics, TranslateOptions, Translation, TranslationLine,
+    Variant,
 };
 use serde_json::{Map, Value};
 
@@ -104,6 +105,34 @@ impl Semantics for Candle {
         if self.literal { &CANDLE } else { &CANDLE_EXACT }
     }
 
+    /// Both setups stand in the default report against transformers.
+    fn role(&self) -> Role {
+        Role::Default
+    }
+
+    fn exact_setup(&self) -> Option<&'static str> {
+        self.literal.then_some(CANDLE_EXACT.name)
+    }
+
+    /// `compare translate --to candle`: the plain setup a port writes, the
+    /// exact one (a `sample_f` closure where plain candle cannot), or the
+    /// drop-in that runs transformers' chain behind candle's signature.
+    fn translate(
+        &self,
+        kwargs: &Map<String, Value>,
+        _options: &TranslateOptions,
+    ) -> Option<Result<Translation, Error>> {
+        if !self.literal {
+            return None;
+        }
+        Some(
+            hf_sampling::resolve(kwargs, None)
+                .map_err(Error::new)
+                .and_then(|p| translate(&p).map_err(Error::new))
+                .map(|t| translation(&t)),
+        )
+    }
+
     fn parse_params(&self, params: &Map<String, Value>) -> Result<CandleParams, Error> {
         CandleParams::from_json(&Value::Object(params.clone()))
             .map_err(|e| Error::new(format_args!("params: {e}")))
@@ -179,7 +208,13 @@ impl Semantics for Candle {
                     window: Window::LastN(n),
                     ..rp
                 });
-                (Variant { repeat_window: n }, windowed)
+                (
+                    Variant {
+                        label: format!("last {n}"),
+                        penalty_window: Some(n),
+                    },
+                    windowed,
+                )
             })
             .collect()
     }
@@ -214,22 +249,71 @@ impl Semantics for Candle {
                 .verify(&VerifyOptions {
                     seed: options.seed,
                     draws: options.draws,
-                    streams: 2,
+                    streams: if options.parallel { 2 } else { 1 },
                     other_kept: Some(options.other_kept),
                     reference: None,
                     ..VerifyOptions::default()
                 })
                 .map_err(|e| Error::new(format_args!("candle draws: {e}")))?;
             Ok(DrawCheck {
+                engine: "candle",
                 n: v.draws,
                 replay_agree: v.replay.as_ref().map(|r| r.agreed),
                 max_freq_dev: v.vs_mirror.max_abs_diff,
                 p_value: v.vs_mirror.gof.p_value,
                 outside_own: v.outside_mirror_kept,
                 outside_other: v.outside_other_kept.unwrap_or(0.0),
+                counts: v.counts,
             })
         };
         Some(run())
+    }
+}
+
+/// [`crate::translate::Translation`] as `compare translate` prints it.
+fn translation(t: &crate::translate::Translation) -> Translation {
+    let mut lines = vec![TranslationLine::Plain(format!(
+        "candle (plain): {}",
+        t.candle.recipe()
+    ))];
+    match &t.exact {
+        Some(e) if t.plain_is_exact => lines.push(TranslationLine::Plain(format!(
+            "candle (exact): the plain setup already matches; {}",
+            e.recipe()
+        ))),
+        Some(e) => lines.push(TranslationLine::Plain(format!(
+            "candle (exact): {}",
+            e.recipe()
+        ))),
+        None => {
+            lines.push(TranslationLine::Plain(
+                "candle (exact): LogitsProcessor has no such filter; run transformers' whole \
+                 chain behind candle's signature with candle_adapter::dropin::HfLogitsProcessor \
+                 (exact, `compare dist --semantics hf-rust` shows its distribution):"
+                    .into(),
+            ));
+            lines.push(TranslationLine::Plain(
+                "    let params = hf_sampling::resolve(&kwargs, None)?;  // these kwargs\n    \
+                 let mut lp = candle_adapter::dropin::HfLogitsProcessor::new(seed, &params)?;\n    \
+                 lp.set_prompt(&prompt_ids);\n    \
+                 let token = lp.sample(&logits)?;  // logits: &candle_core::Tensor"
+                    .into(),
+            ));
+        }
+    }
+    lines.extend(
+        t.warnings
+            .iter()
+            .map(|w| TranslationLine::Plain(format!("warning: {w}"))),
+    );
+    let json = match serde_json::to_value(t) {
+        Ok(Value::Object(m)) => m,
+        _ => Map::new(),
+    };
+    Translation {
+        lines,
+        json,
+        params: None,
     }
 }
 
@@ -240,11 +324,8 @@ impl Semantics for Candle {
 pub fn fix_for_literal(kwargs: &Map<String, Value>, variant: Option<&Variant>) -> Option<Fix> {
     let params = hf_sampling::resolve(kwargs, None).ok()?;
     let exact = translate(&params).ok()?.exact?;
-    let text = match variant {
-        Some(v) => format!(
-            "use {exact} (penalising all input_ids, not the last {})",
-            v.repeat_window
-        ),
+    let text = match variant.and_then(|v| v.penalty_window) {
+        Some(n) => format!("use {exact} (penalising all input_ids, not the last {n})"),
         None if exact == literal(kwargs) => return None,
         None => format!("use {exact}"),
     };
@@ -272,8 +353,7 @@ fn explain(row: &Against<'_>, params: &CandleParams, literal_port: bool) -> Expl
     let top_p = (p.do_sample && p.top_p < 1.0).then_some(p.top_p);
     let sets_differ = !cmp.only_left.is_empty() || !cmp.only_right.is_empty();
     let mut why = Vec::new();
-    if let Some(variant) = row.variant {
-        let n = variant.repeat_window;
+    if let Some(n) = row.variant.and_then(|v| v.penalty_window) {
         let (missed, in_prompt) = row.context.missed_by_window(n, row.logits.len());
         let diff = match (row.transformers.penalised(), row.this.penalised()) {
             (Some(a), Some(b)) => max_logit_diff(a, b),

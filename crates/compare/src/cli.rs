@@ -5,8 +5,8 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 /// Check that LLM engines turn the same logits into the same next-token
-/// distribution: transformers (recorded and re-implemented), candle (the real
-/// crate) and an exact written spec (docs/spec.md), side by side.
+/// distribution: transformers (recorded and re-implemented) beside every other
+/// engine's sampling semantics (`compare semantics` lists them), side by side.
 ///
 /// Without a subcommand, runs the default report on the bundled fixtures.
 #[derive(Debug, Parser)]
@@ -29,17 +29,18 @@ pub enum Command {
     /// Send one OpenAI-style request to every engine: what each server samples with, and how far
     /// each lands from transformers on the fixtures.
     Request(RequestArgs),
-    /// Translate transformers generate kwargs into the candle setup that reproduces them.
+    /// Translate transformers generate kwargs into another engine's setup that reproduces them.
     Translate(TranslateArgs),
     /// Show how each semantics breaks top-k ties (default: [3, 2, 2, 1] with k = 2).
     Ties(TiesArgs),
-    /// Time hf-sampling's fast sampler beside candle's LogitsProcessor on this machine.
+    /// Time hf-sampling's fast sampler beside a real engine's sampler on this machine.
     Bench(BenchArgs),
     /// List every semantics: engine, version, what it was verified against, params.
     Semantics(SemanticsArgs),
     /// Speculative decoding: each verifier's first emitted token against the target, exactly.
     Speculative(SpeculativeArgs),
-    /// Beam search: transformers 5.23 replayed beside the tutorial's (or --recorded: every recording).
+    /// Beam search: transformers 5.23 replayed beside another search (or --recorded: every
+    /// recording).
     Beam(BeamArgs),
     /// Along a recorded transformers generation, compare a real port's logits and sampling per token.
     Trace(TraceArgs),
@@ -73,7 +74,7 @@ pub struct ReportArgs {
     /// Fixture files or folders of fixtures [default: the bundled SmolLM2 fixtures and the tie case].
     pub fixtures: Vec<PathBuf>,
     /// Only these settings, comma-separated (e.g. t07,k40,p09); a name no fixture records is an
-    /// error [default: on model fixtures the six settings of the transformers-vs-candle article
+    /// error [default: on model fixtures the six settings of the seed article
     /// (t07_default,t07,k40,p09,k40p09,rep13); on edge fixtures all they record].
     #[arg(long, value_delimiter = ',', value_name = "NAMES")]
     pub settings: Vec<String>,
@@ -88,14 +89,15 @@ pub struct ReportArgs {
     /// A model's generation_config.json, between --kwargs and transformers' defaults.
     #[arg(long, value_name = "FILE", requires = "kwargs")]
     pub generation_config: Option<PathBuf>,
-    /// Only these pairs of semantics, comma-separated LEFT:RIGHT, from hf, hf-rust, candle,
-    /// candle+hf-closure, spec (e.g. hf:candle,hf:spec) [default: hf against each other one].
+    /// Only these pairs of semantics, comma-separated LEFT:RIGHT (`compare report --help` lists
+    /// the names) [default: transformers against each semantics of the default report].
     #[arg(long, value_delimiter = ',', value_name = "PAIRS")]
     pub pairs: Vec<String>,
-    /// Real candle draws per candle row; every draw is replayed and must agree (0: none).
+    /// Real draws per row whose engine can be run here; every draw is replayed and must agree
+    /// (0: none).
     #[arg(long, default_value_t = 1000, value_name = "N")]
     pub draws: usize,
-    /// Seed of candle's LogitsProcessor (and of the replay).
+    /// Seed of the real draws (and of the replay).
     #[arg(long, default_value_t = 42, value_name = "S")]
     pub seed: u64,
     /// Output format.
@@ -169,30 +171,28 @@ fn semantics_name(name: &str) -> Result<String, String> {
     }
 }
 
-/// Which candle setup `compare diff` gives the `candle` side.
+/// Which setup `compare diff` gives each engine's side.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum)]
-pub enum CandleRecipe {
+pub enum Setup {
     /// The kwargs read literally, as a naive port does.
     #[default]
     Literal,
-    /// `compare translate`'s exact setup (the `candle+hf-closure` semantics).
+    /// The engine's setup that reproduces transformers, where its crate has one as a
+    /// semantics of its own (`compare semantics` lists them).
     Exact,
 }
 
 /// Arguments of `compare diff`.
 #[derive(Debug, Clone, Args)]
 pub struct DiffArgs {
-    /// Pairs of semantics, comma-separated LEFT:RIGHT (`compare semantics` lists them).
-    #[arg(
-        long,
-        value_delimiter = ',',
-        value_name = "PAIRS",
-        default_value = "hf:candle"
-    )]
+    /// Pairs of semantics, comma-separated LEFT:RIGHT (`compare diff --help` lists the names
+    /// and the default).
+    #[arg(long, value_delimiter = ',', value_name = "PAIRS")]
     pub pairs: Vec<String>,
-    /// The candle side's setup.
+    /// Each side's setup: `exact` swaps in the engine's semantics set up to reproduce
+    /// transformers, where it has one.
     #[arg(long, value_enum, default_value_t)]
-    pub candle: CandleRecipe,
+    pub setup: Setup,
     /// Output: a block per record for people, or one JSON object per record
     /// (`{"record": N, "rows": [...]}`, rows as in docs/report-schema.md).
     #[arg(long, value_enum, default_value_t)]
@@ -224,24 +224,13 @@ pub struct RequestArgs {
     pub request: String,
     /// Fixture files or folders of fixtures [default: the bundled SmolLM2 fixtures].
     pub fixtures: Vec<PathBuf>,
-    /// The model's generation_config.json, for the engines that merge it (transformers, vLLM,
-    /// mistral.rs).
+    /// The model's generation_config.json, for the engines that merge it (`compare semantics`
+    /// says which).
     #[arg(long, value_name = "FILE")]
     pub generation_config: Option<PathBuf>,
     /// Output format.
     #[arg(long, value_enum, default_value_t)]
     pub format: Format,
-}
-
-/// The engine `compare translate` writes for.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum)]
-pub enum TranslateTo {
-    /// candle's `LogitsProcessor` (and the closure or drop-in where it needs one).
-    #[default]
-    Candle,
-    /// A llama-server request and llama-cli flags, proven on the bundled fixtures.
-    #[value(name = "llama.cpp")]
-    LlamaCpp,
 }
 
 /// Arguments of `compare translate`.
@@ -250,10 +239,11 @@ pub struct TranslateArgs {
     /// transformers generate kwargs as a JSON object, e.g. '{"do_sample": true, "temperature": 0.7}'.
     #[arg(long, value_name = "JSON", default_value = "{}")]
     pub kwargs: String,
-    /// The engine to translate for.
-    #[arg(long, value_enum, default_value_t)]
-    pub to: TranslateTo,
-    /// Your context length (llama.cpp: the penalty window must cover all of it).
+    /// The engine to translate for: a semantics that offers a translation (the
+    /// list and the default are in `compare translate --help`).
+    #[arg(long, value_name = "NAME")]
+    pub to: Option<String>,
+    /// Your context length (an engine whose penalty sees a last-n window must cover all of it).
     #[arg(long, default_value_t = 4096, value_name = "N")]
     pub context_len: usize,
     /// A model's generation_config.json, whose values sit between the kwargs and
@@ -279,10 +269,11 @@ pub struct TiesArgs {
     /// k of top-k.
     #[arg(long, default_value_t = 2)]
     pub k: usize,
-    /// Real candle draws.
+    /// Real draws from each engine that can be run here (each replayed where its RNG is
+    /// mirrored; 0: none).
     #[arg(long, default_value_t = 10_000, value_name = "N")]
     pub draws: usize,
-    /// Seed of candle's LogitsProcessor.
+    /// Seed of the real draws.
     #[arg(long, default_value_t = 42, value_name = "S")]
     pub seed: u64,
     /// Output format.

@@ -4,13 +4,17 @@
 use std::io::{self, IsTerminal, Write};
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches};
 
 use compare::cli::{Cli, Command, ReportArgs};
 use compare::{commands, registry};
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let matches = registry::with_names_in_help(Cli::command()).get_matches();
+    let cli = match Cli::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
     match run(cli) {
         Ok(code) => code,
         Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS,
@@ -57,13 +61,26 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             )?;
             summary.failed > 0 || (args.fail_on.is_some() && differing > 0)
         }
-        Command::Request(args) => commands::request::run(&args, &mut out).map(|()| false)?,
-        Command::Translate(args) => commands::translate::run(&args, &mut out).map(|()| false)?,
+        Command::Request(args) => {
+            let config = registry::generation_config(args.generation_config.as_deref())?;
+            let semantics = registry::all(config.as_ref());
+            commands::request::run(&args, config.as_ref(), &semantics, &mut out).map(|()| false)?
+        }
+        Command::Translate(args) => {
+            let config = registry::generation_config(args.generation_config.as_deref())?;
+            let semantics = registry::all(config.as_ref());
+            commands::translate::run(&args, config.as_ref(), &semantics, &mut out)
+                .map(|()| false)?
+        }
         Command::Bench(args) => {
             commands::bench::run(&args, &mut out, &mut io::stderr()).map(|()| false)?
         }
-        Command::Ties(args) => commands::ties::run(&args, &mut out).map(|()| false)?,
-        Command::Semantics(args) => commands::semantics::run(&args, &mut out).map(|()| false)?,
+        Command::Ties(args) => {
+            commands::ties::run(&args, &registry::all(None), &mut out).map(|()| false)?
+        }
+        Command::Semantics(args) => {
+            commands::semantics::run(&args, &registry::all(None), &mut out).map(|()| false)?
+        }
         Command::Speculative(args) => {
             commands::speculative::run(&args, &registry::all(None), &mut out, &mut io::stderr())
                 .map(|()| false)?

@@ -21,11 +21,27 @@ pub fn all(generation_config: Option<&GenerationConfig>) -> Vec<Box<dyn AnySeman
         Box::new(candle_adapter::Candle::EXACT),
         Box::new(spec_sampler::Spec),
         Box::new(llamacpp_sampling::LlamaCpp),
-        Box::new(llamacpp_sampling::Ollama),
+        Box::new(llamacpp_sampling::Ollama::default()),
         Box::new(vllm_sampling::Vllm),
         Box::new(mistralrs_sampling::MistralRs),
         Box::new(tutorial_sampling::Tutorial),
     ]
+}
+
+/// The engine `compare translate` writes for when `--to` is not given.
+pub const DEFAULT_TRANSLATION: &str = "candle";
+
+/// The pair `compare diff` compares when `--pairs` is not given.
+pub const DEFAULT_DIFF_PAIR: &str = "hf:candle";
+
+/// The semantics that offer a translation (`compare translate --to`).
+pub fn translators(registry: &[Box<dyn AnySemantics>]) -> Vec<&'static str> {
+    let options = parity_core::TranslateOptions { context_len: 1 };
+    registry
+        .iter()
+        .filter(|s| s.translate(&serde_json::Map::new(), &options).is_some())
+        .map(|s| s.info().name)
+        .collect()
 }
 
 /// The names in [`all`], comma-separated, for error messages.
@@ -49,6 +65,48 @@ pub fn find<'r>(
         .with_context(|| {
             let known: Vec<_> = registry.iter().map(|s| s.info().name).collect();
             format!("unknown semantics {name:?} (known: {})", known.join(", "))
+        })
+}
+
+/// `compare`'s clap command with the lists that come from the registry
+/// written into its help: the semantics `--pairs`, `--semantics`,
+/// `--port-semantics` and `--target`/`--draft` take, the engines
+/// `translate --to` takes, and the defaults.
+pub fn with_names_in_help(command: clap::Command) -> clap::Command {
+    let registry = all(None);
+    let names = registry
+        .iter()
+        .map(|s| s.info().name)
+        .collect::<Vec<_>>()
+        .join(", ");
+    let translators = translators(&registry).join(", ");
+    let add = |arg: clap::Arg, text: String| {
+        let help = arg.get_help().map(ToString::to_string).unwrap_or_default();
+        arg.help(format!("{help} {text}"))
+    };
+    let semantics_list = format!("[semantics: {names}]");
+    command
+        .long_about(None)
+        .about(format!(
+            "Check that LLM engines turn the same logits into the same next-token distribution: \
+             {names}, side by side.\n\nWithout a subcommand, runs the default report on the \
+             bundled fixtures."
+        ))
+        .mut_subcommand("report", |c| {
+            c.mut_arg("pairs", |a| add(a, semantics_list.clone()))
+        })
+        .mut_subcommand("diff", |c| {
+            c.mut_arg("pairs", |a| {
+                add(a, format!("[default: {DEFAULT_DIFF_PAIR}] {semantics_list}"))
+            })
+        })
+        .mut_subcommand("dist", |c| {
+            c.mut_arg("semantics", |a| add(a, semantics_list.clone()))
+        })
+        .mut_subcommand("translate", |c| {
+            c.mut_arg("to", |a| {
+                add(a, format!("[default: {DEFAULT_TRANSLATION}] [engines: {translators}]"))
+            })
         })
 }
 

@@ -129,6 +129,10 @@ impl Semantics for HfRust {
         &HF_RUST
     }
 
+    fn role(&self) -> parity_core::Role {
+        parity_core::Role::ReferenceComputed
+    }
+
     fn parse_params(&self, params: &Map<String, Value>) -> Result<GenerationParams, Error> {
         resolved(params, self.config.as_ref())
     }
@@ -231,6 +235,10 @@ impl Semantics for Hf {
 
     fn info(&self) -> &'static Info {
         &HF
+    }
+
+    fn role(&self) -> parity_core::Role {
+        parity_core::Role::Reference
     }
 
     fn parse_params(&self, params: &Map<String, Value>) -> Result<Recorded, Error> {

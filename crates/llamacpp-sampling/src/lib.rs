@@ -192,6 +192,14 @@ impl Semantics for LlamaCpp {
         Some(params::parse(&request))
     }
 
+    fn translate(
+        &self,
+        kwargs: &Map<String, Value>,
+        options: &parity_core::TranslateOptions,
+    ) -> Option<Result<parity_core::Translation, Error>> {
+        Some(Ok(translate::translation(kwargs, options)))
+    }
+
     /// llama-server's `/v1/chat/completions` reads the same field names as
     /// `/completion` (tools/server/server-common.cpp
     /// `oaicompat_chat_params_parse` passes them through), ignores the ones

@@ -123,6 +123,66 @@ pub fn cli_flags(request: &Map<String, Value>) -> Vec<String> {
     out
 }
 
+/// `compare translate --to llama.cpp`: the matching request for these
+/// resolved kwargs, its llama-cli flags and why it matches, or what cannot
+/// be matched. The request is the translation's params, so `compare` proves
+/// it on the bundled fixtures before calling it exact.
+pub fn translation(
+    kwargs: &Map<String, Value>,
+    options: &parity_core::TranslateOptions,
+) -> parity_core::Translation {
+    use parity_core::TranslationLine::{Plain, Wrapped};
+    match matching_request(kwargs, options.context_len) {
+        Ok(request) => {
+            let flags = cli_flags(&request);
+            let mut json = Map::new();
+            json.insert("llama_server_request".into(), Value::Object(request.clone()));
+            json.insert("llama_cli_flags".into(), json!(flags));
+            json.insert("unmatched".into(), json!([]));
+            json.insert("recipe".into(), json!(RECIPE));
+            parity_core::Translation {
+                lines: vec![
+                    Wrapped {
+                        label: "llama-server request: ".into(),
+                        // Spaces after commas let the JSON wrap; it stays valid JSON.
+                        text: Value::Object(request.clone())
+                            .to_string()
+                            .replace(',', ", "),
+                    },
+                    Wrapped {
+                        label: "llama-cli flags: ".into(),
+                        text: flags.join(" "),
+                    },
+                    Plain(format!(
+                        "  (repeat_last_n {} must be at least your context length: --context-len)",
+                        options.context_len
+                    )),
+                    Wrapped {
+                        label: "why: ".into(),
+                        text: RECIPE.into(),
+                    },
+                ],
+                json,
+                params: Some(request),
+            }
+        }
+        Err(unmatched) => {
+            let mut json = Map::new();
+            json.insert("llama_server_request".into(), Value::Null);
+            json.insert("llama_cli_flags".into(), Value::Null);
+            json.insert("unmatched".into(), json!(unmatched));
+            json.insert("recipe".into(), json!(RECIPE));
+            let mut lines = vec![Plain("llama.cpp cannot reproduce these kwargs:".into())];
+            lines.extend(unmatched.iter().map(|u| Plain(format!("  {u}"))));
+            parity_core::Translation {
+                lines,
+                json,
+                params: None,
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

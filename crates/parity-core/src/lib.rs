@@ -32,6 +32,7 @@ pub use metrics::{Comparison, TokenMass};
 pub use record::{Logits, Record};
 pub use semantics::{
     Against, AnySemantics, Context, Distribution, DrawCheck, DrawOptions, Error, Explanation, Fix,
-    Info, ParamInfo, Precision, Prepared, REQUEST_FIELDS_NOT_SAMPLING, Route, Semantics, Variant,
+    Info, ParamInfo, Precision, Prepared, REQUEST_FIELDS_NOT_SAMPLING, Role, Route, Semantics,
+    TranslateOptions, Translation, TranslationLine, Variant,
 };
 pub use vocab::Vocab;

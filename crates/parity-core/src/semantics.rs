@@ -235,12 +235,79 @@ pub struct Info {
     pub params: &'static [ParamInfo],
 }
 
-/// A variant of a setting worth its own report row (for example candle with
-/// the repeat-penalty windows its examples use).
+/// A variant of a setting worth its own report row, labelled by the engine
+/// that offers it (for example a penalty that sees only the last 64 ids, as
+/// some of an engine's examples set it up).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Variant {
-    /// The repeat-penalty window of the variant (last n ids).
-    pub repeat_window: usize,
+    /// How reports name it beside the semantics, e.g. `last 64` in
+    /// `name[last 64]`.
+    pub label: String,
+    /// The last-n window its penalty sees, when it narrows the context: the
+    /// report counts the ids the window misses.
+    pub penalty_window: Option<usize>,
+}
+
+/// Where a semantics stands in `compare report` when no `--pairs` is given,
+/// and which side a row explains the other against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Role {
+    /// The reference as recorded from the real library (transformers'
+    /// scores): every default row compares it with another semantics.
+    Reference,
+    /// The reference recomputed: stands in for [`Role::Reference`] wherever
+    /// nothing was recorded (`--kwargs`, `diff`, `translate`'s proof), and is
+    /// compared with it in the default report.
+    ReferenceComputed,
+    /// Compared with the reference in the default report.
+    Default,
+    /// Compared only when `--pairs` names it.
+    OnRequest,
+}
+
+impl Role {
+    /// Whether rows explain the other side against this one.
+    pub fn is_reference(self) -> bool {
+        matches!(self, Role::Reference | Role::ReferenceComputed)
+    }
+}
+
+/// What `compare translate` asks of an engine besides the kwargs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TranslateOptions {
+    /// The user's context length (an engine whose penalty sees a last-n
+    /// window must cover all of it).
+    pub context_len: usize,
+}
+
+/// One line of a translation for people.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TranslationLine {
+    /// `label` then `text`, word-wrapped with a hanging indent (long JSON,
+    /// flags, prose).
+    Wrapped {
+        /// What the text is, e.g. `"llama-server request: "`.
+        label: String,
+        /// The text.
+        text: String,
+    },
+    /// Printed as it is (code, one-line recipes).
+    Plain(String),
+}
+
+/// The setup of one engine that reproduces transformers' `generate(**kwargs)`,
+/// as [`Semantics::translate`] gives it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Translation {
+    /// The setup for people, line by line.
+    pub lines: Vec<TranslationLine>,
+    /// The same in JSON, the engine's own fields (`docs/report-schema.md`).
+    pub json: Map<String, Value>,
+    /// The setup as this semantics' params, when it is one: `compare
+    /// translate` then runs it on the bundled fixtures beside transformers
+    /// and prints how often it matches (the proof).
+    pub params: Option<Map<String, Value>>,
 }
 
 /// Why a semantics differs from transformers on one row, and how to fix it.
@@ -285,6 +352,9 @@ pub struct Against<'a> {
 /// Real draws from the engine itself, each replayed by the mirror.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DrawCheck {
+    /// The engine that drew, in a word (`"candle"`): reports say "N real
+    /// candle draws".
+    pub engine: &'static str,
     /// Real draws made.
     pub n: usize,
     /// Draws the replay reproduced exactly (`None`: not replayable).
@@ -298,6 +368,8 @@ pub struct DrawCheck {
     pub outside_own: f64,
     /// Share of draws outside the other side's kept set.
     pub outside_other: f64,
+    /// How often each token id was drawn (length V).
+    pub counts: Vec<u64>,
 }
 
 /// Fields of an OpenAI-style request that never shape one step's
@@ -391,6 +463,9 @@ pub struct DrawOptions<'a> {
     pub draws: usize,
     /// The other side's kept set.
     pub other_kept: &'a [usize],
+    /// Whether the draws may be split over threads, stream s seeded with
+    /// `seed + s` (faster; `false`: one stream from `seed`).
+    pub parallel: bool,
 }
 
 /// A sampling semantics. Implement this, add one line to compare's registry,
@@ -425,6 +500,32 @@ pub trait Semantics: Send + Sync {
     /// registry hands it the file when the user names one).
     fn reads_generation_config(&self) -> bool {
         false
+    }
+
+    /// Where it stands in the default report ([`Role::OnRequest`] unless
+    /// said otherwise).
+    fn role(&self) -> Role {
+        Role::OnRequest
+    }
+
+    /// The registry name of this engine's semantics set up to reproduce
+    /// transformers (`compare diff --setup exact` swaps it in), if another.
+    fn exact_setup(&self) -> Option<&'static str> {
+        None
+    }
+
+    /// The exact setup of this engine that reproduces transformers'
+    /// `generate(**kwargs)`, for `compare translate --to NAME`. `kwargs` are
+    /// resolved (every value transformers runs with is present). `None`
+    /// when the engine offers no translation (the default); an `Ok` whose
+    /// lines say why when these kwargs cannot be reproduced.
+    fn translate(
+        &self,
+        kwargs: &Map<String, Value>,
+        options: &TranslateOptions,
+    ) -> Option<Result<Translation, Error>> {
+        let _ = (kwargs, options);
+        None
     }
 
     /// What this engine's servers sample with when they receive `request`,
@@ -585,6 +686,16 @@ pub trait AnySemantics: Send + Sync {
     fn info(&self) -> &'static Info;
     /// See [`Semantics::reads_generation_config`].
     fn reads_generation_config(&self) -> bool;
+    /// See [`Semantics::role`].
+    fn role(&self) -> Role;
+    /// See [`Semantics::exact_setup`].
+    fn exact_setup(&self) -> Option<&'static str>;
+    /// See [`Semantics::translate`].
+    fn translate(
+        &self,
+        kwargs: &Map<String, Value>,
+        options: &TranslateOptions,
+    ) -> Option<Result<Translation, Error>>;
     /// Parses `params` and runs the semantics.
     fn run(
         &self,
@@ -616,6 +727,19 @@ where
     }
     fn reads_generation_config(&self) -> bool {
         Semantics::reads_generation_config(self)
+    }
+    fn role(&self) -> Role {
+        Semantics::role(self)
+    }
+    fn exact_setup(&self) -> Option<&'static str> {
+        Semantics::exact_setup(self)
+    }
+    fn translate(
+        &self,
+        kwargs: &Map<String, Value>,
+        options: &TranslateOptions,
+    ) -> Option<Result<Translation, Error>> {
+        Semantics::translate(self, kwargs, options)
     }
     fn run(
         &self,

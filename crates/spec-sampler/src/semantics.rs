@@ -64,6 +64,10 @@ impl Semantics for Spec {
         &INFO
     }
 
+    fn role(&self) -> parity_core::Role {
+        parity_core::Role::Default
+    }
+
     fn parse_params(&self, params: &Map<String, Value>) -> Result<Params, Error> {
         // `Params::from_json` ignores unknown keys (so a whole spec line can
         // be passed to it); in a record that would let `"previous_tokens"`

@@ -2,9 +2,10 @@
 //!
 //! Reads the same JSON-lines records as `compare dist`; `params` holds
 //! transformers generate kwargs, which each semantics reads the way a port
-//! would ([`parity_core::Semantics::from_generate`]; `--candle exact` gives
-//! the candle side `compare translate`'s exact setup instead of the literal
-//! one). `hf` is computed by hf-rust here (a record carries no recording).
+//! would ([`parity_core::Semantics::from_generate`]; `--setup exact` gives
+//! each side the engine's exact setup instead, where its crate has one:
+//! [`parity_core::Semantics::exact_setup`]). `hf` is computed by hf-rust here
+//! (a record carries no recording).
 
 use std::io::{BufRead, Write};
 
@@ -12,8 +13,9 @@ use parity_core::jsonl::{self, Summary};
 use parity_core::{AnySemantics, Context, Record, Vocab};
 
 use super::report::rows::{Case, CaseRows, RowArgs, Run};
+use super::report::text::pair_label;
 use super::report::{Row, Verdict, select};
-use crate::cli::{CandleRecipe, DiffArgs, Format};
+use crate::cli::{DiffArgs, Format, Setup};
 
 /// Runs the batch; returns how it went and how many rows differ.
 pub fn run<R: BufRead, W: Write, E: Write>(
@@ -23,25 +25,17 @@ pub fn run<R: BufRead, W: Write, E: Write>(
     out: W,
     err: E,
 ) -> anyhow::Result<(Summary, usize)> {
-    let pairs: Vec<String> = args
-        .pairs
-        .iter()
-        .map(|pair| match args.candle {
-            CandleRecipe::Literal => pair.clone(),
-            CandleRecipe::Exact => pair
-                .split(':')
-                .map(|s| {
-                    if s == "candle" {
-                        "candle+hf-closure"
-                    } else {
-                        s
-                    }
-                })
-                .collect::<Vec<_>>()
-                .join(":"),
-        })
-        .collect();
-    let pairs = select::pairs(&pairs, registry)?;
+    let default = [crate::registry::DEFAULT_DIFF_PAIR.to_string()];
+    let specs = if args.pairs.is_empty() {
+        &default[..]
+    } else {
+        &args.pairs[..]
+    };
+    let pairs = select::pairs(specs, registry)?;
+    let pairs = match args.setup {
+        Setup::Literal => pairs,
+        Setup::Exact => exact_setups(pairs, registry),
+    };
     let vocab = args.vocab.as_deref().map(Vocab::load).transpose()?;
     let recorder = hf_sampling::Hf::default();
     let row_args = RowArgs {
@@ -90,14 +84,25 @@ pub fn run<R: BufRead, W: Write, E: Write>(
     Ok((summary, differing))
 }
 
+/// Each side swapped for its engine's exact setup, where it has one.
+fn exact_setups(
+    pairs: Vec<(usize, usize)>,
+    registry: &[Box<dyn AnySemantics>],
+) -> Vec<(usize, usize)> {
+    let exact = |i: usize| {
+        registry[i]
+            .exact_setup()
+            .and_then(|name| registry.iter().position(|s| s.info().name == name))
+            .unwrap_or(i)
+    };
+    pairs.into_iter().map(|(l, r)| (exact(l), exact(r))).collect()
+}
+
 fn write_text(out: &mut Vec<u8>, number: usize, rows: &[Row]) {
     let figure = |x: Option<f64>| x.map_or("-".to_string(), |x| format!("{x:.2e}"));
     let mut text = format!("record {number}:");
     for row in rows {
-        let pair = match row.repeat_window {
-            Some(n) => format!("{}:{}[last {n}]", row.left, row.right),
-            None => format!("{}:{}", row.left, row.right),
-        };
+        let pair = pair_label(row);
         let kept = |k: Option<usize>| k.map_or("-".to_string(), |k| k.to_string());
         text.push_str(&format!(
             "\n  {pair}  kept {}/{}  max|Δp| {}  TV {}  {}",

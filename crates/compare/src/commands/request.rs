@@ -20,7 +20,7 @@ use super::report::rows::Case;
 use super::report::select;
 use super::report::text::{wrap_width, wrapped};
 use crate::cli::{Format, RequestArgs};
-use crate::registry;
+use hf_sampling::GenerationConfig;
 
 /// One endpoint's reading of the request.
 #[derive(Debug, Serialize)]
@@ -79,16 +79,20 @@ pub struct Answer {
 }
 
 /// Runs the request through every engine on every fixture and writes the answer.
-pub fn run(args: &RequestArgs, out: &mut dyn Write) -> anyhow::Result<()> {
+/// `config` is the `--generation-config` the registry was built with.
+pub fn run(
+    args: &RequestArgs,
+    config: Option<&GenerationConfig>,
+    semantics: &[Box<dyn AnySemantics>],
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
     let request = match serde_json::from_str::<Value>(&args.request) {
         Ok(Value::Object(m)) => m,
         Ok(other) => bail!("the request must be a JSON object, got {other}"),
         Err(e) => bail!("the request is not JSON ({e}): {:?}", args.request),
     };
-    let config = registry::generation_config(args.generation_config.as_deref())?;
-    let config_map = config.as_ref().map(|c| c.values().clone());
-    let semantics = registry::all(config.as_ref());
-    let routes = routes(&semantics, &request, config_map.as_ref());
+    let config_map = config.map(|c| c.values().clone());
+    let routes = routes(semantics, &request, config_map.as_ref());
     let Some((first, reference)) = routes.first() else {
         bail!("no semantics reads requests");
     };

@@ -5,12 +5,17 @@ use std::io::Write;
 
 use serde_json::json;
 
+use parity_core::AnySemantics;
+
+use super::report::SCHEMA;
 use crate::cli::{Format, SemanticsArgs};
-use crate::registry;
 
 /// Prints the list.
-pub fn run(args: &SemanticsArgs, out: &mut dyn Write) -> anyhow::Result<()> {
-    let all = registry::all(None);
+pub fn run(
+    args: &SemanticsArgs,
+    all: &[Box<dyn AnySemantics>],
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
     match args.format {
         Format::Json => {
             let list: Vec<_> = all
@@ -23,11 +28,12 @@ pub fn run(args: &SemanticsArgs, out: &mut dyn Write) -> anyhow::Result<()> {
                         "summary": info.summary,
                         "verified_against": info.verified_against,
                         "reads_generation_config": s.reads_generation_config(),
+                        "role": s.role(),
                         "params": info.params,
                     })
                 })
                 .collect();
-            serde_json::to_writer_pretty(&mut *out, &json!({ "schema": 1, "semantics": list }))?;
+            serde_json::to_writer_pretty(&mut *out, &json!({ "schema": SCHEMA, "semantics": list }))?;
             writeln!(out)?;
         }
         Format::Text => {

@@ -1,71 +1,51 @@
 //! `compare ties`: how each semantics breaks a top-k tie, on logits the user
-//! gives (default [3, 2, 2, 1], k = 2): transformers keeps every token tied
-//! with the k-th, candle exactly k (whichever `select_nth_unstable_by` leaves),
-//! the spec exactly k with the smaller index first; then every semantics of
-//! the registry on `generate(do_sample=True, top_k=k, temperature=1.0)`, each as its own
-//! module maps those kwargs (the engines' rules live there, not here).
+//! gives (default [3, 2, 2, 1], k = 2). Every semantics of the registry runs
+//! `generate(do_sample=True, top_k=k, temperature=1.0)` as its own module
+//! maps those kwargs ([`parity_core::Semantics::from_generate`]); where an
+//! engine can be run here ([`parity_core::Semantics::check_draws`]), its real
+//! draws are counted and replayed. The engines' rules live in their modules,
+//! not here: a threshold keeps every token tied with the k-th, a selection
+//! keeps exactly k and its own order decides which tied token goes.
 
 use std::io::Write;
 
-use anyhow::Context;
-use candle_adapter::{CandleParams, CandleRun, CandleSampling};
+use anyhow::bail;
 use serde_json::{Map, Value, json};
 
-use parity_core::Vocab;
 use parity_core::record::Logits;
-use parity_core::semantics::{Context as Ids, Distribution};
+use parity_core::semantics::Context as Ids;
+use parity_core::{AnySemantics, Distribution, DrawCheck, DrawOptions, Vocab};
 
-use super::report::text_fields;
+use super::report::{SCHEMA, text_fields};
 use crate::cli::{Format, TiesArgs};
 
-/// Prints the three kept sets, candle's real draw counts and the probabilities.
-pub fn run(args: &TiesArgs, out: &mut dyn Write) -> anyhow::Result<()> {
+/// One semantics on the tie.
+struct Answer {
+    name: &'static str,
+    outcome: Result<(Distribution, Option<DrawCheck>), String>,
+}
+
+/// Prints each semantics' kept set and probabilities, with real draw counts
+/// where the engine can be run.
+pub fn run(
+    args: &TiesArgs,
+    registry: &[Box<dyn AnySemantics>],
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
     let logits = &args.logits;
     if logits.is_empty() {
-        anyhow::bail!("--logits must not be empty");
+        bail!("--logits must not be empty");
     }
     if args.k == 0 {
-        anyhow::bail!("--k must be at least 1 (candle refuses k = 0)");
+        bail!("--k must be at least 1 (top_k=0 turns top-k off in transformers)");
     }
     let mut kwargs = Map::new();
     kwargs.insert("do_sample".into(), Value::Bool(true));
     kwargs.insert("top_k".into(), args.k.into());
     // Explicit, though transformers' default: a literal port passes it, and
-    // engines whose temperature is otherwise unset (mistral.rs) go greedy.
+    // engines whose temperature is otherwise unset may go greedy.
     kwargs.insert("temperature".into(), 1.0.into());
-    let params = hf_sampling::resolve(&kwargs, None)?;
-    let hf = hf_sampling::process(logits, &[], &params)?;
-
-    let cp = CandleParams::new(CandleSampling::TopK {
-        k: args.k,
-        temperature: 1.0,
-    });
-    let run = CandleRun::new(logits, &[], &cp).context("candle")?;
-    // One pass of real draws, each checked against the replay; the counts
-    // come from the same tokens.
-    let (replay, real) = run.replay(args.seed, args.draws)?;
-    let counts = candle_adapter::stats::counts(logits.len(), &real);
-    let outside_hf = (0..counts.len())
-        .filter(|i| !hf.kept.contains(i))
-        .map(|i| counts[i])
-        .sum::<u64>() as f64
-        / args.draws.max(1) as f64;
-    let candle = run.mirrored();
-
-    let spec_params = spec_sampler::Params {
-        temperature: spec_sampler::Temperature::new(1.0)?,
-        top_k: spec_sampler::TopK::new(i64::try_from(args.k).unwrap_or(i64::MAX)),
-        top_p: spec_sampler::TopP::new(1.0)?,
-        repetition_penalty: spec_sampler::RepetitionPenalty::new(1.0)?,
-        u: spec_sampler::U::new(0.5)?,
-    };
-    let spec_input = spec_sampler::Input::from_parts(
-        logits.iter().map(|&l| f64::from(l)).collect(),
-        Vec::new(),
-        spec_params,
-    )?;
-    let spec = spec_sampler::distribution(&spec_input);
-    let everyone = every_semantics(logits, &kwargs);
+    let answers = every_semantics(logits, &kwargs, args, registry);
     let vocab = args.vocab.as_deref().map(Vocab::load).transpose()?;
     // Kept ids as people read them: `[0, 1]`, or with a vocabulary
     // `["<|endoftext|>" (0), "<|im_start|>" (1)]`.
@@ -76,77 +56,76 @@ pub fn run(args: &TiesArgs, out: &mut dyn Write) -> anyhow::Result<()> {
             format!("[{}]", labels.join(", "))
         }
     };
-    let tokens = vocab.as_ref().map(|v| {
-        (0..logits.len())
-            .map(|id| {
-                let (text, bytes) = text_fields(v.piece(id));
-                json!({"id": id, "token": v.token(id), "text": text, "bytes": bytes})
-            })
-            .collect::<Vec<_>>()
-    });
-
     match args.format {
         Format::Json => {
+            let tokens = vocab.as_ref().map(|v| {
+                (0..logits.len())
+                    .map(|id| {
+                        let (text, bytes) = text_fields(v.piece(id));
+                        json!({"id": id, "token": v.token(id), "text": text, "bytes": bytes})
+                    })
+                    .collect::<Vec<_>>()
+            });
+            let semantics: Vec<Value> = answers
+                .iter()
+                .map(|a| match &a.outcome {
+                    Ok((d, draws)) => json!({
+                        "name": a.name,
+                        "kept": d.kept(),
+                        "probs": d.probs(),
+                        "draws": draws.as_ref().map(|c| json!({
+                            "n": c.n,
+                            "seed": args.seed,
+                            "counts": c.counts,
+                            "replay_agree": c.replay_agree,
+                            "p_value": c.p_value,
+                        })),
+                    }),
+                    Err(e) => json!({"name": a.name, "error": e}),
+                })
+                .collect();
             let doc = json!({
-                "schema": 1,
+                "schema": SCHEMA,
                 "logits": logits,
                 "k": args.k,
-                "hf": { "kept": hf.kept, "probs": hf.probs },
-                "candle": {
-                    "kept": candle.kept,
-                    "probs": candle.probs,
-                    "draws": args.draws,
-                    "counts": counts,
-                    "replay_agree": replay.as_ref().map(|r| r.agreed),
-                    "outside_hf": outside_hf,
-                },
-                "spec": { "kept": spec.kept(), "probs": spec.probs() },
-                "semantics": everyone.iter().map(|(name, d)| match d {
-                    Ok(d) => json!({"name": name, "kept": d.kept(), "probs": d.probs()}),
-                    Err(e) => json!({"name": name, "error": e}),
-                }).collect::<Vec<_>>(),
+                "kwargs": kwargs,
+                "semantics": semantics,
                 "tokens": tokens,
             });
             serde_json::to_writer_pretty(&mut *out, &doc)?;
             writeln!(out)?;
         }
         Format::Text => {
-            writeln!(out, "top-k with k = {} on logits {:?}", args.k, logits)?;
             writeln!(
                 out,
-                "  transformers keeps {}  probs {:?}",
-                kept(&hf.kept),
-                hf.probs
+                "top-k with k = {} on logits {:?}: every semantics on \
+                 generate(do_sample=True, top_k={}, temperature=1.0), after a one-token prompt",
+                args.k, logits, args.k
             )?;
-            writeln!(
-                out,
-                "  candle       keeps {}  probs {:?}",
-                kept(&candle.kept.iter().map(|&i| i as usize).collect::<Vec<_>>()),
-                round(&candle.probs)
-            )?;
-            writeln!(
-                out,
-                "               {} real draws (seed {}): counts {:?}, {} replayed exactly",
-                args.draws,
-                args.seed,
-                counts,
-                replay.as_ref().map_or(0, |r| r.agreed)
-            )?;
-            writeln!(
-                out,
-                "  spec         keeps {}  probs {:?}",
-                kept(spec.kept()),
-                round(spec.probs())
-            )?;
-            writeln!(
-                out,
-                "every semantics on generate(do_sample=True, top_k={}, temperature=1.0), after a one-token prompt:",
-                args.k
-            )?;
-            for (name, d) in &everyone {
-                match d {
-                    Ok(d) => writeln!(out, "  {name:<18} keeps {}", kept(d.kept()))?,
-                    Err(e) => writeln!(out, "  {name:<18} fails: {e}")?,
+            let width = answers.iter().map(|a| a.name.len()).max().unwrap_or(0);
+            for a in &answers {
+                match &a.outcome {
+                    Ok((d, draws)) => {
+                        writeln!(
+                            out,
+                            "  {:<width$} keeps {}  probs {:?}",
+                            a.name,
+                            kept(d.kept()),
+                            round(d.probs())
+                        )?;
+                        if let Some(c) = draws {
+                            writeln!(
+                                out,
+                                "  {:<width$} {} real draws (seed {}): counts {:?}, {} replayed exactly",
+                                "",
+                                c.n,
+                                args.seed,
+                                c.counts,
+                                c.replay_agree.map_or("none".to_string(), |n| n.to_string())
+                            )?;
+                        }
+                    }
+                    Err(e) => writeln!(out, "  {:<width$} fails: {e}", a.name)?,
                 }
             }
         }
@@ -155,25 +134,43 @@ pub fn run(args: &TiesArgs, out: &mut dyn Write) -> anyhow::Result<()> {
 }
 
 /// Every registry semantics that maps `kwargs`, with its distribution on
-/// `logits` or its error, in registry order. The context is a one-token
-/// prompt (id 0): mistral.rs refuses an empty one, and with no penalty set
-/// no semantics reads it.
+/// `logits` and its engine's real draws (one stream from `--seed`), or its
+/// error, in registry order. The context is a one-token prompt (id 0): some
+/// engines refuse an empty one, and with no penalty set none reads it.
 fn every_semantics(
     logits: &[f32],
     kwargs: &Map<String, Value>,
-) -> Vec<(&'static str, Result<Distribution, String>)> {
+    args: &TiesArgs,
+    registry: &[Box<dyn AnySemantics>],
+) -> Vec<Answer> {
     let logits = Logits::from_f32(logits);
     let Ok(context) = Ids::new(&[0], None) else {
         return Vec::new();
     };
-    crate::registry::all(None)
+    registry
         .iter()
         .filter_map(|s| {
             let prepared = s.prepare_generate(kwargs)?;
-            let d = prepared
-                .and_then(|p| p.distribution(&logits, &context))
+            let outcome = prepared
+                .and_then(|p| {
+                    let d = p.distribution(&logits, &context)?;
+                    let options = DrawOptions {
+                        seed: args.seed,
+                        draws: args.draws,
+                        other_kept: d.kept(),
+                        parallel: false,
+                    };
+                    let draws = match args.draws {
+                        0 => None,
+                        _ => p.check_draws(&logits, &context, &options).transpose()?,
+                    };
+                    Ok((d, draws))
+                })
                 .map_err(|e| e.to_string());
-            Some((s.info().name, d))
+            Some(Answer {
+                name: s.info().name,
+                outcome,
+            })
         })
         .collect()
 }

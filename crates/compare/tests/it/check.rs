@@ -171,7 +171,7 @@ fn diff_compares_your_own_logits_pair_by_pair() {
             "diff",
             "--pairs",
             "hf:candle",
-            "--candle",
+            "--setup",
             "exact",
             "--format",
             "json",

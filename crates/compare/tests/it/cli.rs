@@ -203,7 +203,8 @@ fn translate_names_the_candle_setup_and_warnings() {
     );
     assert_eq!(out.status.code(), Some(0));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
-    assert_eq!(v["schema"], 1);
+    assert_eq!(v["schema"], 2);
+    assert_eq!(v["to"], "candle");
     let warnings = v["translation"]["warnings"].to_string();
     assert!(warnings.contains("top_p_not_renormalised"), "{warnings}");
 }
@@ -231,17 +232,29 @@ fn ties_shows_three_rules() {
     let out = compare(&["ties", "--format", "json", "--draws", "2000"], "");
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
-    assert_eq!(v["hf"]["kept"], serde_json::json!([0, 1, 2]));
-    assert_eq!(v["candle"]["kept"].as_array().map(Vec::len), Some(2));
-    assert_eq!(v["spec"]["kept"], serde_json::json!([0, 1]));
-    // Every real draw replayed, none outside candle's two tokens.
-    assert_eq!(v["candle"]["replay_agree"], 2000);
-    let counts: Vec<u64> = serde_json::from_value(v["candle"]["counts"].clone()).expect("counts");
+    assert_eq!(v["schema"], 2);
+    let entry = |name: &str| {
+        v["semantics"]
+            .as_array()
+            .expect("semantics")
+            .iter()
+            .find(|s| s["name"] == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("no {name} in {v}"))
+    };
+    // The real candle draws: every one replayed, none outside its two tokens.
+    let candle = entry("candle");
+    assert_eq!(candle["draws"]["replay_agree"], 2000);
+    let counts: Vec<u64> =
+        serde_json::from_value(candle["draws"]["counts"].clone()).expect("counts");
     assert_eq!(counts.iter().sum::<u64>(), 2000);
     assert_eq!(counts[3], 0);
+    assert_eq!(counts[2], 0);
     // Token 0 carries e³/(e³+e²) = 0.731; 2000 draws: sd = sqrt(.731·.269/2000) ≈ 0.0099.
     let share = counts[0] as f64 / 2000.0;
     assert!((share - 0.731).abs() < 0.05, "{counts:?}");
+    // Semantics whose engine cannot be run here make no draws.
+    assert_eq!(entry("spec")["draws"], serde_json::Value::Null);
     // Every registry semantics: a threshold at the k-th value keeps the tie
     // (transformers' TopKLogitsWarper, vLLM's `logits < kth` mask, the
     // tutorial); a selection cut to exactly k keeps two (llama.cpp's
@@ -279,7 +292,7 @@ fn ties_shows_three_rules() {
 
 #[test]
 fn usage_errors_exit_2() {
-    let out = compare(&["dist", "--semantics", "sglang"], "");
+    let out = compare(&["dist", "--semantics", "no-such-engine"], "");
     assert_eq!(out.status.code(), Some(2));
     let out = compare(&["report", "--pairs", "hf:llama"], "");
     assert_eq!(out.status.code(), Some(2));
@@ -346,7 +359,8 @@ fn translate_to_llama_cpp_is_proven_on_the_bundled_fixtures() {
     );
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
-    let r = &v["llama_server_request"];
+    assert_eq!(v["to"], "llama.cpp");
+    let r = &v["translation"]["llama_server_request"];
     assert_eq!(
         r["samplers"],
         serde_json::json!([
@@ -363,7 +377,7 @@ fn translate_to_llama_cpp_is_proven_on_the_bundled_fixtures() {
         (Some(50), Some(0.0))
     );
     assert_eq!(r["repeat_last_n"].as_u64(), Some(4096));
-    let flags = v["llama_cli_flags"].to_string();
+    let flags = v["translation"]["llama_cli_flags"].to_string();
     assert!(flags.contains("--top-k\",\"50"), "{flags}");
     // The proof ran on all six SmolLM2 fixtures and every one is `same`.
     let proof = v["proof"].as_array().expect("proof");

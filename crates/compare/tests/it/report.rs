@@ -37,7 +37,7 @@ fn row<'a>(
                 && x.setting == setting
                 && x.left == left
                 && x.right == right
-                && x.repeat_window == window
+                && x.penalty_window == window
         })
         .unwrap_or_else(|| panic!("no row {fixture} {setting} {pair} {window:?}"))
 }
@@ -116,8 +116,9 @@ fn the_articles_findings_on_our_fixtures() {
     let s = row(&r, "ties_3221", "top_k2", "hf:spec", None);
     assert_eq!(s.kept_right, Some(2));
     // Every real candle draw was replayed exactly.
-    assert!(r.summary.candle_draws > 0);
-    assert_eq!(r.summary.replay_agree, r.summary.candle_draws);
+    assert!(r.summary.draws > 0);
+    assert_eq!(r.summary.replay_agree, r.summary.draws);
+    assert_eq!(r.summary.drawn_by, ["candle"]);
 }
 
 #[test]

@@ -12,7 +12,7 @@
 //! The charts are drawn by `plotters` through its SVG backend alone
 //! (`default-features = false, features = ["svg_backend"]`): text is SVG
 //! `<text>` in the page's sans-serif font, nothing is rasterised, and the
-//! crate changes the features of nothing candle builds.
+//! crate changes the features of no other dependency.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -73,10 +73,7 @@ fn sci(x: Option<f64>) -> String {
 }
 
 fn pair(row: &Row) -> String {
-    match row.repeat_window {
-        Some(n) => format!("{}:{}[last {n}]", row.left, row.right),
-        None => format!("{}:{}", row.left, row.right),
-    }
+    super::text::pair_label(row)
 }
 
 fn verdict(row: &Row) -> &'static str {
@@ -124,11 +121,13 @@ fn summary(page: &mut String, s: &Summary) {
         );
     }
     page.push('.');
-    if s.candle_draws > 0 {
+    if s.draws > 0 {
         let _ = write!(
             page,
-            " {} real candle draws, {} reproduced exactly by the replay.",
-            s.candle_draws, s.replay_agree
+            " {} real {} draws, {} reproduced exactly by the replay.",
+            s.draws,
+            esc(&s.drawn_by.join("/")),
+            s.replay_agree
         );
     }
     if s.over_threshold > 0 {
@@ -259,7 +258,7 @@ fn row_section(page: &mut String, row: &Row, index: usize) -> io::Result<()> {
     );
     line("max |Δp|", sci(row.max_abs_diff));
     line("TV", sci(row.tv));
-    if let Some(setup) = &row.candle_setup {
+    if let Some(setup) = &row.setup {
         line("setup", esc(setup));
     }
     if let Some(d) = &row.draws {

@@ -34,7 +34,7 @@ pub use schema::{Draws, FragileRow, Penalty, Report, Row, Summary, TokenRow, Top
 pub use select::DEFAULT_SETTINGS;
 
 /// Version of the JSON document (`docs/report-schema.md`).
-pub const SCHEMA: u32 = 1;
+pub const SCHEMA: u32 = 2;
 
 /// Probabilities closer than this are float rounding: the verdict is `same`.
 pub const SAME_TOLERANCE: f64 = 1e-5;
@@ -107,7 +107,7 @@ fn run_with(
     let kwargs = select::kwargs(args)?;
     let pairs = select::pairs(&args.pairs, registry)?;
     let pairs = match &kwargs {
-        Some(_) => select::computed_hf(pairs, registry),
+        Some(_) => select::computed_reference(pairs, registry),
         None => pairs,
     };
     let files = select::fixture_files(&args.fixtures)?;

@@ -31,10 +31,6 @@ pub(crate) struct RowArgs {
     pub show_tokens: usize,
 }
 
-/// The semantics a row's differences are explained against: transformers,
-/// as recorded and as re-implemented.
-const REFERENCE: [&str; 2] = ["hf", "hf-rust"];
-
 /// One semantics' answer on one (fixture, setting).
 struct Side<'a> {
     name: &'static str,
@@ -51,7 +47,18 @@ struct View<'s> {
     dist: &'s Result<Distribution, String>,
 }
 
+impl View<'_> {
+    /// Whether rows explain the other side against this one.
+    fn is_reference(&self) -> bool {
+        self.semantics.role().is_reference()
+    }
+}
+
 impl<'a> Side<'a> {
+    fn is_reference(&self) -> bool {
+        self.semantics.role().is_reference()
+    }
+
     fn view(&self) -> View<'_> {
         View {
             name: self.name,
@@ -156,7 +163,7 @@ impl<'a> CaseRows<'a> {
         let reference = self
             .registry
             .iter()
-            .position(|s| REFERENCE.contains(&s.info().name));
+            .position(|s| s.role().is_reference());
         for &(l, r) in pairs {
             for i in [l, r].into_iter().chain(reference) {
                 sides.entry(i).or_insert_with(|| self.side(i, setting));
@@ -166,7 +173,7 @@ impl<'a> CaseRows<'a> {
             };
             let third = reference
                 .and_then(|i| sides[&i].as_ref())
-                .filter(|_| !REFERENCE.contains(&left.name) && !REFERENCE.contains(&right.name))
+                .filter(|_| !left.is_reference() && !right.is_reference())
                 .map(Side::view);
             let third = third.as_ref();
             rows.push(self.row(setting, left.view(), right.view(), None, third, args)?);
@@ -361,7 +368,7 @@ impl<'a> CaseRows<'a> {
         // transformers' own parameters.
         let setup = [l, r]
             .into_iter()
-            .filter(|s| s.dist.is_ok() && !REFERENCE.contains(&s.name))
+            .filter(|s| s.dist.is_ok() && !s.is_reference())
             .find_map(|s| s.prepared.and_then(|p| p.describe()));
         Row {
             fixture: self.case.name.clone(),
@@ -370,8 +377,13 @@ impl<'a> CaseRows<'a> {
             kwargs: setting.kwargs.clone(),
             left: l.name.into(),
             right: r.name.into(),
-            candle_setup: setup,
-            repeat_window: variant.map(|v| v.repeat_window),
+            setup,
+            variant: variant.map(|v| v.label.clone()),
+            penalty_window: variant.and_then(|v| v.penalty_window),
+            // A side run with variants shows its penalty scope even where
+            // it agrees.
+            show_penalty: variant.is_some()
+                || r.prepared.is_some_and(|p| !p.variants().is_empty()),
             kept_left: None,
             kept_right: None,
             max_abs_diff: None,
@@ -433,6 +445,7 @@ impl<'a> CaseRows<'a> {
                 seed: args.seed,
                 draws: args.draws,
                 other_kept: other_dist.kept(),
+                parallel: true,
             };
             let Some(check) = p.check_draws(&self.logits, &self.case.context, &options) else {
                 continue;
@@ -444,6 +457,7 @@ impl<'a> CaseRows<'a> {
                 (c.outside_other, c.outside_own)
             };
             return Ok(Some(Draws {
+                engine: c.engine.to_string(),
                 n: c.n,
                 replay_agree: c.replay_agree,
                 seed: args.seed,
@@ -470,11 +484,14 @@ impl<'a> CaseRows<'a> {
                 .filter(|(a, b)| a.to_bits() != b.to_bits())
                 .count()
         };
-        let (missed_ids, missed_in_prompt) = variant.map_or((0, 0), |v| {
-            self.case
-                .context
-                .missed_by_window(v.repeat_window, self.case.logits.len())
-        });
+        let (missed_ids, missed_in_prompt) =
+            variant
+                .and_then(|v| v.penalty_window)
+                .map_or((0, 0), |n| {
+                    self.case
+                        .context
+                        .missed_by_window(n, self.case.logits.len())
+                });
         Some(Penalty {
             context_len: self.case.context.input_ids().len(),
             changed_left: changed(pl),
@@ -499,9 +516,9 @@ impl<'a> CaseRows<'a> {
         parity_core::Explanation,
     ) {
         let swapped;
-        let (reference, this, other, comparison) = if REFERENCE.contains(&l.name) {
+        let (reference, this, other, comparison) = if l.is_reference() {
             (left, right, r, cmp)
-        } else if REFERENCE.contains(&r.name) {
+        } else if r.is_reference() {
             swapped = cmp.swapped();
             (right, left, l, &swapped)
         } else {
@@ -606,7 +623,7 @@ impl<'a> CaseRows<'a> {
 
 /// Same means: the same tokens can be drawn, with probabilities equal up to
 /// float rounding, from logits penalised alike.
-fn verdict(cmp: &Comparison, penalty: Option<&Penalty>) -> Verdict {
+pub(crate) fn verdict(cmp: &Comparison, penalty: Option<&Penalty>) -> Verdict {
     let same = cmp.only_left.is_empty()
         && cmp.only_right.is_empty()
         && cmp.max_abs_diff <= SAME_TOLERANCE

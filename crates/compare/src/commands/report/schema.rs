@@ -29,8 +29,11 @@ pub struct Summary {
     pub same: usize,
     /// Rows whose verdict is `differs`.
     pub differs: usize,
-    /// Real candle draws made (every one replayed).
-    pub candle_draws: usize,
+    /// Real draws made by the engines that can be run here (every one
+    /// replayed where the engine's RNG is mirrored).
+    pub draws: usize,
+    /// The engines that made them, in the order first met.
+    pub drawn_by: Vec<String>,
     /// Of those, draws the replay reproduced exactly.
     pub replay_agree: usize,
     /// Rows over `--max-tv` / `--max-abs-diff` (0 when no threshold is set).
@@ -58,10 +61,18 @@ pub struct Row {
     pub left: String,
     /// Right semantics.
     pub right: String,
-    /// The candle configuration used by a candle side, if any.
-    pub candle_setup: Option<String>,
-    /// For candle rows: the repeat-penalty window (`null` = whole context).
-    pub repeat_window: Option<usize>,
+    /// The setup of the side measured against transformers, in its engine's
+    /// own terms (`describe`), if it has one.
+    pub setup: Option<String>,
+    /// The right side's variant, as its engine labels it (e.g. `last 64`);
+    /// `null` for its base setup.
+    pub variant: Option<String>,
+    /// The variant's penalty window (last n ids), if it narrows one.
+    pub penalty_window: Option<usize>,
+    /// Whether text output shows the penalty line even when the row agrees
+    /// (a side run with variants); not part of the wire format.
+    #[serde(skip)]
+    pub show_penalty: bool,
     /// Tokens the left keeps (probability > 0); null if it failed.
     pub kept_left: Option<usize>,
     /// Tokens the right keeps; null if it failed.
@@ -93,7 +104,7 @@ pub struct Row {
     pub fix_params: Option<Map<String, Value>>,
     /// The verdict of the fix run on this row's logits against the left side.
     pub fix_verdict: Option<Verdict>,
-    /// Real candle draws behind a candle side.
+    /// Real draws from a side whose engine can be run here.
     pub draws: Option<Draws>,
     /// Repetition-penalty details, for settings with a penalty.
     pub penalty: Option<Penalty>,
@@ -200,18 +211,20 @@ pub enum Verdict {
     Differs,
 }
 
-/// What the real candle draws said.
+/// What the real draws said.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Draws {
-    /// Real `LogitsProcessor` draws.
+    /// The engine that drew, in a word (`candle`).
+    pub engine: String,
+    /// Real draws made.
     pub n: usize,
-    /// Draws the replay (`StdRng` + `WeightedIndex` over the mirror) reproduced;
-    /// null for GumbelSoftmax, which cannot be replayed.
+    /// Draws the replay of the engine's RNG reproduced; null where the
+    /// engine's RNG cannot be replayed.
     pub replay_agree: Option<usize>,
     /// First seed (stream s uses seed + s).
     pub seed: u64,
-    /// max over tokens |frequency − p_candle|.
+    /// max over tokens |frequency − p| of the drawing side.
     pub max_freq_dev: f64,
     /// Chi-square goodness-of-fit p-value of the draws against the mirror
     /// (null when there is nothing to test, e.g. an argmax).

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use anyhow::{Context, bail};
-use parity_core::AnySemantics;
+use parity_core::{AnySemantics, Role};
 use parity_core::fixture::{self, Fixture, FixtureKind, Setting};
 use serde_json::{Map, Value};
 
@@ -16,30 +16,25 @@ pub const DEFAULT_SETTINGS: [&str; 6] = ["t07_default", "t07", "k40", "p09", "k4
 /// The tie demonstration's settings in `fixtures/edge/ties_3221.safetensors`.
 const TIE_SETTINGS: [&str; 1] = ["top_k2"];
 
-/// The pairs a report compares when `--pairs` is not given: transformers as
-/// recorded against every other semantics of the first version.
-const DEFAULT_PAIRS: [(&str, &str); 4] = [
-    ("hf", "hf-rust"),
-    ("hf", "candle"),
-    ("hf", "candle+hf-closure"),
-    ("hf", "spec"),
-];
-
-/// `--pairs` as indices into the registry.
+/// `--pairs` as indices into the registry. Without `--pairs`: the
+/// reference (transformers as recorded) against every semantics whose
+/// [`parity_core::Role`] puts it in the default report, in registry order.
 pub(crate) fn pairs(
     specs: &[String],
     registry: &[Box<dyn AnySemantics>],
 ) -> anyhow::Result<Vec<(usize, usize)>> {
     let index = |name: &str| registry.iter().position(|s| s.info().name == name);
     if specs.is_empty() {
-        return DEFAULT_PAIRS
+        let reference = registry
             .iter()
-            .map(|(l, r)| {
-                index(l)
-                    .zip(index(r))
-                    .with_context(|| format!("default pair {l}:{r} is not in the registry"))
-            })
-            .collect();
+            .position(|s| s.role() == Role::Reference)
+            .context("the registry has no reference semantics (Role::Reference)")?;
+        return Ok(registry
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| matches!(s.role(), Role::ReferenceComputed | Role::Default))
+            .map(|(i, _)| (reference, i))
+            .collect());
     }
     let names = || {
         registry
@@ -79,18 +74,20 @@ pub(super) fn kwargs(args: &ReportArgs) -> anyhow::Result<Option<Map<String, Val
         .transpose()
 }
 
-/// With `--kwargs` nothing transformers recorded applies: `hf` is computed,
-/// which is exactly `hf-rust`, so the pairs say so (a pair that becomes
-/// `hf-rust:hf-rust` is dropped).
-pub(super) fn computed_hf(
+/// With `--kwargs` nothing transformers recorded applies: the recorded
+/// reference is computed, which is exactly what its
+/// [`Role::ReferenceComputed`] twin does, so the pairs say so (a pair that
+/// becomes the twin against itself is dropped).
+pub(super) fn computed_reference(
     pairs: Vec<(usize, usize)>,
     registry: &[Box<dyn AnySemantics>],
 ) -> Vec<(usize, usize)> {
-    let index = |name: &str| registry.iter().position(|s| s.info().name == name);
-    let (Some(hf), Some(hf_rust)) = (index("hf"), index("hf-rust")) else {
+    let role = |r: Role| registry.iter().position(|s| s.role() == r);
+    let (Some(recorded), Some(computed)) = (role(Role::Reference), role(Role::ReferenceComputed))
+    else {
         return pairs;
     };
-    let swap = |i: usize| if i == hf { hf_rust } else { i };
+    let swap = |i: usize| if i == recorded { computed } else { i };
     let mut out: Vec<(usize, usize)> = Vec::new();
     for (l, r) in pairs {
         let pair = (swap(l), swap(r));

@@ -30,11 +30,20 @@ pub(super) fn summarise(rows: &[Row], args: &ReportArgs) -> Summary {
             .iter()
             .filter(|r| r.verdict == Verdict::Differs)
             .count(),
-        candle_draws: rows
+        draws: rows
             .iter()
             .filter_map(|r| r.draws.as_ref())
             .map(|d| d.n)
             .sum(),
+        drawn_by: rows
+            .iter()
+            .filter_map(|r| r.draws.as_ref())
+            .fold(Vec::new(), |mut names, d| {
+                if !names.contains(&d.engine) {
+                    names.push(d.engine.clone());
+                }
+                names
+            }),
         replay_agree: rows
             .iter()
             .filter_map(|r| r.draws.as_ref().and_then(|d| d.replay_agree))

@@ -28,6 +28,14 @@ pub(crate) fn wrap_width() -> usize {
     }
 }
 
+/// `left:right`, with the right side's variant: `hf:candle[last 64]`.
+pub(crate) fn pair_label(row: &Row) -> String {
+    match &row.variant {
+        Some(v) => format!("{}:{}[{v}]", row.left, row.right),
+        None => format!("{}:{}", row.left, row.right),
+    }
+}
+
 fn sci(x: Option<f64>) -> String {
     match x {
         None => "-".into(),
@@ -46,10 +54,7 @@ fn share(x: f64) -> String {
 
 /// The table's cells for one row.
 fn cells(row: &Row) -> [String; 8] {
-    let pair = match row.repeat_window {
-        Some(n) => format!("{}:{}[last {n}]", row.left, row.right),
-        None => format!("{}:{}", row.left, row.right),
-    };
+    let pair = pair_label(row);
     let kept = format!(
         "{}/{}",
         row.kept_left.map_or("-".into(), |k| k.to_string()),
@@ -217,7 +222,7 @@ fn detail_list(out: &mut dyn Write, width: usize, label: &str, items: &[String])
 
 fn write_details(row: &Row, width: usize, out: &mut dyn Write) -> io::Result<()> {
     let differs = row.verdict == Verdict::Differs;
-    if let Some(setup) = &row.candle_setup
+    if let Some(setup) = &row.setup
         && differs
     {
         detail(out, width, "setup", setup)?;
@@ -298,8 +303,7 @@ fn write_details(row: &Row, width: usize, out: &mut dyn Write) -> io::Result<()>
         detail_list(out, width, "  tokens", &names)?;
     }
     if let Some(p) = &row.penalty
-        // The literal candle port shows its penalty scope even where it agrees.
-        && (differs || row.right == "candle")
+        && (differs || row.show_penalty)
     {
         detail(
             out,
@@ -329,11 +333,13 @@ pub(super) fn write_summary(s: &Summary, out: &mut dyn Write) -> io::Result<()> 
         s.differs
     )?;
     write!(out, ".")?;
-    if s.candle_draws > 0 {
+    if s.draws > 0 {
         write!(
             out,
-            " {} real candle draws, {} reproduced exactly by the replay.",
-            s.candle_draws, s.replay_agree
+            " {} real {} draws, {} reproduced exactly by the replay.",
+            s.draws,
+            s.drawn_by.join("/"),
+            s.replay_agree
         )?;
     }
     writeln!(out)?;
