@@ -388,6 +388,16 @@ fn explain(row: &Against<'_>, p: &MlxParams) -> Explanation {
             ));
         }
     }
+    if !p.is_greedy()
+        && row.comparison.max_abs_diff > 1e-6
+        && row.transformers.kept() == row.this.kept()
+        && row.logits.len() > 1000
+    {
+        reasons.push(format!(
+            "float32 running sums: MLX's CPU kernels add the {} weights one at a time in float32 (logsumexp, and the sum categorical scales its uniform by), so its normaliser is off by up to ~1e-4 relative on a large vocabulary; torch's softmax sums pairwise",
+            row.logits.len()
+        ));
+    }
     Explanation {
         reasons,
         fix: fix(kwargs),

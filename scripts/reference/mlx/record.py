@@ -320,17 +320,12 @@ def run(args, logits: np.ndarray, input_ids: list[int]) -> dict:
         out["tokens"] = [int(sampler(logprobs).item()) for _ in range(DRAWS)]
     except ValueError as e:
         # The raise happened while mx.compile traced the function, whose
-        # inputs include mx.random.state: the state is left holding a traced
-        # placeholder, and every later random call on this thread fails until
-        # the state is reseeded (the server never reseeds without a seed).
-        try:
-            mx.random.uniform().item()
-            poisoned = False
-        except RuntimeError:
-            poisoned = True
+        # inputs include mx.random.state. With g++ on the PATH (MLX's CPU
+        # JIT) the state is left holding a traced placeholder and every later
+        # random call on this thread fails until it is reseeded; without g++
+        # it is not. Reseed either way (not recorded: it depends on the host).
         mx.random.seed(0)
-        mx.random.uniform().item()
-        return {"error": str(e), "poisons_random_state": poisoned}
+        return {"error": str(e)}
     return out
 
 

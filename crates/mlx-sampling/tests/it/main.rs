@@ -2,4 +2,5 @@
 //! mlx-lm / MLX package (fixtures/mlx/cases.jsonl), and the error messages.
 
 mod errors;
+mod explain;
 mod recorded;
