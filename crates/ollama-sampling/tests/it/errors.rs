@@ -74,3 +74,27 @@ fn penalties_and_context_change_nothing() {
         .expect("penalised");
     assert_eq!(a, b);
 }
+
+#[test]
+fn versions_outside_the_go_sampler_are_refused() {
+    let e = parse(json!({"version": "0.5.13"})).unwrap_err();
+    assert!(
+        e.starts_with("`version` = \"0.5.13\": Ollama before v0.6.2"),
+        "{e}"
+    );
+    let e = parse(json!({"version": "v0.30.0"})).unwrap_err();
+    assert!(e.contains("use the `ollama` semantics"), "{e}");
+    assert_eq!(
+        parse(json!({"version": "0.17"})).unwrap_err(),
+        "`version` = \"0.17\": expected an Ollama release such as \"0.17.5\" or \"0.25.0-rc0\""
+    );
+    assert_eq!(
+        parse(json!({"version": 17})).unwrap_err(),
+        "`version` = 17: expected a string such as \"0.17.5\""
+    );
+    // v0.17.5 – v0.17.8-rc1 default repeat_penalty to 1.0; the rest to 1.1
+    let p = parse(json!({"version": "0.17.8-rc1"})).expect("penalty era");
+    assert_eq!((p.repeat_penalty, p.version.has_penalties()), (1.0, true));
+    let p = parse(json!({"version": "0.17.8-rc2"})).expect("reverted");
+    assert_eq!((p.repeat_penalty, p.version.has_penalties()), (1.1, false));
+}

@@ -137,3 +137,40 @@ fn routes_cover_the_three_endpoints() {
         (0.5, 0.9, 0.1)
     );
 }
+
+#[test]
+fn v0175_penalties_act_and_are_described() {
+    let p = OllamaGo::default()
+        .parse_params(&map(json!({"version": "v0.17.6", "repeat_penalty": 1.3})))
+        .expect("valid");
+    let d: Value =
+        serde_json::from_str(&OllamaGo::default().describe(&p).expect("text")).expect("json");
+    assert_eq!(d["version"], json!("0.17.6"));
+    assert_eq!(d["repeat_penalty"], json!(1.3));
+    assert!(d["ignored"].get("repeat_penalty").is_none());
+    // logits [3, 2, 2, 1], context [0, 0]: 3 / 1.3 = 2.3076923
+    let ids = [0i64, 0];
+    let ctx = Context::new(&ids, None).expect("context");
+    let dist = OllamaGo::default()
+        .distribution(&Logits::from_f32(&[3.0, 2.0, 2.0, 1.0]), &ctx, &p)
+        .expect("dist");
+    assert_eq!(dist.penalised().expect("penalised")[0], 3.0f32 / 1.3f32);
+    // a repetition penalty is matchable in this era while the context fits 64 ids
+    let kw = map(json!({"do_sample": true, "repetition_penalty": 1.3}));
+    let logits = [3.0f32, 2.0, 2.0, 1.0];
+    let hf = Distribution::new(vec![0.25; 4], Precision::F64);
+    let cmp = Comparison::new(hf.probs(), dist.probs()).expect("same width");
+    let row = Against {
+        kwargs: &kw,
+        logits: &logits,
+        context: ctx,
+        transformers: &hf,
+        this: &dist,
+        comparison: &cmp,
+        variant: None,
+    };
+    let e = OllamaGo::default().explain(&row, &p);
+    let fix = e.fix.expect("matchable with 2 context ids");
+    assert_eq!(fix.params["repeat_penalty"], json!(1.3));
+    assert_eq!(fix.params["version"], json!("0.17.6"));
+}

