@@ -68,10 +68,12 @@
 //! float32 probability divided by their sum (in float64, [`Precision::F64`]),
 //! or the greedy token. The draw itself scales a float32 in steps of 2^-24
 //! by the float32 running sum, so a token whose probability the running sum
-//! absorbs cannot be drawn; the difference from the probabilities given is
-//! below 1e-7. With `"seed"` (not -1) and `"draws": N` the answer also
-//! carries the N tokens a sampler seeded so returns when `Sample` is called
-//! N times on the same logits. `seed` -1 (the default) uses `math/rand/v2`'s
+//! absorbs cannot be drawn; the exact draw frequencies differ from the
+//! probabilities given by about 1e-7 at most (1.05e-7 on the recorded
+//! cases: one float32 rounding of the running sum plus the grid). With
+//! `"seed"` (not -1) and `"draws": N` the answer also carries the N tokens
+//! a sampler seeded so returns when `Sample` is called N times on the same
+//! logits. `seed` -1 (the default) uses `math/rand/v2`'s
 //! global ChaCha8 source, seeded at random: such draws cannot be replayed.
 //!
 //! # Hand-written replicas
