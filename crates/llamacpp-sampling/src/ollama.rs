@@ -604,6 +604,56 @@ pub fn merge(
     layered(endpoint, version, model, request)?.to_request()
 }
 
+/// The model's parameters as JSON, from the text `ollama show --parameters`
+/// prints (the `parameters` string of `/api/show`): server/routes.go
+/// `GetModelInfo` writes one `fmt.Sprintf("%-*s %#v", 30, key, value)` line
+/// per parameter, one line per element for a list (`stop`). Values are Go
+/// syntax: numbers, `true`/`false`, double-quoted strings. Lines are not
+/// checked against Ollama's options here; [`Ollama::with_model_params`]
+/// does that.
+pub fn model_params_from_show(text: &str) -> Result<Map<String, Value>, Error> {
+    let mut out = Map::new();
+    for (n, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() {
+            continue;
+        }
+        let (key, raw) = line.split_once(char::is_whitespace).ok_or_else(|| {
+            Error::new(format_args!(
+                "`ollama show --parameters` line {}: {line:?} has no value",
+                n + 1
+            ))
+        })?;
+        let raw = raw.trim();
+        // Go's %#v of a float64, bool or string reads as JSON, except the
+        // escapes strconv.Quote has and JSON lacks (\x, \a, \v, \U).
+        let value: Value = serde_json::from_str(raw).map_err(|_| {
+            Error::new(format_args!(
+                "`ollama show --parameters` line {}: the value of `{key}`, {raw}, is not a number, boolean or plain quoted string",
+                n + 1
+            ))
+        })?;
+        let list = ALL_OPTIONS
+            .iter()
+            .any(|&(name, kind)| name == key && kind == Kind::Strings);
+        if list {
+            // A list key only ever holds an array.
+            if let Value::Array(items) = out
+                .entry(key.to_string())
+                .or_insert_with(|| Value::Array(Vec::new()))
+            {
+                items.push(value);
+            }
+        } else if out.insert(key.to_string(), value).is_some() {
+            return Err(Error::new(format_args!(
+                "`ollama show --parameters` line {}: `{key}` appears twice",
+                n + 1
+            )));
+        }
+    }
+    Ok(out)
+}
+
 /// Ollama's next-token sampling for a GGUF model: its options layered over
 /// its defaults (at a [`Version`]) and the model's own parameters, sent to
 /// llama-server, run through llama.cpp's chain.

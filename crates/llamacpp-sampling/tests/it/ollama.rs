@@ -348,3 +348,28 @@ fn routes_name_each_endpoint_and_what_the_layers_decided() {
         .expect("parses");
     assert_eq!(native, &want);
 }
+
+#[test]
+fn show_parameters_text_reads_back_as_the_params_layer() {
+    // server/routes.go GetModelInfo (v0.33.0-rc2):
+    //     params = append(params, fmt.Sprintf("%-*s %#v", cs, k, nv))
+    // with cs = 30, one line per element of a list such as stop.
+    let text = "stop                           \"<|im_start|>\"\n\
+                stop                           \"<|im_end|>\"\n\
+                temperature                    0.6\n\
+                top_k                          20\n\
+                repeat_penalty                 1\n";
+    let m = llamacpp_sampling::ollama::model_params_from_show(text).expect("parses");
+    assert_eq!(
+        Value::Object(m.clone()),
+        json!({"stop": ["<|im_start|>", "<|im_end|>"], "temperature": 0.6, "top_k": 20, "repeat_penalty": 1})
+    );
+    assert!(Ollama::with_model_params(m).is_ok());
+    let e = llamacpp_sampling::ollama::model_params_from_show("top_k 20\ntop_k 40")
+        .expect_err("twice")
+        .to_string();
+    assert_eq!(
+        e,
+        "`ollama show --parameters` line 2: `top_k` appears twice"
+    );
+}
