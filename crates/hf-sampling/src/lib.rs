@@ -67,6 +67,7 @@ mod processors;
 mod pyfmt;
 mod request;
 mod semantics;
+mod serve;
 mod torch;
 mod torch_rng;
 
@@ -76,8 +77,12 @@ pub use fast::{Dispatch, Distribution, HfSampler, StepPath};
 pub use fragile::fragile;
 pub use params::{GenerationConfig, GenerationParams, SAMPLING_KEYS, resolve};
 pub use processors::Processor;
-pub use request::{generate_kwargs as request_kwargs, portable_kwargs};
+pub use request::{
+    Reference, Removal, Removed, generate_kwargs as request_kwargs, portable_kwargs, reference,
+    routes as request_routes,
+};
 pub use semantics::{Hf, HfRust, Recorded, Source, provenance, rules};
+pub use serve::{Refusal, ServeEndpoint, ServeReading, serve_request};
 pub use torch_rng::{CpuCapability, TorchGenerator, TorchSampleError};
 
 /// torch's CPU operations, replayed bit for bit, for other engines that run

@@ -1,47 +1,194 @@
 //! An OpenAI-style request body read two ways by transformers.
 //!
 //! - **`generate(**request)`**, the reference `compare request` measures
-//!   every engine against: the request's fields that are generate kwargs,
-//!   with `do_sample=True` added when the request does not say (a request to
-//!   a sampling endpoint means sampling; `generate()` itself decodes greedily
-//!   without it) and `do_sample=False` at `temperature` 0 (transformers
-//!   refuses temperature 0 while sampling). The model's generation config
-//!   sits between these and transformers' defaults, as in `generate()`.
-//! - **`transformers serve`** (5.23.0, `transformers/cli/serving/utils.py`
-//!   `_build_generation_config` and `serving/chat_completion.py`): a deep
-//!   copy of the model's generation config, then `temperature` (0 also sets
-//!   `do_sample=False`), `top_p`, `frequency_penalty` as
-//!   `repetition_penalty = 1 + frequency_penalty` and `logit_bias` as
-//!   `sequence_bias`. Nothing else is read: `top_k`, `min_p`,
-//!   `presence_penalty` and `repetition_penalty` are dropped, and
-//!   `do_sample` stays what the generation config says (false when it says
-//!   nothing), so the server decodes greedily at any temperature.
+//!   every engine against ([`reference`]). The real `model.generate(**body)`
+//!   raises on most OpenAI fields: a kwarg that is neither a generation
+//!   parameter nor a model input is refused by `_validate_model_kwargs`
+//!   (transformers 5.23.0, `generation/utils.py`: `ValueError: The following
+//!   `model_kwargs` are not used by the model: ['frequency_penalty', 'seed']`),
+//!   unless its value is `None`. So the reference is `generate()` with the
+//!   request's generation parameters only, and [`Reference::removed`] says
+//!   which fields were left out and why ([`Removal`]): what `dist`, `diff`
+//!   and `translate` report as an error (they call `generate()` with the
+//!   kwargs as given) is what `compare request` has to leave out to compute
+//!   a reference at all. `do_sample=True` is added when the request does not
+//!   say (a request to a sampling endpoint means sampling; `generate()`
+//!   itself decodes greedily without it), and `temperature` 0 becomes
+//!   `do_sample=False` (transformers refuses temperature 0 while sampling).
+//!   The model's generation config sits between these and transformers'
+//!   defaults, as in `generate()`.
+//! - **`transformers serve`** (5.23.0): [`crate::serve_request`], which refuses
+//!   (HTTP 422) the fields `generate()` would accept, such as `top_k`.
+//!
+//! [`routes`] is both as compare routes: the reference first, then one per
+//! serve endpoint.
 
+use parity_core::{REQUEST_FIELDS_NOT_SAMPLING, Route};
 use serde_json::{Map, Number, Value};
 
-use crate::params::is_generate_kwarg;
+use crate::params::{GenerationConfig, GenerationParams, is_generate_kwarg, resolve};
+use crate::serve::{ServeEndpoint, serve_request};
 
-/// The generate kwargs `generate(**request)` runs with, and notes on what
-/// was added: the request's generate kwargs, `do_sample` added as the
-/// module docs say.
-pub fn generate_kwargs(request: &Map<String, Value>) -> (Map<String, Value>, Vec<String>) {
-    let mut kwargs: Map<String, Value> = request
-        .iter()
-        .filter(|(k, _)| is_generate_kwarg(k))
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
-    let mut notes = Vec::new();
+/// Why [`reference`] leaves a request field out of `generate(**request)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Removal {
+    /// What the model reads (`model`, `messages`, `prompt`, `suffix`,
+    /// `tools`): the fixture supplies the context and the logits instead.
+    Input,
+    /// Not a generation parameter, so `generate()` raises on it, and it
+    /// does not change one step's distribution (`max_tokens`, `stream`,
+    /// `n`, `stop`, `seed`, ...).
+    NotSampling,
+    /// Not a generation parameter, so `generate()` raises on it, yet a
+    /// server that reads it samples differently (`frequency_penalty`,
+    /// `presence_penalty`, `logit_bias`, ...): the reference runs without
+    /// it, and a server that applies it differs from the reference by it.
+    NotAKwarg,
+    /// `temperature` 0: transformers refuses it while sampling, so the
+    /// reference decodes greedily (`do_sample=False`) instead.
+    GreedyTemperature,
+}
+
+/// A field [`reference`] left out, and why.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Removed {
+    /// The request field.
+    pub field: String,
+    /// Why.
+    pub reason: Removal,
+}
+
+impl Removed {
+    /// The reason in words, for a report line (`field: reason`).
+    pub fn text(&self) -> String {
+        let raises = format!(
+            "not a generate() kwarg: generate(**request) raises \"ValueError: The following \
+             `model_kwargs` are not used by the model: ['{}']\"",
+            self.field
+        );
+        match self.reason {
+            Removal::Input => "the input, not a sampling setting: the fixture supplies the \
+                               context and logits"
+                .into(),
+            Removal::NotSampling => {
+                format!("{raises}; it does not change one step's distribution")
+            }
+            Removal::NotAKwarg => format!(
+                "{raises}; the reference runs without it, so a server that applies it differs \
+                 from the reference by it"
+            ),
+            Removal::GreedyTemperature => "temperature 0: transformers refuses it while sampling; \
+                                           the reference decodes greedily (do_sample=False)"
+                .into(),
+        }
+    }
+}
+
+/// What [`reference`] runs `generate()` with.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reference {
+    /// The generate kwargs.
+    pub kwargs: Map<String, Value>,
+    /// Request fields left out, in request order.
+    pub removed: Vec<Removed>,
+    /// What was added, in words (`do_sample`).
+    pub added: Vec<String>,
+}
+
+/// Request fields that are the model's input rather than a setting.
+const INPUTS: &[&str] = &[
+    "model",
+    "messages",
+    "prompt",
+    "suffix",
+    "tools",
+    "tool_choice",
+];
+
+/// `generate(**request)` as the reference runs it: see the module docs.
+pub fn reference(request: &Map<String, Value>) -> Reference {
+    let mut kwargs = Map::new();
+    let mut removed = Vec::new();
+    for (k, v) in request {
+        let reason = if is_generate_kwarg(k) {
+            None
+        } else if INPUTS.contains(&k.as_str()) {
+            Some(Removal::Input)
+        } else if v.is_null() {
+            // `_validate_model_kwargs` skips None values: generate() accepts it.
+            None
+        } else if REQUEST_FIELDS_NOT_SAMPLING.contains(&k.as_str()) {
+            Some(Removal::NotSampling)
+        } else {
+            Some(Removal::NotAKwarg)
+        };
+        match reason {
+            Some(reason) => removed.push(Removed {
+                field: k.clone(),
+                reason,
+            }),
+            None => {
+                kwargs.insert(k.clone(), v.clone());
+            }
+        }
+    }
+    let mut added = Vec::new();
     if !kwargs.contains_key("do_sample") {
         let greedy = kwargs.get("temperature").and_then(Value::as_f64) == Some(0.0);
         if greedy {
             kwargs.remove("temperature");
-            notes.push("temperature 0: do_sample=False (greedy)".to_string());
+            removed.push(Removed {
+                field: "temperature".into(),
+                reason: Removal::GreedyTemperature,
+            });
         } else {
-            notes.push("do_sample=True added (generate() is greedy without it)".to_string());
+            added.push("do_sample=True added (generate() is greedy without it)".to_string());
         }
         kwargs.insert("do_sample".into(), Value::Bool(!greedy));
     }
-    (kwargs, notes)
+    Reference {
+        kwargs,
+        removed,
+        added,
+    }
+}
+
+/// The generate kwargs `generate(**request)` runs with, and notes on what
+/// was added and left out ([`reference`] in words).
+pub fn generate_kwargs(request: &Map<String, Value>) -> (Map<String, Value>, Vec<String>) {
+    let r = reference(request);
+    let mut notes = r.added;
+    notes.extend(
+        r.removed
+            .iter()
+            .filter(|m| m.reason != Removal::Input)
+            .map(|m| format!("{} left out: {}", m.field, m.text())),
+    );
+    (r.kwargs, notes)
+}
+
+/// Every way transformers reads `request`, as compare routes: the
+/// reference `generate(**request)` (over `config`, the model's generation
+/// config), then `transformers serve` on each endpoint of
+/// [`ServeEndpoint::ALL`] for a model with that generation config.
+pub fn routes(
+    request: &Map<String, Value>,
+    config: Option<&GenerationConfig>,
+) -> Vec<Route<GenerationParams>> {
+    let (kwargs, notes) = generate_kwargs(request);
+    let mut generate = Route::new(
+        "transformers generate(**request)",
+        resolve(&kwargs, config).map_err(parity_core::Error::new),
+    );
+    generate.notes = notes;
+    let mut out = vec![generate];
+    out.extend(
+        ServeEndpoint::ALL
+            .iter()
+            .map(|&e| serve_request(e, request, config).into_route()),
+    );
+    out
 }
 
 /// The generate kwargs a port to another engine copies under the same name:
@@ -147,7 +294,8 @@ mod tests {
             Value::Object(k),
             json!({"temperature": 0.7, "top_p": 0.9, "do_sample": true})
         );
-        assert_eq!(notes.len(), 1);
+        assert_eq!(notes.len(), 2, "{notes:?}");
+        assert!(notes[1].starts_with("frequency_penalty left out: not a generate() kwarg"));
         let (k, _) = generate_kwargs(&map(json!({"temperature": 0})));
         assert_eq!(Value::Object(k), json!({"do_sample": false}));
     }

@@ -6,5 +6,6 @@ mod draw;
 mod fast;
 mod fixtures;
 mod processors;
+mod request_serve;
 mod resolve;
 mod torch_seeded;
