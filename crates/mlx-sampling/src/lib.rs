@@ -39,9 +39,11 @@
 //! and logits other than float32.
 #![deny(missing_docs)]
 
+pub mod ollama_mlx;
 mod params;
 pub mod random;
 mod sampler;
+mod stl;
 
 use parity_core::{
     Against, Context, Distribution, Error, Explanation, Fix, Info, Logits, ParamInfo, Precision,
@@ -49,6 +51,7 @@ use parity_core::{
 };
 use serde_json::{Map, Value};
 
+pub use ollama_mlx::{OllamaMlx, OllamaMlxParams};
 pub use params::{FIELDS, MAX_DRAWS, MlxParams, from_request, server_reads};
 
 /// mlx-lm 0.32.2's `generate_step` sampling on MLX 0.32.4 (CPU).

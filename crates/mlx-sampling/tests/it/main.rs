@@ -3,4 +3,5 @@
 
 mod errors;
 mod explain;
+mod ollama_mlx;
 mod recorded;
