@@ -38,7 +38,10 @@
 //! 7. `probs / max(sum, 1e-20)`; the draw is `categorical(log(probs))` with
 //!    key `mx.random.key(SplitMix64(seed, n))` for the slot's n-th draw.
 
-use parity_core::{Context, Distribution, Error, Info, Logits, ParamInfo, Precision, Semantics};
+use parity_core::{
+    Against, Context, Distribution, Error, Explanation, Fix, Info, Logits, ParamInfo, Precision,
+    Semantics, Variant,
+};
 use serde_json::{Map, Value};
 
 use crate::random;
@@ -444,6 +447,49 @@ impl Semantics for OllamaMlx {
         Some(parse(&m))
     }
 
+    fn explain(&self, row: &Against<'_>, p: &OllamaMlxParams) -> Explanation {
+        let kwargs = row.kwargs;
+        let sampling = kwargs.get("do_sample") == Some(&Value::Bool(true));
+        let mut reasons = Vec::new();
+        if sampling && p.temperature > 0.0 {
+            if !kwargs.contains_key("top_k") && p.top_k == 40 {
+                reasons.push("default top-k: Ollama's top_k is 40, transformers' 50".to_string());
+            }
+            if !kwargs.contains_key("top_p") && p.top_p < 1.0 {
+                reasons.push(format!(
+                    "default top-p: Ollama's top_p is {}, transformers' 1.0",
+                    p.top_p
+                ));
+            }
+            if p.top_k > 0 && row.transformers.kept().len() > row.this.kept().len() {
+                reasons.push("top-k ties: the MLX runner keeps exactly k (argpartition, lower ids win); transformers keeps every token tied with the k-th".to_string());
+            }
+        }
+        let rp = if p.repeat_penalty <= 0.0 {
+            1.0
+        } else {
+            p.repeat_penalty
+        };
+        if rp != 1.0 && p.repeat_last_n != 0 {
+            let n = usize::try_from(p.repeat_last_n).unwrap_or(usize::MAX);
+            let (missed, _) = row.context.missed_by_window(n, row.logits.len());
+            if missed > 0 {
+                reasons.push(format!(
+                    "repetition window: the runner penalises the last {} ids ({missed} earlier ids of the context are not); transformers the whole context",
+                    p.repeat_last_n
+                ));
+            }
+        }
+        Explanation {
+            reasons,
+            fix: fix(kwargs),
+        }
+    }
+
+    fn fix(&self, kwargs: &Map<String, Value>, _variant: Option<&Variant>) -> Option<Fix> {
+        fix(kwargs)
+    }
+
     fn describe(&self, p: &OllamaMlxParams) -> Option<String> {
         Some(
             serde_json::json!({
@@ -455,6 +501,57 @@ impl Semantics for OllamaMlx {
             .to_string(),
         )
     }
+}
+
+/// The Ollama options that reproduce transformers' `generate(**kwargs)`:
+/// the runner already applies top-k, temperature, top-p, min-p in
+/// transformers' order, so spelling out transformers' values (top_k 50,
+/// top_p 1.0 unless set) and a whole-context repetition window is enough
+/// (ties at the k-th aside).
+fn fix(kwargs: &Map<String, Value>) -> Option<Fix> {
+    let f = |k: &str| kwargs.get(k).and_then(Value::as_f64);
+    if f("typical_p").is_some_and(|t| t != 1.0)
+        || f("epsilon_cutoff").is_some_and(|e| e > 0.0 && e < 1.0)
+        || f("eta_cutoff").is_some_and(|e| e > 0.0 && e < 1.0)
+    {
+        return None;
+    }
+    let mut m = Map::new();
+    let mut text = Vec::new();
+    if let Some(r) = f("repetition_penalty").filter(|&r| r != 1.0) {
+        m.insert("repeat_penalty".into(), Value::from(r));
+        m.insert("repeat_last_n".into(), Value::from(-1));
+        text.push(format!(
+            "repeat_penalty={r}, repeat_last_n=-1 (the whole context)"
+        ));
+    }
+    if kwargs.get("do_sample") != Some(&Value::Bool(true)) {
+        m.insert("temperature".into(), Value::from(0.0));
+        text.insert(0, "temperature=0 (greedy)".to_string());
+        return Some(Fix {
+            text: text.join(", "),
+            params: m,
+        });
+    }
+    let t = f("temperature").unwrap_or(1.0);
+    let k = match kwargs.get("top_k") {
+        None => 50,
+        Some(v) => v.as_i64().unwrap_or(0),
+    };
+    let top_p = f("top_p").unwrap_or(1.0);
+    let min_p = f("min_p").unwrap_or(0.0);
+    m.insert("temperature".into(), Value::from(t));
+    m.insert("top_k".into(), Value::from(k));
+    m.insert("top_p".into(), Value::from(top_p));
+    m.insert("min_p".into(), Value::from(min_p));
+    text.insert(
+        0,
+        format!("temperature={t}, top_k={k} (exactly k at a tie), top_p={top_p}, min_p={min_p}"),
+    );
+    Some(Fix {
+        text: text.join(", "),
+        params: m,
+    })
 }
 
 /// The tokens of `n` successive seeded draws: `categorical(log(probs))` over

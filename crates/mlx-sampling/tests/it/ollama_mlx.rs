@@ -129,3 +129,83 @@ fn splitmix_keys() {
     assert_eq!(mix_seed(0, 0), 0xe220_a839_7b1d_cdaf);
     assert_eq!(mix_seed(0, 1), 0x6e78_9e6a_a1b9_65f4);
 }
+
+#[test]
+fn the_fix_reproduces_transformers_on_smollm2() {
+    use parity_core::metrics::softmax_f64;
+    use parity_core::{Against, Comparison, Distribution};
+    let settings = [
+        "t07_default",
+        "t07",
+        "k40",
+        "p09",
+        "k40p09",
+        "rep13",
+        "default",
+        "t15",
+        "minp05",
+        "k40p09rep",
+    ];
+    let (mut rows, mut worst) = (0, 0.0f64);
+    for path in parity_core::fixture::bundled_fixtures().expect("fixtures") {
+        let f = Fixture::load(&path).expect("loads");
+        if f.model.is_none() {
+            continue;
+        }
+        let logits = Logits::from_f32(&f.logits);
+        let ctx = Context::new(&f.input_ids, None).expect("context");
+        for s in f
+            .settings
+            .iter()
+            .filter(|s| settings.contains(&s.name.as_str()))
+        {
+            let label = format!("{} {}", f.name, s.name);
+            let hf_probs = if s.kwargs.get("do_sample") == Some(&Value::Bool(true)) {
+                softmax_f64(&s.scores)
+            } else {
+                let mut p = vec![0.0; s.scores.len()];
+                p[parity_core::metrics::argmax_first(&s.scores)] = 1.0;
+                p
+            };
+            let hf = Distribution::new(hf_probs.clone(), parity_core::Precision::F32);
+            let params = OllamaMlx
+                .from_generate(&s.kwargs)
+                .expect("expressible")
+                .expect("parses");
+            let this = OllamaMlx
+                .distribution(&logits, &ctx, &params)
+                .expect("runs");
+            let cmp = Comparison::new(&hf_probs, this.probs()).expect("same length");
+            let row = Against {
+                kwargs: &s.kwargs,
+                logits: &f.logits,
+                context: ctx,
+                transformers: &hf,
+                this: &this,
+                comparison: &cmp,
+                variant: None,
+            };
+            let e = OllamaMlx.explain(&row, &params);
+            if hf.kept() != this.kept() {
+                assert!(
+                    !e.reasons.is_empty(),
+                    "{label}: kept sets differ with no reason"
+                );
+            }
+            let fix = e.fix.expect("a fix");
+            let fp = OllamaMlx.parse_params(&fix.params).expect("fix parses");
+            let fd = OllamaMlx
+                .distribution(&logits, &ctx, &fp)
+                .expect("fix runs");
+            assert_eq!(fd.kept(), hf.kept(), "{label}: {}", fix.text);
+            let d = Comparison::new(&hf_probs, fd.probs())
+                .expect("same length")
+                .max_abs_diff;
+            worst = worst.max(d);
+            assert!(d < 1e-4, "{label}: fix differs by {d}");
+            rows += 1;
+        }
+    }
+    eprintln!("ollama-mlx: {rows} rows fixed, worst |dp| {worst:e}");
+    assert_eq!(rows, 60);
+}
