@@ -67,11 +67,55 @@ use parity_core::{
 use serde_json::{Map, Value};
 
 pub use gumbel::{gumbel_argmax, kernel_seed};
-pub use params::{GENERATION_CONFIG_FIELDS, VllmParams, request_params};
+pub use params::{
+    AVAILABLE_PARAMS, GENERATION_CONFIG_FIELDS, GenerationConfigSource, VllmParams,
+    default_sampling_params, request_params,
+};
 
-/// vLLM 0.32.0's V1 sampler for one request (CPU path).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Vllm;
+/// vLLM 0.32.0's V1 sampler for one request (CPU path), behind a server
+/// started with the given `--generation-config` and
+/// `--override-generation-config` (they only change
+/// [`Semantics::from_request`]: what a request samples with).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Vllm {
+    source: GenerationConfigSource,
+    overrides: Option<Map<String, Value>>,
+}
+
+/// vLLM's default server (`--generation-config auto`, no overrides). A
+/// value of the same name as the type, so that `vllm_sampling::Vllm` names
+/// the default semantics as it did when `Vllm` was a unit struct.
+#[allow(non_upper_case_globals)]
+pub const Vllm: Vllm = Vllm::AUTO;
+
+impl Vllm {
+    /// `--generation-config auto`, no `--override-generation-config`.
+    pub const AUTO: Self = Self {
+        source: GenerationConfigSource::Model,
+        overrides: None,
+    };
+
+    /// A server started with `--generation-config` reading `source` and
+    /// `--override-generation-config` `overrides` (`{}`: none).
+    pub fn new(source: GenerationConfigSource, overrides: Map<String, Value>) -> Self {
+        Self {
+            source,
+            overrides: Some(overrides).filter(|o| !o.is_empty()),
+        }
+    }
+
+    /// The server's sampling defaults for a model whose
+    /// `generation_config.json` is `generation_config`
+    /// ([`default_sampling_params`]).
+    pub fn defaults(&self, generation_config: Option<&Map<String, Value>>) -> Map<String, Value> {
+        let none = Map::new();
+        default_sampling_params(
+            generation_config,
+            self.source,
+            self.overrides.as_ref().unwrap_or(&none),
+        )
+    }
+}
 
 static INFO: Info = Info {
     name: "vllm",
@@ -205,8 +249,9 @@ impl Semantics for Vllm {
         request: &Map<String, Value>,
         generation_config: Option<&Map<String, Value>>,
     ) -> Vec<Route<VllmParams>> {
+        let defaults = self.defaults(generation_config);
         let (params, ignored) = match params::chat_request(request) {
-            Ok((own, ignored)) => (request_params(&own, generation_config), ignored),
+            Ok((own, ignored)) => (request_params(&own, Some(&defaults)), ignored),
             Err(e) => (Err(e), Vec::new()),
         };
         let mut route = Route::new("vllm serve /v1/chat/completions", params);
@@ -218,17 +263,27 @@ impl Semantics for Vllm {
             .iter()
             .copied()
             .filter(|f| {
-                !request.contains_key(*f)
-                    && generation_config.is_some_and(|g| g.get(*f).is_some_and(|v| !v.is_null()))
+                request.get(*f).is_none_or(Value::is_null)
+                    && defaults.get(*f).is_some_and(|v| !v.is_null())
             })
             .collect();
         if !merged.is_empty() {
-            route = route.note(format!(
-                "from generation_config.json (--generation-config auto): {}",
-                merged.join(", ")
-            ));
+            let from = match (self.source, self.overrides.is_some()) {
+                (GenerationConfigSource::Vllm, _) => "--override-generation-config",
+                (GenerationConfigSource::Model, false) => {
+                    "generation_config.json (--generation-config auto)"
+                }
+                (GenerationConfigSource::Model, true) => {
+                    "generation_config.json with --override-generation-config"
+                }
+            };
+            route = route.note(format!("from {from}: {}", merged.join(", ")));
         }
-        if !request.contains_key("top_k") && !merged.contains(&"top_k") {
+        if self.source == GenerationConfigSource::Vllm {
+            route =
+                route.note("--generation-config vllm: the model's generation config is not read");
+        }
+        if request.get("top_k").is_none_or(Value::is_null) && !merged.contains(&"top_k") {
             route = route.note("top_k off (vLLM's default; transformers' is 50)");
         }
         vec![route]

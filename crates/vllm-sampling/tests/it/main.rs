@@ -1,6 +1,8 @@
 //! Replays every case recorded from the real vLLM 0.32.0 sampler
 //! (`fixtures/vllm/`, made by `scripts/reference/vllm/record.py`).
 
+mod requests;
+
 use std::path::{Path, PathBuf};
 
 use parity_core::{Context, Fixture, Logits, Semantics};
