@@ -44,6 +44,7 @@ mod params;
 pub mod random;
 mod sampler;
 mod stl;
+mod translate;
 
 use parity_core::{
     Against, Context, Distribution, Error, Explanation, Fix, Info, Logits, ParamInfo, Precision,
@@ -267,6 +268,29 @@ impl Semantics for MlxLm {
         _variant: Option<&parity_core::Variant>,
     ) -> Option<Fix> {
         fix(kwargs)
+    }
+
+    fn translate(
+        &self,
+        kwargs: &Map<String, Value>,
+        _options: &parity_core::TranslateOptions,
+    ) -> Option<Result<parity_core::Translation, Error>> {
+        let mut blocked = translate::unmatched(kwargs, "mlx-lm");
+        let fixed = fix(kwargs);
+        if fixed.is_none() {
+            blocked.push("a temperature other than 1 with top_p or min_p, or top_k with top_p: mlx-lm filters the untempered distribution and applies top-k after top-p, in a fixed order".into());
+        }
+        let fix = match fixed {
+            Some(f) if blocked.is_empty() => Ok(f),
+            _ => Err(blocked),
+        };
+        Some(Ok(translate::translation(
+            "mlx-lm",
+            "mlx_lm.server request",
+            "mlx-lm tempers only at the draw, which changes nothing when there is no top-p/min-p (top-k keeps the same set at any T) or T = 1; the repetition window widened to the whole context (size 0); exact except a top-k tie (mlx-lm keeps exactly k) and float32 sums",
+            fix,
+            translate::mlx_python,
+        )))
     }
 }
 

@@ -490,6 +490,25 @@ impl Semantics for OllamaMlx {
         fix(kwargs)
     }
 
+    fn translate(
+        &self,
+        kwargs: &Map<String, Value>,
+        _options: &parity_core::TranslateOptions,
+    ) -> Option<Result<parity_core::Translation, Error>> {
+        let blocked = crate::translate::unmatched(kwargs, "Ollama's MLX runner");
+        let fix = match fix(kwargs) {
+            Some(f) if blocked.is_empty() => Ok(f),
+            _ => Err(blocked),
+        };
+        Some(Ok(crate::translate::translation(
+            "Ollama's MLX runner",
+            "Ollama options",
+            "the runner applies top-k, temperature, top-p and min-p in transformers' order: send transformers' values (its defaults differ: top_k 40, top_p 0.9) and repeat_last_n -1 for the whole context; exact except a top-k tie (exactly k) and float32 sums",
+            fix,
+            |_| None,
+        )))
+    }
+
     fn describe(&self, p: &OllamaMlxParams) -> Option<String> {
         Some(
             serde_json::json!({

@@ -180,3 +180,45 @@ fn temperature_last_is_explained() {
     let text = MlxLm.explain(&row, &params).reasons.join(" | ");
     assert!(text.contains("temperature last"), "{text}");
 }
+
+#[test]
+fn translate_gives_a_request_or_says_why_not() {
+    use mlx_sampling::OllamaMlx;
+    let opts = parity_core::TranslateOptions { context_len: 512 };
+    let kw = obj(
+        json!({"do_sample": true, "temperature": 0.7, "top_k": 50, "top_p": 1.0,
+                        "typical_p": 1.0, "repetition_penalty": 1.3}),
+    );
+    let t = MlxLm.translate(&kw, &opts).expect("offered").expect("runs");
+    let p = t.params.expect("a setup");
+    assert_eq!(
+        Value::Object(p.clone()),
+        json!({"temperature": 0.7, "top_k": 50, "repetition_penalty": 1.3, "repetition_context_size": 0})
+    );
+    assert!(MlxLm.parse_params(&p).is_ok());
+    assert_eq!(
+        t.json["mlx_lm_python"],
+        "make_sampler(temp=0.7, top_k=50); make_logits_processors(repetition_penalty=1.3, repetition_context_size=0)"
+    );
+    let blocked = obj(json!({"do_sample": true, "temperature": 0.7, "top_k": 0, "top_p": 0.9}));
+    let t = MlxLm
+        .translate(&blocked, &opts)
+        .expect("offered")
+        .expect("runs");
+    assert!(t.params.is_none());
+    assert!(
+        t.json["unmatched"][0]
+            .as_str()
+            .expect("reason")
+            .contains("untempered")
+    );
+    // Ollama's runner orders its filters like transformers: always a setup.
+    let t = OllamaMlx
+        .translate(&blocked, &opts)
+        .expect("offered")
+        .expect("runs");
+    assert_eq!(
+        Value::Object(t.params.expect("a setup")),
+        json!({"temperature": 0.7, "top_k": 0, "top_p": 0.9, "min_p": 0.0})
+    );
+}

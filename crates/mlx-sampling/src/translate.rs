@@ -1,0 +1,103 @@
+//! `compare translate --to mlx-lm` / `--to ollama-mlx`: the setup of each
+//! engine that reproduces transformers' `generate(**kwargs)` (resolved
+//! kwargs: every value transformers runs with is present), or why none
+//! exists.
+
+use parity_core::TranslationLine::{Plain, Wrapped};
+use parity_core::{Fix, Translation};
+use serde_json::{Map, Value, json};
+
+/// Kwargs neither engine has a counterpart for, when set to a value that acts.
+pub(crate) fn unmatched(kwargs: &Map<String, Value>, engine: &str) -> Vec<String> {
+    let sample = kwargs.get("do_sample") == Some(&Value::Bool(true));
+    let mut out = Vec::new();
+    for (key, val) in kwargs {
+        let acts = match key.as_str() {
+            "epsilon_cutoff" | "eta_cutoff" => {
+                sample && val.as_f64().is_some_and(|x| x > 0.0 && x < 1.0)
+            }
+            "typical_p" => sample && val.as_f64().is_some_and(|x| x != 1.0),
+            "encoder_repetition_penalty" | "num_beams" => val.as_f64().is_some_and(|x| x != 1.0),
+            "no_repeat_ngram_size" | "bad_words_ids" | "sequence_bias" | "penalty_alpha" => {
+                !(val.is_null() || val.as_f64() == Some(0.0))
+            }
+            _ => false,
+        };
+        if acts {
+            out.push(format!("{key} = {val}: {engine} has no such sampler"));
+        }
+    }
+    out
+}
+
+/// A translation from a fix (the engine's params) or the reasons there is none.
+pub(crate) fn translation(
+    engine: &str,
+    label: &str,
+    recipe: &str,
+    fix: Result<Fix, Vec<String>>,
+    extra: impl Fn(&Map<String, Value>) -> Option<(String, String)>,
+) -> Translation {
+    match fix {
+        Ok(fix) => {
+            let mut json = Map::new();
+            json.insert(label.replace(' ', "_"), Value::Object(fix.params.clone()));
+            json.insert("unmatched".into(), json!([]));
+            json.insert("recipe".into(), json!(recipe));
+            let mut lines = vec![Wrapped {
+                label: format!("{label}: "),
+                text: Value::Object(fix.params.clone())
+                    .to_string()
+                    .replace(',', ", "),
+            }];
+            if let Some((l, text)) = extra(&fix.params) {
+                json.insert(l.replace(' ', "_"), json!(text));
+                lines.push(Wrapped {
+                    label: format!("{l}: "),
+                    text,
+                });
+            }
+            lines.push(Wrapped {
+                label: "why: ".into(),
+                text: format!("{recipe} ({})", fix.text),
+            });
+            Translation {
+                lines,
+                json,
+                params: Some(fix.params),
+            }
+        }
+        Err(unmatched) => {
+            let mut json = Map::new();
+            json.insert(label.replace(' ', "_"), Value::Null);
+            json.insert("unmatched".into(), json!(unmatched));
+            json.insert("recipe".into(), json!(recipe));
+            let mut lines = vec![Plain(format!("{engine} cannot reproduce these kwargs:"))];
+            lines.extend(unmatched.iter().map(|u| Plain(format!("  {u}"))));
+            Translation {
+                lines,
+                json,
+                params: None,
+            }
+        }
+    }
+}
+
+/// The Python calls for an mlx-lm request of these fields.
+pub(crate) fn mlx_python(p: &Map<String, Value>) -> Option<(String, String)> {
+    let g = |k: &str| p.get(k).map(Value::to_string);
+    let mut sampler = vec![format!("temp={}", g("temperature").unwrap_or("0.0".into()))];
+    for k in ["top_p", "min_p", "top_k"] {
+        if let Some(v) = g(k) {
+            sampler.push(format!("{k}={v}"));
+        }
+    }
+    let mut text = format!("make_sampler({})", sampler.join(", "));
+    if let Some(r) = g("repetition_penalty") {
+        let size = g("repetition_context_size").unwrap_or("20".into());
+        text.push_str(&format!(
+            "; make_logits_processors(repetition_penalty={r}, repetition_context_size={size})"
+        ));
+    }
+    Some(("mlx_lm python".into(), text))
+}
