@@ -225,7 +225,9 @@ fn validate(
     if optional && v.is_null() {
         return Ok(None);
     }
-    let type_error = |allowed: &str| Error::new(format_args!("{name} must be of type {allowed}"));
+    // The server's text, then the value it refused.
+    let type_error =
+        |allowed: &str| Error::new(format_args!("{name} must be of type {allowed} (got {v})"));
     let x = match ty {
         Ty::Number => {
             python_number(v)
@@ -255,12 +257,16 @@ fn validate(
     if let Some(lo) = min
         && x < lo as f64
     {
-        return Err(Error::new(format_args!("{name} must be at least {lo}")));
+        return Err(Error::new(format_args!(
+            "{name} must be at least {lo} (got {v})"
+        )));
     }
     if let Some(hi) = max
         && x > hi as f64
     {
-        return Err(Error::new(format_args!("{name} must be at most {hi}")));
+        return Err(Error::new(format_args!(
+            "{name} must be at most {hi} (got {v})"
+        )));
     }
     Ok(Some(x))
 }
@@ -319,9 +325,15 @@ fn python_float(v: &Value) -> Result<f64, bool> {
 /// converts it.
 fn logit_bias(v: &Value) -> Result<BTreeMap<i64, f64>, Error> {
     let Value::Object(obj) = v else {
-        return Err(Error::new("logit_bias must be of type dict"));
+        return Err(Error::new(format_args!(
+            "logit_bias must be of type dict (got {v})"
+        )));
     };
-    let bad = || Error::new("logit_bias must be a dict of int to float");
+    let bad = || {
+        Error::new(format_args!(
+            "logit_bias must be a dict of int to float (got {v})"
+        ))
+    };
     let mut out = BTreeMap::new();
     for (k, b) in obj {
         let id = python_int(k).ok_or_else(bad)?;
@@ -498,7 +510,9 @@ pub fn from_request(request: &Map<String, Value>) -> Result<MlxParams, Error> {
     for k in ["seed", "logit_bias"] {
         if let Some(v) = get(k) {
             if k == "logit_bias" && !v.is_null() && !v.is_object() {
-                return Err(Error::new("logit_bias must be of type dict"));
+                return Err(Error::new(format_args!(
+                    "logit_bias must be of type dict (got {v})"
+                )));
             }
             own.insert(k.into(), v.clone());
         }

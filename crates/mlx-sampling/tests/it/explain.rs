@@ -64,7 +64,7 @@ fn the_server_route_fills_its_defaults_and_lists_what_it_drops() {
     let refused = MlxLm.from_request(&obj(json!({"xtc_probability": 1})), None);
     assert_eq!(
         refused[0].params.as_ref().unwrap_err().to_string(),
-        "xtc_probability must be of type float"
+        "xtc_probability must be of type float (got 1)"
     );
 }
 
