@@ -31,6 +31,13 @@
 //! N successive sampler calls draw after `mx.random.seed(seed)`, replayed
 //! exactly ([`random`]).
 //!
+//! # Versions
+//!
+//! Top-k last in the chain since mlx-lm #388 (2025-08-20); its error text
+//! since #1377 (2026-06-09); the inverse-CDF draw since MLX #4177 (0.32.2):
+//! earlier MLX drew by Gumbel-max, the same distribution but other seeded
+//! tokens.
+//!
 //! # What it does not model
 //!
 //! `min_tokens_to_keep` (the server never sets it), batched decoding
