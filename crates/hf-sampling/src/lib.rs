@@ -78,8 +78,8 @@ pub use fragile::fragile;
 pub use params::{GenerationConfig, GenerationParams, SAMPLING_KEYS, resolve};
 pub use processors::Processor;
 pub use request::{
-    Reference, Removal, Removed, generate_kwargs as request_kwargs, portable_kwargs, reference,
-    routes as request_routes,
+    Reference, Removal, Removed, generate_kwargs as request_kwargs, generate_reference,
+    portable_kwargs, routes as request_routes,
 };
 pub use semantics::{Hf, HfRust, Recorded, Source, provenance, rules};
 pub use serve::{Refusal, ServeEndpoint, ServeReading, serve_request};

@@ -1,7 +1,7 @@
 //! An OpenAI-style request body read two ways by transformers.
 //!
 //! - **`generate(**request)`**, the reference `compare request` measures
-//!   every engine against ([`reference`]). The real `model.generate(**body)`
+//!   every engine against ([`generate_reference`]). The real `model.generate(**body)`
 //!   raises on most OpenAI fields: a kwarg that is neither a generation
 //!   parameter nor a model input is refused by `_validate_model_kwargs`
 //!   (transformers 5.23.0, `generation/utils.py`: `ValueError: The following
@@ -29,7 +29,7 @@ use serde_json::{Map, Number, Value};
 use crate::params::{GenerationConfig, GenerationParams, is_generate_kwarg, resolve};
 use crate::serve::{ServeEndpoint, serve_request};
 
-/// Why [`reference`] leaves a request field out of `generate(**request)`.
+/// Why [`generate_reference`] leaves a request field out of `generate(**request)`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Removal {
@@ -50,7 +50,7 @@ pub enum Removal {
     GreedyTemperature,
 }
 
-/// A field [`reference`] left out, and why.
+/// A field [`generate_reference`] left out, and why.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Removed {
     /// The request field.
@@ -85,7 +85,7 @@ impl Removed {
     }
 }
 
-/// What [`reference`] runs `generate()` with.
+/// What [`generate_reference`] runs `generate()` with.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Reference {
     /// The generate kwargs.
@@ -107,7 +107,7 @@ const INPUTS: &[&str] = &[
 ];
 
 /// `generate(**request)` as the reference runs it: see the module docs.
-pub fn reference(request: &Map<String, Value>) -> Reference {
+pub fn generate_reference(request: &Map<String, Value>) -> Reference {
     let mut kwargs = Map::new();
     let mut removed = Vec::new();
     for (k, v) in request {
@@ -155,9 +155,9 @@ pub fn reference(request: &Map<String, Value>) -> Reference {
 }
 
 /// The generate kwargs `generate(**request)` runs with, and notes on what
-/// was added and left out ([`reference`] in words).
+/// was added and left out ([`generate_reference`] in words).
 pub fn generate_kwargs(request: &Map<String, Value>) -> (Map<String, Value>, Vec<String>) {
-    let r = reference(request);
+    let r = generate_reference(request);
     let mut notes = r.added;
     notes.extend(
         r.removed

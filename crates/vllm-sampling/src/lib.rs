@@ -12,9 +12,9 @@
 //!
 //! # What it computes
 //!
-//! [`Vllm`] takes `SamplingParams` fields with vLLM's names and defaults
+//! [`Vllm`](struct@Vllm) takes `SamplingParams` fields with vLLM's names and defaults
 //! (see [`VllmParams`]; validation errors are vLLM's own messages) and runs
-//! the V1 sampler's order ([`sampler`](crate::sampler) module docs):
+//! the V1 sampler's order (the `sampler` module docs):
 //!
 //! 1. `allowed_token_ids`: every other token masked to `-inf`;
 //! 2. `logit_bias`, added in f32;
@@ -38,6 +38,19 @@
 //!    of those f32 logits, which this crate returns in f64
 //!    ([`Precision::F64`]); with a `seed` it also replays the token vLLM
 //!    draws ([`Distribution::tokens`]).
+//!
+//! # What a request samples with
+//!
+//! [`Semantics::from_request`] reads a chat request as `vllm serve` does:
+//! request fields over the server's defaults over vLLM's own
+//! ([`request_params`]). The defaults are
+//! `ModelConfig.get_diff_sampling_param` (`vllm/config/model.py`, 0.32.0):
+//! the model's `generation_config.json` (or none with `--generation-config
+//! vllm`), updated with `--override-generation-config`, keeping the
+//! non-null [`AVAILABLE_PARAMS`] ([`default_sampling_params`]). The server's
+//! flags are the constructor option of [`Vllm::new`]. Recorded with vLLM's
+//! own functions by `scripts/reference/vllm/record_requests.py`
+//! (`fixtures/vllm/requests.jsonl`, 90 requests, replayed by the tests).
 //!
 //! # What it does not model
 //!

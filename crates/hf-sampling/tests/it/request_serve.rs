@@ -9,8 +9,8 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use hf_sampling::{
-    GenerationConfig, GenerationParams, Refusal, Removal, ServeEndpoint, reference, request_routes,
-    serve_request,
+    GenerationConfig, GenerationParams, Refusal, Removal, ServeEndpoint, generate_reference,
+    request_routes, serve_request,
 };
 use serde_json::{Map, Value, json};
 
@@ -241,7 +241,7 @@ fn reference_says_what_it_left_out() {
         .as_object()
         .cloned()
         .expect("object");
-    let r = reference(&body);
+    let r = generate_reference(&body);
     let removed: Vec<(&str, Removal)> = r
         .removed
         .iter()
