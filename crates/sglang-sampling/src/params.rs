@@ -1,0 +1,718 @@
+//! `SamplingParams` as SGLang 0.5.23 reads and validates them
+//! (`sglang/srt/sampling/sampling_params.py`: `__post_init__`, `verify`),
+//! and how its OpenAI server turns a request into them
+//! (`sglang/srt/entrypoints/openai/protocol.py`:
+//! `ChatCompletionRequest.to_sampling_params`, `CompletionRequest`;
+//! `serving_completions.py`: `_build_sampling_params`;
+//! `sglang/srt/configs/model_config.py`: `get_default_sampling_params`).
+
+use parity_core::Error;
+use parity_core::text::python_float_repr as py_float;
+use serde_json::{Map, Number, Value};
+
+/// `TOP_K_ALL` (`1 << 30`): what `top_k = -1` becomes in `__post_init__`.
+pub const TOP_K_ALL: i64 = 1 << 30;
+/// `_SAMPLING_EPS`: a temperature in `[0, 1e-6)` means greedy.
+const SAMPLING_EPS: f64 = 1e-6;
+/// Most draws one call replays (each hashes the whole vocabulary).
+const MAX_DRAWS: u64 = 10_000;
+
+/// The `SamplingParams` fields that shape one step's distribution, after
+/// SGLang's `__post_init__` (greedy as `temperature = 1, top_k = 1`,
+/// `top_k = -1` as [`TOP_K_ALL`]) and `verify`, plus the server flag that
+/// decides whether `sampling_seed` is read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SglangParams {
+    /// `temperature` after `__post_init__` (a greedy request has 1.0).
+    pub temperature: f64,
+    /// `top_p` (1.0 = off).
+    pub top_p: f64,
+    /// `top_k` after `__post_init__`: [`TOP_K_ALL`] = off, 1 = greedy.
+    pub top_k: i64,
+    /// `min_p` (0 = off).
+    pub min_p: f64,
+    /// `frequency_penalty`, over the generated tokens.
+    pub frequency_penalty: f64,
+    /// `presence_penalty`, over the generated tokens.
+    pub presence_penalty: f64,
+    /// `repetition_penalty`, over the generated tokens.
+    pub repetition_penalty: f64,
+    /// `logit_bias` as written (keys are token ids in strings), `None` when
+    /// absent. Checked against the vocabulary when the distribution is built.
+    pub logit_bias: Option<Vec<(String, f64)>>,
+    /// `sampling_seed` (the OpenAI `seed`).
+    pub sampling_seed: Option<i64>,
+    /// The server's `--enable-deterministic-inference`: only then is
+    /// `sampling_seed` read (42 when a request has none).
+    pub enable_deterministic_inference: bool,
+    /// How many seeded draws to replay (positions p, p+1, ...).
+    pub draws: usize,
+}
+
+impl Default for SglangParams {
+    fn default() -> Self {
+        Self {
+            temperature: 1.0,
+            top_p: 1.0,
+            top_k: TOP_K_ALL,
+            min_p: 0.0,
+            frequency_penalty: 0.0,
+            presence_penalty: 0.0,
+            repetition_penalty: 1.0,
+            logit_bias: None,
+            sampling_seed: None,
+            enable_deterministic_inference: false,
+            draws: 1,
+        }
+    }
+}
+
+impl SglangParams {
+    /// Greedy: `top_k <= 1` (`SamplingBatchInfo.is_all_greedy`), which is
+    /// what a temperature below 1e-6 becomes.
+    pub fn is_greedy(&self) -> bool {
+        self.top_k <= 1
+    }
+
+    /// Whether the penalizer orchestrator runs (`is_required`).
+    pub(crate) fn has_penalties(&self) -> bool {
+        self.frequency_penalty != 0.0
+            || self.presence_penalty != 0.0
+            || self.repetition_penalty != 1.0
+    }
+
+    /// No top-p, top-k or min-p: `simple_sampling_case`.
+    pub(crate) fn is_simple(&self) -> bool {
+        self.top_p == 1.0 && self.top_k == TOP_K_ALL && self.min_p <= 0.0
+    }
+
+    /// The seed the deterministic path uses, when it is on.
+    pub fn effective_seed(&self) -> Option<i64> {
+        self.enable_deterministic_inference
+            .then(|| self.sampling_seed.unwrap_or(42))
+    }
+
+    /// The params as JSON with SGLang's field names (non-default fields
+    /// only; `top_k` off is written as -1, greedy as `temperature` 0).
+    pub fn to_json(&self) -> Map<String, Value> {
+        let d = Self::default();
+        let mut m = Map::new();
+        if self.is_greedy() && self.temperature == 1.0 && self.top_k == 1 {
+            m.insert("temperature".into(), float(0.0));
+        } else {
+            let mut num = |k: &str, v: f64, dv: f64| {
+                if v != dv {
+                    m.insert(k.into(), float(v));
+                }
+            };
+            num("temperature", self.temperature, d.temperature);
+            num("top_p", self.top_p, d.top_p);
+            num("min_p", self.min_p, d.min_p);
+            if self.top_k != TOP_K_ALL {
+                m.insert("top_k".into(), Value::from(self.top_k));
+            }
+        }
+        let mut num = |k: &str, v: f64, dv: f64| {
+            if v != dv {
+                m.insert(k.into(), float(v));
+            }
+        };
+        num("frequency_penalty", self.frequency_penalty, 0.0);
+        num("presence_penalty", self.presence_penalty, 0.0);
+        num("repetition_penalty", self.repetition_penalty, 1.0);
+        if let Some(b) = &self.logit_bias {
+            let b: Map<String, Value> = b.iter().map(|(k, v)| (k.clone(), float(*v))).collect();
+            m.insert("logit_bias".into(), Value::Object(b));
+        }
+        if let Some(s) = self.sampling_seed {
+            m.insert("sampling_seed".into(), Value::from(s));
+        }
+        if self.enable_deterministic_inference {
+            m.insert("enable_deterministic_inference".into(), Value::Bool(true));
+        }
+        if self.draws != 1 {
+            m.insert("draws".into(), Value::from(self.draws));
+        }
+        m
+    }
+}
+
+fn float(v: f64) -> Value {
+    Number::from_f64(v).map_or(Value::Null, Value::Number)
+}
+
+/// Fields `parse_params` accepts: `SamplingParams` names, the server flag
+/// `enable_deterministic_inference` and `draws` (this crate's).
+pub(crate) const FIELDS: &[&str] = &[
+    "temperature",
+    "top_p",
+    "top_k",
+    "min_p",
+    "frequency_penalty",
+    "presence_penalty",
+    "repetition_penalty",
+    "logit_bias",
+    "sampling_seed",
+    "enable_deterministic_inference",
+    "draws",
+];
+
+/// A number as SGLang holds it: an int stays an int (`SamplingParams`
+/// does not coerce), which changes how its messages print it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Num {
+    Int(i64),
+    Float(f64),
+}
+
+impl Num {
+    fn value(self) -> f64 {
+        match self {
+            Self::Int(i) => i as f64,
+            Self::Float(f) => f,
+        }
+    }
+    /// `f"{x}"` in Python.
+    fn py(self) -> String {
+        match self {
+            Self::Int(i) => i.to_string(),
+            Self::Float(f) => py_float(f),
+        }
+    }
+}
+
+fn number(params: &Map<String, Value>, key: &str) -> Result<Option<Num>, Error> {
+    match params.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Number(n)) => Ok(Some(match n.as_i64() {
+            Some(i) => Num::Int(i),
+            None => Num::Float(n.as_f64().ok_or_else(|| {
+                Error::new(format_args!(
+                    "`{key}` = {n} is not a number SGLang can hold"
+                ))
+            })?),
+        })),
+        Some(other) => Err(Error::new(format_args!(
+            "`{key}` must be a number, got {other}"
+        ))),
+    }
+}
+
+/// The raw values `SamplingParams(**kw)` receives, before `__post_init__`.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Raw {
+    pub temperature: Option<Num>,
+    pub top_p: Option<Num>,
+    pub top_k: Option<Num>,
+    pub min_p: Option<Num>,
+    pub frequency_penalty: Option<Num>,
+    pub presence_penalty: Option<Num>,
+    pub repetition_penalty: Option<Num>,
+    pub logit_bias: Option<Vec<(String, f64)>>,
+    pub sampling_seed: Option<Value>,
+}
+
+impl Raw {
+    fn read(params: &Map<String, Value>) -> Result<Self, Error> {
+        Ok(Self {
+            temperature: number(params, "temperature")?,
+            top_p: number(params, "top_p")?,
+            top_k: number(params, "top_k")?,
+            min_p: number(params, "min_p")?,
+            frequency_penalty: number(params, "frequency_penalty")?,
+            presence_penalty: number(params, "presence_penalty")?,
+            repetition_penalty: number(params, "repetition_penalty")?,
+            logit_bias: logit_bias(params.get("logit_bias"))?,
+            sampling_seed: params
+                .get("sampling_seed")
+                .filter(|v| !v.is_null())
+                .cloned(),
+        })
+    }
+
+    /// `SamplingParams.__post_init__` then `verify` (all but the
+    /// vocabulary checks of `logit_bias`, made in [`verify_vocab`]).
+    pub(crate) fn build(self) -> Result<SglangParams, Error> {
+        let num = |v: Option<Num>, d: f64| v.unwrap_or(Num::Float(d));
+        let mut temperature = num(self.temperature, 1.0);
+        let top_p = num(self.top_p, 1.0);
+        let mut top_k = match self.top_k {
+            None => -1,
+            Some(Num::Int(i)) => i,
+            Some(Num::Float(f)) => {
+                return Err(Error::new(format_args!(
+                    "`top_k` = {} is not an integer",
+                    py_float(f)
+                )));
+            }
+        };
+        let min_p = num(self.min_p, 0.0);
+        let frequency_penalty = num(self.frequency_penalty, 0.0);
+        let presence_penalty = num(self.presence_penalty, 0.0);
+        let repetition_penalty = num(self.repetition_penalty, 1.0);
+        // __post_init__: 0 <= T < 1e-6 is greedy (top_k = 1, T = 1).
+        if (0.0..SAMPLING_EPS).contains(&temperature.value()) {
+            temperature = Num::Float(1.0);
+            top_k = 1;
+        }
+        if top_k == -1 {
+            top_k = TOP_K_ALL;
+        }
+        // verify(), in SGLang's order.
+        let t = temperature.value();
+        if !t.is_finite() || t < 0.0 {
+            return Err(Error::new(format_args!(
+                "temperature must be a non-negative finite number, got {}.",
+                temperature.py()
+            )));
+        }
+        let p = top_p.value();
+        if !(0.0 < p && p <= 1.0) {
+            return Err(Error::new(format_args!(
+                "top_p must be in (0, 1], got {}.",
+                top_p.py()
+            )));
+        }
+        if !(0.0..=1.0).contains(&min_p.value()) {
+            return Err(Error::new(format_args!(
+                "min_p must be in [0, 1], got {}.",
+                min_p.py()
+            )));
+        }
+        if top_k < 1 || top_k == -1 {
+            return Err(Error::new(format_args!(
+                "top_k must be -1 (disable) or at least 1, got {top_k}."
+            )));
+        }
+        if !(-2.0..=2.0).contains(&frequency_penalty.value()) {
+            return Err(Error::new(format_args!(
+                "frequency_penalty must be in [-2, 2], got {}.",
+                frequency_penalty.py()
+            )));
+        }
+        if !(-2.0..=2.0).contains(&presence_penalty.value()) {
+            return Err(Error::new(format_args!(
+                "presence_penalty must be in [-2, 2], got {}.",
+                presence_penalty.py()
+            )));
+        }
+        let r = repetition_penalty.value();
+        if !(0.0 < r && r <= 2.0) {
+            return Err(Error::new(format_args!(
+                "repetition_penalty must be in (0, 2] (1.0 = no penalty), got {}.",
+                repetition_penalty.py()
+            )));
+        }
+        let sampling_seed = match self.sampling_seed {
+            None => None,
+            Some(Value::Number(n)) => match (n.as_i64(), n.as_u64()) {
+                (Some(i), _) => Some(i),
+                (None, Some(u)) => {
+                    return Err(Error::new(format_args!(
+                        "sampling_seed must be in [-2**63, 2**63 - 1], got {u}."
+                    )));
+                }
+                _ => {
+                    return Err(Error::new("sampling_seed must be an integer, got float."));
+                }
+            },
+            Some(v) => {
+                let ty = match v {
+                    Value::String(_) => "str",
+                    Value::Bool(_) => "bool",
+                    Value::Array(_) => "list",
+                    _ => "dict",
+                };
+                return Err(Error::new(format_args!(
+                    "sampling_seed must be an integer, got {ty}. (`sampling_seed` = {v})"
+                )));
+            }
+        };
+        Ok(SglangParams {
+            temperature: t,
+            top_p: p,
+            top_k,
+            min_p: min_p.value(),
+            frequency_penalty: frequency_penalty.value(),
+            presence_penalty: presence_penalty.value(),
+            repetition_penalty: r,
+            logit_bias: self.logit_bias,
+            sampling_seed,
+            enable_deterministic_inference: false,
+            draws: 1,
+        })
+    }
+}
+
+/// `logit_bias`: an object of token id (a string) → bias.
+fn logit_bias(v: Option<&Value>) -> Result<Option<Vec<(String, f64)>>, Error> {
+    let obj = match v {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::Object(o)) => o,
+        Some(other) => {
+            return Err(Error::new(format_args!(
+                "`logit_bias` must be an object of token id → bias, got {other}"
+            )));
+        }
+    };
+    obj.iter()
+        .map(|(k, b)| {
+            b.as_f64().map(|b| (k.clone(), b)).ok_or_else(|| {
+                Error::new(format_args!(
+                    "`logit_bias[\"{k}\"]` must be a number, got {b}"
+                ))
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map(Some)
+}
+
+/// `int(key)` in Python for a `logit_bias` key: optional surrounding
+/// whitespace, an optional sign, decimal digits (underscores between digits
+/// allowed).
+fn python_int(key: &str) -> Option<i64> {
+    let s = key.trim();
+    let (neg, digits) = match s.strip_prefix('-') {
+        Some(d) => (true, d),
+        None => (false, s.strip_prefix('+').unwrap_or(s)),
+    };
+    if digits.is_empty()
+        || digits.starts_with('_')
+        || digits.ends_with('_')
+        || digits.contains("__")
+        || !digits.chars().all(|c| c.is_ascii_digit() || c == '_')
+    {
+        return None;
+    }
+    let v: i64 = digits.replace('_', "").parse().ok()?;
+    Some(if neg { -v } else { v })
+}
+
+/// `verify`'s vocabulary check of `logit_bias`, then the bias as
+/// `SamplingBatchInfo.from_schedule_batch` builds it: keys deduplicated by
+/// `int(key)` (the later key wins), each value an f32.
+pub(crate) fn verify_vocab(p: &SglangParams, vocab: usize) -> Result<Vec<(usize, f32)>, Error> {
+    let Some(bias) = &p.logit_bias else {
+        return Ok(Vec::new());
+    };
+    let mut out: Vec<(usize, f32)> = Vec::new();
+    for (k, b) in bias {
+        let id = python_int(k).ok_or_else(|| {
+            Error::new(format_args!(
+                "invalid literal for int() with base 10: '{k}' (a `logit_bias` key)"
+            ))
+        })?;
+        let id = usize::try_from(id)
+            .ok()
+            .filter(|&i| i < vocab)
+            .ok_or_else(|| {
+                Error::new(format_args!(
+                    "logit_bias must has keys in [0, {}], got {k}.",
+                    vocab.saturating_sub(1)
+                ))
+            })?;
+        match out.iter_mut().find(|(i, _)| *i == id) {
+            Some(slot) => slot.1 = *b as f32,
+            None => out.push((id, *b as f32)),
+        }
+    }
+    Ok(out)
+}
+
+/// Parses `params` as `SamplingParams(**params)` then `verify` would (the
+/// native `/generate` API's `sampling_params`): unknown fields are refused;
+/// `null` means the field's default.
+pub(crate) fn parse(params: &Map<String, Value>) -> Result<SglangParams, Error> {
+    if let Some(k) = params.keys().find(|k| !FIELDS.contains(&k.as_str())) {
+        return Err(Error::new(format_args!(
+            "unknown field `{k}` (= {}) for sglang; known: {}",
+            params[k],
+            FIELDS.join(", ")
+        )));
+    }
+    let mut p = Raw::read(params)?.build()?;
+    p.enable_deterministic_inference = match params.get("enable_deterministic_inference") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(b)) => *b,
+        Some(other) => {
+            return Err(Error::new(format_args!(
+                "`enable_deterministic_inference` must be true or false, got {other}"
+            )));
+        }
+    };
+    p.draws = match params.get("draws") {
+        None | Some(Value::Null) => 1,
+        Some(v) => match v.as_u64() {
+            Some(n) if (1..=MAX_DRAWS).contains(&n) => n as usize,
+            _ => {
+                return Err(Error::new(format_args!(
+                    "`draws` = {v}: must be an integer in [1, {MAX_DRAWS}]"
+                )));
+            }
+        },
+    };
+    Ok(p)
+}
+
+/// The sampling fields SGLang takes from a model's `generation_config.json`
+/// (`ModelConfig.get_default_sampling_params`, `--sampling-defaults model`,
+/// the default): presence and frequency penalties are not among them.
+pub const GENERATION_CONFIG_FIELDS: &[&str] = &[
+    "repetition_penalty",
+    "temperature",
+    "top_k",
+    "top_p",
+    "min_p",
+];
+
+/// Request fields that change what SGLang samples and that this semantics
+/// does not model (grammars, custom processors, watermarks, EOS masking):
+/// a request setting one is refused.
+const UNMODELLED: &[&str] = &[
+    "regex",
+    "ebnf",
+    "json_schema",
+    "response_format",
+    "custom_logit_processor",
+    "custom_params",
+    "watermark",
+    "min_tokens",
+];
+
+/// The request fields the sampling params are read from.
+pub(crate) const CONSUMED: &[&str] = &[
+    "temperature",
+    "top_p",
+    "top_k",
+    "min_p",
+    "frequency_penalty",
+    "presence_penalty",
+    "repetition_penalty",
+    "logit_bias",
+    "seed",
+];
+
+/// Which OpenAI endpoint a request goes to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Endpoint {
+    /// `/v1/chat/completions`: `ChatCompletionRequest`, with the model's
+    /// generation config merged.
+    Chat,
+    /// `/v1/completions`: `CompletionRequest`, no generation config.
+    Completions,
+}
+
+/// A pydantic field type of the request model.
+#[derive(Clone, Copy)]
+enum Field {
+    /// `float` (or `Optional[float]` when nullable).
+    Float { nullable: bool },
+    /// `int` (or `Optional[int]`).
+    Int { nullable: bool },
+}
+
+/// Pydantic's reading of one request field (lax mode): `None` for absent or
+/// (when nullable) null; an error with pydantic's message otherwise.
+fn pydantic(request: &Map<String, Value>, key: &str, field: Field) -> Result<Option<Num>, Error> {
+    let refuse = |msg: &str, v: &Value| {
+        Err(Error::new(format_args!(
+            "request field `{key}` = {v}: {msg} (pydantic; SGLang answers 400)"
+        )))
+    };
+    let Some(v) = request.get(key) else {
+        return Ok(None);
+    };
+    match (field, v) {
+        (Field::Float { nullable: true } | Field::Int { nullable: true }, Value::Null) => Ok(None),
+        (Field::Float { .. }, Value::Null) => refuse("Input should be a valid number", v),
+        (Field::Int { .. }, Value::Null) => refuse("Input should be a valid integer", v),
+        (Field::Float { .. }, Value::Number(n)) => match n.as_f64() {
+            Some(f) => Ok(Some(Num::Float(f))),
+            None => refuse("Input should be a valid number", v),
+        },
+        (Field::Int { .. }, Value::Number(n)) => match (n.as_i64(), n.as_f64()) {
+            (Some(i), _) => Ok(Some(Num::Int(i))),
+            (None, Some(f)) if f.fract() == 0.0 && f.abs() < 9.2e18 => Ok(Some(Num::Int(f as i64))),
+            (None, Some(_)) => refuse(
+                "Input should be a valid integer, got a number with a fractional part",
+                v,
+            ),
+            (None, None) => refuse("Input should be a valid integer", v),
+        },
+        (Field::Float { .. }, _) => refuse("Input should be a valid number", v),
+        (Field::Int { .. }, _) => refuse("Input should be a valid integer", v),
+    }
+}
+
+/// What an OpenAI-style request to SGLang's server samples with.
+///
+/// Chat (`ChatCompletionRequest`): `temperature`, `top_p`, `top_k`,
+/// `min_p` and `repetition_penalty` are optional; each absent (or null)
+/// one comes from the model's `generation_config.json` when given (SGLang's
+/// default `--sampling-defaults model`), else SGLang's default.
+/// `frequency_penalty` and `presence_penalty` default to 0 and are never
+/// merged; `seed` becomes `sampling_seed`. Completions (`CompletionRequest`):
+/// every field has a concrete default and no generation config is read; a
+/// null number is a validation error. The result then goes through
+/// `SamplingParams.__post_init__` and `verify`, whose errors SGLang returns
+/// as HTTP 400 with their text.
+pub fn request_params(
+    endpoint: Endpoint,
+    request: &Map<String, Value>,
+    generation_config: Option<&Map<String, Value>>,
+) -> Result<SglangParams, Error> {
+    for &k in UNMODELLED {
+        if let Some(v) = request.get(k) {
+            let inert = v.is_null() || (k == "min_tokens" && v.as_i64() == Some(0));
+            if !inert {
+                return Err(Error::new(format_args!(
+                    "request field `{k}` (= {v}) changes SGLang's sampling and is not modelled by the sglang semantics"
+                )));
+            }
+        }
+    }
+    let chat = endpoint == Endpoint::Chat;
+    let f = Field::Float { nullable: chat };
+    let i = Field::Int { nullable: chat };
+    let pen = Field::Float { nullable: false };
+    // Pydantic validates every field and reports all failures at once.
+    let mut failures = Vec::new();
+    let mut read = |key: &str, field: Field| match pydantic(request, key, field) {
+        Ok(v) => v,
+        Err(e) => {
+            failures.push(e.to_string());
+            None
+        }
+    };
+    let temperature = read("temperature", f);
+    let top_p = read("top_p", f);
+    let top_k = read("top_k", i);
+    let min_p = read("min_p", f);
+    let frequency_penalty = read("frequency_penalty", pen);
+    let presence_penalty = read("presence_penalty", pen);
+    let repetition_penalty = read("repetition_penalty", f);
+    let sampling_seed = match request.get("seed") {
+        // Past i64: pydantic takes any int; verify() then refuses it.
+        Some(v @ Value::Number(n)) if n.is_u64() => Some(v.clone()),
+        _ => match read("seed", Field::Int { nullable: true }) {
+            Some(Num::Int(s)) => Some(Value::from(s)),
+            _ => None,
+        },
+    };
+    if !failures.is_empty() {
+        return Err(Error::new(failures.join("; ")));
+    }
+    let mut raw = Raw {
+        temperature,
+        top_p,
+        top_k,
+        min_p,
+        frequency_penalty,
+        presence_penalty,
+        repetition_penalty,
+        logit_bias: logit_bias(request.get("logit_bias"))?,
+        sampling_seed,
+    };
+    if let (true, Some(gc)) = (chat, generation_config) {
+        let merged = |own: Option<Num>, key: &str| -> Result<Option<Num>, Error> {
+            if own.is_some() {
+                return Ok(own);
+            }
+            match gc.get(key) {
+                None | Some(Value::Null) => Ok(None),
+                Some(Value::Number(n)) => Ok(n
+                    .as_i64()
+                    .map(Num::Int)
+                    .or_else(|| n.as_f64().map(Num::Float))),
+                Some(other) => Err(Error::new(format_args!(
+                    "generation_config `{key}` = {other} is not a number"
+                ))),
+            }
+        };
+        raw.temperature = merged(raw.temperature, "temperature")?;
+        raw.top_p = merged(raw.top_p, "top_p")?;
+        raw.top_k = merged(raw.top_k, "top_k")?;
+        raw.min_p = merged(raw.min_p, "min_p")?;
+        raw.repetition_penalty = merged(raw.repetition_penalty, "repetition_penalty")?;
+    }
+    raw.build()
+}
+
+/// The literal port of transformers `generate(**kwargs)` to SGLang
+/// `sampling_params`: `temperature`, `top_p`, `min_p`,
+/// `repetition_penalty` copied; `top_k` copied as written (`None` is
+/// SGLang's -1, off; 0, transformers' "off", is refused by SGLang);
+/// `do_sample=False` becomes `temperature=0`, SGLang's greedy. `None` when
+/// the kwargs use what SGLang has no counterpart for (`typical_p` < 1,
+/// epsilon and eta cutoffs, beam search).
+pub(crate) fn from_generate(kwargs: &Map<String, Value>) -> Option<Result<SglangParams, Error>> {
+    let mut m = hf_sampling::portable_kwargs(kwargs)?;
+    if kwargs.get("do_sample") == Some(&Value::Bool(false)) {
+        m.insert("temperature".into(), Value::from(0.0));
+    }
+    Some(parse(&m))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn obj(v: Value) -> Map<String, Value> {
+        v.as_object().cloned().unwrap_or_default()
+    }
+
+    #[test]
+    fn greedy_is_top_k_one_at_temperature_one() {
+        let p = parse(&obj(json!({"temperature": 0, "top_k": 0, "top_p": 0.5}))).expect("valid");
+        assert_eq!((p.temperature, p.top_k, p.top_p), (1.0, 1, 0.5));
+        assert!(p.is_greedy());
+        let p = parse(&obj(json!({"temperature": 9e-7}))).expect("valid");
+        assert!(p.is_greedy());
+        let p = parse(&obj(json!({"temperature": 1e-6}))).expect("valid");
+        assert!(!p.is_greedy());
+    }
+
+    #[test]
+    fn messages_print_ints_as_ints() {
+        // SamplingParams does not coerce: SamplingParams(temperature=-1) says "got -1."
+        let e = parse(&obj(json!({"temperature": -1}))).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "temperature must be a non-negative finite number, got -1."
+        );
+        let e = parse(&obj(json!({"top_p": 2}))).unwrap_err();
+        assert_eq!(e.to_string(), "top_p must be in (0, 1], got 2.");
+    }
+
+    #[test]
+    fn python_int_reads_keys_like_int() {
+        assert_eq!(python_int(" 07 "), Some(7));
+        assert_eq!(python_int("-3"), Some(-3));
+        assert_eq!(python_int("1_000"), Some(1000));
+        assert_eq!(python_int("1__0"), None);
+        assert_eq!(python_int("x"), None);
+        assert_eq!(python_int(""), None);
+    }
+
+    #[test]
+    fn duplicate_bias_keys_keep_the_later() {
+        let p = parse(&obj(json!({"logit_bias": {"5": 1.0, "05": 2.0}}))).expect("valid");
+        // serde_json's Map orders keys: "05" before "5", so "5" is the later.
+        assert_eq!(verify_vocab(&p, 10).expect("in vocab"), vec![(5, 1.0)]);
+    }
+
+    #[test]
+    fn literal_port_of_generate_kwargs() {
+        let k = obj(json!({"do_sample": false, "repetition_penalty": 1.3}));
+        let p = from_generate(&k).expect("expressible").expect("valid");
+        assert!(p.is_greedy());
+        let k = obj(json!({"do_sample": true, "top_k": 0}));
+        let e = from_generate(&k).expect("expressible").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "top_k must be -1 (disable) or at least 1, got 0."
+        );
+        assert!(from_generate(&obj(json!({"do_sample": true, "typical_p": 0.9}))).is_none());
+    }
+}

@@ -1,0 +1,99 @@
+//! SGLang's seeded draw, `multinomial_with_seed`
+//! (`sglang/srt/layers/sampler.py`, 0.5.23), replicated by hand.
+//!
+//! The hash is `murmur_hash32_kernel` (`sglang/kernels/ops/sampling/
+//! murmur_hash.py`), a Triton kernel: murmur3's block mix over four 32-bit
+//! blocks — the seed's low and high halves (the seed cast to `uint64`, so a
+//! negative seed is its two's complement), the position (its low 32 bits)
+//! and the column index — then `h ^= 16` and murmur3's finaliser. The draw
+//! turns each column's hash into a uniform `x = h / (2³² − 1)` in float64,
+//! Gumbel noise `−log(−clamp(log x, min = −f64::MAX, max = −2⁻³²))`, adds
+//! the column's log-probability (float64) and takes the first argmax.
+//!
+//! Triton cannot run on a CPU, so what this replays was checked against the
+//! kernel's own source run by Triton's CPU interpreter and against a
+//! hand-written Python version of the formula (`scripts/reference/sglang/
+//! record.py`); neither is the GPU kernel's output.
+
+/// `rotl32`.
+fn rotl(x: u32, r: u32) -> u32 {
+    x.rotate_left(r)
+}
+
+/// `murmur3_mix(h, k)`.
+fn mix(h: u32, k: u32) -> u32 {
+    let k = rotl(k.wrapping_mul(0xCC9E_2D51), 15).wrapping_mul(0x1B87_3593);
+    rotl(h ^ k, 13).wrapping_mul(5).wrapping_add(0xE654_6B64)
+}
+
+/// `fmix32(h)`.
+fn fmix(mut h: u32) -> u32 {
+    h ^= h >> 16;
+    h = h.wrapping_mul(0x85EB_CA6B);
+    h ^= h >> 13;
+    h = h.wrapping_mul(0xC2B2_AE35);
+    h ^ (h >> 16)
+}
+
+/// The per-row part of the hash: seed halves and position mixed in.
+fn row_state(seed: i64, position: i64) -> u32 {
+    let s = seed as u64;
+    let h = mix(0, s as u32);
+    let h = mix(h, (s >> 32) as u32);
+    mix(h, position as u32)
+}
+
+/// `murmur_hash32(seed, position, col)` for one column.
+pub fn murmur_hash32(seed: i64, position: i64, col: u32) -> u32 {
+    fmix(mix(row_state(seed, position), col) ^ 16)
+}
+
+/// The column `multinomial_with_seed` picks from float64 log-weights
+/// (`-inf` for a weight of zero): the first maximum of
+/// `logprob + gumbel(hash)`; a NaN counts as the maximum (torch.argmax).
+pub fn gumbel_argmax(logprobs: &[f64], seed: i64, position: i64) -> usize {
+    let row = row_state(seed, position);
+    let mut best = 0;
+    let mut best_v = f64::NEG_INFINITY;
+    for (c, &lp) in logprobs.iter().enumerate() {
+        let h = fmix(mix(row, c as u32) ^ 16);
+        let x = (f64::from(h) / f64::from(u32::MAX))
+            .ln()
+            .clamp(f64::MIN, -(2.0f64.powi(-32)));
+        let v = -(-x).ln() + lp;
+        if v.is_nan() {
+            if !best_v.is_nan() {
+                best = c;
+                best_v = v;
+            }
+        } else if !best_v.is_nan() && v > best_v {
+            best = c;
+            best_v = v;
+        }
+    }
+    best
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hash_vectors_from_the_interpreted_kernel() {
+        // Triton's CPU interpreter on murmur_hash32_kernel and the hand
+        // formula in record.py both gave these (seed, position, col → hash),
+        // run while writing record.py.
+        assert_eq!(murmur_hash32(42, 5, 0), 1_076_517_293);
+        assert_eq!(murmur_hash32(42, 5, 3), 4_162_562_164);
+        assert_eq!(murmur_hash32(-7, 100, 1), 3_869_087_553);
+        assert_eq!(murmur_hash32((1 << 40) + 3, 0, 2), 3_127_817_545);
+    }
+
+    #[test]
+    fn a_zero_weight_is_never_drawn_and_ties_go_to_the_noise() {
+        let lp = [f64::NEG_INFINITY, 0.0, f64::NEG_INFINITY];
+        for pos in 0..20 {
+            assert_eq!(gumbel_argmax(&lp, 7, pos), 1);
+        }
+    }
+}
