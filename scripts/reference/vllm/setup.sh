@@ -35,4 +35,4 @@ print(f"setup.sh: ok: vllm {vllm.__version__}, torch {torch.__version__}, "
       f"CPU {torch.backends.cpu.get_cpu_capability()}, Triton {'on' if HAS_TRITON else 'off'}",
       file=sys.stderr)
 PY
-echo "setup.sh: done; run scripts/reference/vllm/.venv/bin/python scripts/reference/vllm/record.py --check" >&2
+echo "setup.sh: done; run scripts/reference/vllm/.venv/bin/python scripts/reference/vllm/record.py --check (and record_requests.py --check)" >&2
