@@ -11,11 +11,9 @@
 //! candle-adapter.
 #![deny(missing_docs)]
 
-#[cfg(feature = "candle")]
 mod cases;
 
-#[cfg(feature = "candle")]
-pub use cases::{BenchCase, CandleBench, bench_cases};
+pub use cases::{BenchCase, bench_cases};
 
 /// Synthetic LLM-like logits for benchmarks and tests (deterministic in
 /// `seed`): a normal bulk (σ = 3) and a Zipf head of 64 tokens at random

@@ -22,7 +22,8 @@
 use std::hint::black_box;
 use std::time::Duration;
 
-use bench_support::{CandleBench, argmax_floor, bench_cases, bench_context, heavy_tailed_logits};
+use bench_support::{argmax_floor, bench_cases, bench_context, heavy_tailed_logits};
+use candle_adapter::bench::CandleBench;
 use criterion::{Criterion, criterion_group, criterion_main};
 use hf_sampling::{Dispatch, HfSampler};
 use rand::SeedableRng;
@@ -63,9 +64,9 @@ fn bench(c: &mut Criterion) {
             }
             // candle's real LogitsProcessor (after the real apply_repeat_penalty
             // for the penalty case), on a tensor built once.
-            let penalty = case.penalty.then_some((1.3f32, ctx_u32.as_slice()));
+
             let mut candle =
-                CandleBench::new(1, &case.candle, &logits, penalty).expect("candle processor");
+                CandleBench::literal(1, &case.kwargs, &logits, &ctx_u32).expect("candle processor");
             group.bench_function(format!("{}/candle", case.id), |b| {
                 b.iter(|| candle.sample().expect("sample"))
             });

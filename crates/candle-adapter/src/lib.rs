@@ -50,6 +50,8 @@
 //! candle's bit for bit.
 #![deny(missing_docs)]
 
+#[cfg(feature = "bench")]
+pub mod bench;
 pub mod closure;
 pub mod dropin;
 mod error;

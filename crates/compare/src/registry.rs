@@ -31,6 +31,22 @@ pub fn all(generation_config: Option<&GenerationConfig>) -> Vec<Box<dyn AnySeman
 /// The engine `compare translate` writes for when `--to` is not given.
 pub const DEFAULT_TRANSLATION: &str = "candle";
 
+/// The real engine `compare bench` times our sampler against.
+pub const BENCH_ENGINE: &str = "candle";
+
+/// One real sampling step of [`BENCH_ENGINE`], set up as a literal port of
+/// generate `kwargs` over fixed `logits` (the penalty, when the kwargs set
+/// one, over `context`): each call draws one token.
+pub fn bench_step<'a>(
+    kwargs: &serde_json::Map<String, serde_json::Value>,
+    logits: &[f32],
+    context: &[u32],
+) -> anyhow::Result<Box<dyn FnMut() -> anyhow::Result<u32> + 'a>> {
+    let mut lp = candle_adapter::bench::CandleBench::literal(1, kwargs, logits, context)
+        .context("building candle's LogitsProcessor")?;
+    Ok(Box::new(move || Ok(lp.sample()?)))
+}
+
 /// The pair `compare diff` compares when `--pairs` is not given.
 pub const DEFAULT_DIFF_PAIR: &str = "hf:candle";
 

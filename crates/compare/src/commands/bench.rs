@@ -1,27 +1,33 @@
 //! `compare bench`: a quick per-token timing of `hf_sampling::HfSampler`
-//! (transformers' exact distribution) beside candle's real `LogitsProcessor`
-//! on the same synthetic heavy-tailed logits, on the user's machine.
+//! (transformers' exact distribution) beside a real engine's sampler (the
+//! registry's [`crate::registry::BENCH_ENGINE`], set up as a literal port of
+//! the same kwargs) on the same synthetic heavy-tailed logits, on the user's
+//! machine.
 //!
 //! Each (vocabulary, setting) pair is timed call by call, `reps` times per
 //! side after a short warm-up; the medians are reported. The criterion
-//! benchmark (`cargo bench -p candle-adapter --bench sampling`) is the careful
-//! version; see docs/performance.md.
+//! benchmark (docs/performance.md) is the careful version.
 //!
-//! JSON: one document `{"schema": 1, "dispatch", "rows": [{"vocab", "setting",
-//! "ours_us", "candle_us", "ratio"}]}` with `ratio = candle_us / ours_us` and
-//! `dispatch` the SIMD level our sampler ran at (`"x86-64-v3"` or
-//! `"baseline"`, `--dispatch`). The `argmax` row times one plain first-argmax
-//! pass (ours, the baseline build's) against candle's `Sampling::ArgMax`: the
-//! floor every setting is measured against.
+//! JSON: one document `{"schema": 2, "dispatch", "engine", "rows": [{"vocab",
+//! "setting", "ours_us", "engine_us", "ratio"}]}` with `ratio = engine_us /
+//! ours_us` and `dispatch` the SIMD level our sampler ran at (`"x86-64-v3"`
+//! or `"baseline"`, `--dispatch`). The `argmax` row times one plain
+//! first-argmax pass (ours, the baseline build's) against the engine's
+//! greedy setup: the floor every setting is measured against.
 
 use std::hint::black_box;
 use std::time::Instant;
 
 use anyhow::Context as _;
-use bench_support::{CandleBench, argmax_floor, bench_cases, bench_context, heavy_tailed_logits};
-use candle_adapter::CandleSampling;
-use candle_adapter::dropin::HfLogitsProcessor;
+use bench_support::{argmax_floor, bench_cases, bench_context, heavy_tailed_logits};
+use hf_sampling::HfSampler;
+use rand::SeedableRng;
+use rand::rngs::StdRng;
 use serde::Serialize;
+use serde_json::Map;
+
+use super::report::SCHEMA;
+use crate::registry::{BENCH_ENGINE, bench_step};
 
 use crate::cli::{BenchArgs, Format};
 
@@ -37,9 +43,9 @@ pub struct BenchRow {
     pub setting: String,
     /// Median microseconds per token, ours.
     pub ours_us: f64,
-    /// Median microseconds per token, candle.
-    pub candle_us: f64,
-    /// `candle_us / ours_us`.
+    /// Median microseconds per token, the engine.
+    pub engine_us: f64,
+    /// `engine_us / ours_us`.
     pub ratio: f64,
 }
 
@@ -47,6 +53,7 @@ pub struct BenchRow {
 struct Report<'a> {
     schema: u32,
     dispatch: &'static str,
+    engine: &'static str,
     rows: &'a [BenchRow],
 }
 
@@ -79,16 +86,15 @@ pub fn measure(args: &BenchArgs) -> anyhow::Result<Vec<BenchRow>> {
         let logits = heavy_tailed_logits(v, 0);
         let ctx = bench_context(v);
         let ctx_u32: Vec<u32> = ctx.iter().map(|&i| i as u32).collect();
-        let row = |setting: &str, ours_us: f64, candle_us: f64| BenchRow {
+        let row = |setting: &str, ours_us: f64, engine_us: f64| BenchRow {
             vocab: v,
             setting: setting.to_owned(),
             ours_us,
-            candle_us,
-            ratio: candle_us / ours_us,
+            engine_us,
+            ratio: engine_us / ours_us,
         };
 
-        let mut candle = CandleBench::new(1, &CandleSampling::ArgMax, &logits, None)
-            .context("building candle's LogitsProcessor")?;
+        let mut engine = bench_step(&Map::new(), &logits, &ctx_u32)?;
         let ours_us = median_us(
             || {
                 black_box(argmax_floor(black_box(&logits)));
@@ -96,27 +102,26 @@ pub fn measure(args: &BenchArgs) -> anyhow::Result<Vec<BenchRow>> {
             },
             reps,
         )?;
-        let candle_us = median_us(|| Ok(candle.sample().map(|_| ())?), reps)?;
-        rows.push(row("argmax", ours_us, candle_us));
+        let engine_us = median_us(|| engine().map(|_| ()), reps)?;
+        rows.push(row("argmax", ours_us, engine_us));
 
         for case in bench_cases() {
             let (id, penalty) = (case.id, case.penalty);
-            let mut sampler = HfLogitsProcessor::new(1, &case.ours)?.with_dispatch(dispatch);
+            let mut sampler = HfSampler::new(&case.ours)?.with_dispatch(dispatch);
+            let mut rng = StdRng::seed_from_u64(1);
             let context: &[i64] = if penalty { &ctx } else { &[] };
             let ours_us = median_us(
                 || {
-                    black_box(sampler.sample_slice(black_box(&logits), context)?);
+                    black_box(sampler.sample(black_box(&logits), context, &mut rng)?);
                     Ok(())
                 },
                 reps,
             )
             .with_context(|| format!("our sampler, setting {id}, V = {v}"))?;
-            let pen = penalty.then_some((1.3f32, ctx_u32.as_slice()));
-            let mut candle = CandleBench::new(1, &case.candle, &logits, pen)
-                .context("building candle's LogitsProcessor")?;
-            let candle_us = median_us(|| Ok(candle.sample().map(|_| ())?), reps)
-                .with_context(|| format!("candle, setting {id}, V = {v}"))?;
-            rows.push(row(id, ours_us, candle_us));
+            let mut engine = bench_step(&case.kwargs, &logits, &ctx_u32)?;
+            let engine_us = median_us(|| engine().map(|_| ()), reps)
+                .with_context(|| format!("{BENCH_ENGINE}, setting {id}, V = {v}"))?;
+            rows.push(row(id, ours_us, engine_us));
         }
     }
     Ok(rows)
@@ -144,8 +149,9 @@ fn write_rows(
     match format {
         Format::Json => {
             let report = Report {
-                schema: 1,
+                schema: SCHEMA,
                 dispatch,
+                engine: BENCH_ENGINE,
                 rows,
             };
             serde_json::to_writer(&mut *out, &report)?;
@@ -155,13 +161,17 @@ fn write_rows(
             writeln!(
                 out,
                 "{:>8}  {:<12} {:>11} {:>11} {:>8}",
-                "vocab", "setting", "ours µs", "candle µs", "ratio"
+                "vocab",
+                "setting",
+                "ours µs",
+                format!("{BENCH_ENGINE} µs"),
+                "ratio"
             )?;
             for r in rows {
                 writeln!(
                     out,
                     "{:>8}  {:<12} {:>11.1} {:>11.1} {:>7.1}×",
-                    r.vocab, r.setting, r.ours_us, r.candle_us, r.ratio
+                    r.vocab, r.setting, r.ours_us, r.engine_us, r.ratio
                 )?;
             }
         }
@@ -184,7 +194,8 @@ mod tests {
         let (mut out, mut err) = (Vec::new(), Vec::new());
         run(&args, &mut out, &mut err)?;
         let doc: serde_json::Value = serde_json::from_slice(&out)?;
-        assert_eq!(doc["schema"], 1);
+        assert_eq!(doc["schema"], 2);
+        assert_eq!(doc["engine"], BENCH_ENGINE);
         assert_eq!(doc["dispatch"], "baseline");
         assert_eq!(
             String::from_utf8(err)?,
@@ -200,7 +211,7 @@ mod tests {
                 .map(|k| k.as_str())
                 .collect();
             assert_eq!(keys.len(), 5, "{keys:?}");
-            for k in ["vocab", "setting", "ours_us", "candle_us", "ratio"] {
+            for k in ["vocab", "setting", "ours_us", "engine_us", "ratio"] {
                 assert!(r.get(k).is_some(), "missing {k}");
             }
             assert!(r["ours_us"].as_f64().context("ours_us")? > 0.0);
@@ -214,7 +225,7 @@ mod tests {
             vocab: 10,
             setting: "k40".into(),
             ours_us: 1.0,
-            candle_us: 10.0,
+            engine_us: 10.0,
             ratio: 10.0,
         }];
         let mut out = Vec::new();

@@ -3,9 +3,14 @@
 
 use std::io::Cursor;
 
-use compare::cli::{DistArgs, ReportArgs};
+use compare::cli::{
+    DistArgs, Format, ReportArgs, RequestArgs, SemanticsArgs, TiesArgs, TranslateArgs,
+};
 use parity_core::metrics::argmax_first;
-use parity_core::{Context, Distribution, Error, Info, Logits, Precision, Semantics};
+use parity_core::{
+    Context, Distribution, Error, Info, Logits, Precision, Role, Route, Semantics,
+    TranslateOptions, Translation, TranslationLine,
+};
 use serde_json::{Map, Value};
 
 /// The toy: always the first argmax, whatever the params.
@@ -45,6 +50,31 @@ impl Semantics for Greedy {
     }
     fn from_generate(&self, _: &Map<String, Value>) -> Option<Result<(), Error>> {
         Some(Ok(()))
+    }
+    fn role(&self) -> Role {
+        Role::Default
+    }
+    /// A toy server: always greedy, whatever the request says.
+    fn from_request(
+        &self,
+        request: &Map<String, Value>,
+        _: Option<&Map<String, Value>>,
+    ) -> Vec<Route<()>> {
+        vec![Route::new("greedy-server /v1/chat/completions", Ok(())).ignoring_all_but(request, |_| false)]
+    }
+    /// Greedy decoding is the toy's only setup: it matches transformers
+    /// exactly when transformers decodes greedily.
+    fn translate(
+        &self,
+        kwargs: &Map<String, Value>,
+        _: &TranslateOptions,
+    ) -> Option<Result<Translation, Error>> {
+        let greedy = kwargs.get("do_sample") != Some(&Value::Bool(true));
+        Some(Ok(Translation {
+            lines: vec![TranslationLine::Plain(format!("greedy-server: exact = {greedy}"))],
+            json: Map::new(),
+            params: greedy.then(Map::new),
+        }))
     }
 }
 
@@ -88,6 +118,97 @@ fn a_toy_semantics_is_one_module_and_one_registry_line() {
     let row = &outcome.report.rows[0];
     assert_eq!((row.left.as_str(), row.right.as_str()), ("hf", "greedy"));
     assert_eq!((row.kept_left, row.kept_right), (Some(3), Some(1)));
+
+    // The default report: Role::Default puts it beside the others, with no --pairs.
+    let args = ReportArgs {
+        settings: vec!["top_k2".into()],
+        draws: 0,
+        ..ReportArgs::default()
+    };
+    let outcome = compare::commands::report::run(&args, &registry, false).expect("report runs");
+    let greedy: Vec<_> = outcome
+        .report
+        .rows
+        .iter()
+        .filter(|r| r.right == "greedy")
+        .collect();
+    assert_eq!(greedy.len(), 1, "one tie fixture, one setting");
+    assert_eq!((greedy[0].left.as_str(), greedy[0].kept_right), ("hf", Some(1)));
+
+    // semantics: listed with its role.
+    let mut out = Vec::new();
+    let args = SemanticsArgs {
+        format: Format::Json,
+    };
+    compare::commands::semantics::run(&args, &registry, &mut out).expect("lists");
+    let v: Value = serde_json::from_slice(&out).expect("json");
+    let listed = v["semantics"]
+        .as_array()
+        .expect("list")
+        .iter()
+        .find(|s| s["name"] == "greedy")
+        .cloned()
+        .expect("greedy listed");
+    assert_eq!(listed["role"], "default");
+
+    // ties: the toy keeps only the first maximum of [3, 2, 2, 1].
+    let mut out = Vec::new();
+    let args = TiesArgs {
+        logits: vec![3.0, 2.0, 2.0, 1.0],
+        k: 2,
+        draws: 0,
+        seed: 42,
+        format: Format::Json,
+        vocab: None,
+    };
+    compare::commands::ties::run(&args, &registry, &mut out).expect("ties");
+    let v: Value = serde_json::from_slice(&out).expect("json");
+    let toy = v["semantics"]
+        .as_array()
+        .expect("list")
+        .iter()
+        .find(|s| s["name"] == "greedy")
+        .cloned()
+        .expect("greedy in ties");
+    assert_eq!(toy["kept"], serde_json::json!([0]));
+
+    // request: its server's route, every sampling field listed as ignored.
+    let mut out = Vec::new();
+    let args = RequestArgs {
+        request: r#"{"temperature": 0.7}"#.into(),
+        fixtures: Vec::new(),
+        generation_config: None,
+        format: Format::Json,
+    };
+    compare::commands::request::run(&args, None, &registry, &mut out).expect("request");
+    let v: Value = serde_json::from_slice(&out).expect("json");
+    let endpoint = v["endpoints"]
+        .as_array()
+        .expect("endpoints")
+        .iter()
+        .find(|e| e["semantics"] == "greedy")
+        .cloned()
+        .expect("the toy's route");
+    assert_eq!(endpoint["endpoint"], "greedy-server /v1/chat/completions");
+    assert_eq!(endpoint["ignored"], serde_json::json!(["temperature"]));
+
+    // translate --to greedy: its own lines, and the proof on the six SmolLM2
+    // fixtures when transformers decodes greedily (argmax is argmax).
+    let mut out = Vec::new();
+    let args = TranslateArgs {
+        kwargs: "{}".into(),
+        to: Some("greedy".into()),
+        context_len: 4096,
+        generation_config: None,
+        format: Format::Text,
+    };
+    compare::commands::translate::run(&args, None, &registry, &mut out).expect("translate");
+    let text = String::from_utf8(out).expect("utf-8");
+    assert!(text.contains("greedy-server: exact = true"), "{text}");
+    assert!(
+        text.contains("proof: same as transformers on 6 of 6 bundled SmolLM2 fixtures"),
+        "{text}"
+    );
 }
 
 #[test]
