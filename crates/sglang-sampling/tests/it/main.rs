@@ -1,6 +1,7 @@
 //! Replays every case recorded from the real SGLang 0.5.23 sampler
 //! (`fixtures/sglang/`, made by `scripts/reference/sglang/record.py`).
 
+mod semantics;
 mod server;
 
 use std::path::{Path, PathBuf};
