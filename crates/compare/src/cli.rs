@@ -228,6 +228,11 @@ pub struct RequestArgs {
     /// says which).
     #[arg(long, value_name = "FILE")]
     pub generation_config: Option<PathBuf>,
+    /// The model's own Ollama parameters (its Modelfile PARAMETERs): a JSON object, or a file
+    /// holding one or what `ollama show --parameters` prints. Ollama layers them between its
+    /// defaults and the request.
+    #[arg(long, value_name = "JSON|FILE")]
+    pub ollama_model_params: Option<String>,
     /// Output format.
     #[arg(long, value_enum, default_value_t)]
     pub format: Format,
@@ -250,6 +255,10 @@ pub struct TranslateArgs {
     /// transformers' defaults.
     #[arg(long, value_name = "FILE")]
     pub generation_config: Option<PathBuf>,
+    /// The model's own Ollama parameters (see `compare request --help`), for `--to` an Ollama
+    /// engine.
+    #[arg(long, value_name = "JSON|FILE")]
+    pub ollama_model_params: Option<String>,
     /// Output format.
     #[arg(long, value_enum, default_value_t)]
     pub format: Format,

@@ -63,12 +63,14 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Request(args) => {
             let config = registry::generation_config(args.generation_config.as_deref())?;
-            let semantics = registry::all(config.as_ref());
+            let model = registry::ollama_model_params(args.ollama_model_params.as_deref())?;
+            let semantics = registry::with_ollama_model_params(config.as_ref(), model.as_ref())?;
             commands::request::run(&args, config.as_ref(), &semantics, &mut out).map(|()| false)?
         }
         Command::Translate(args) => {
             let config = registry::generation_config(args.generation_config.as_deref())?;
-            let semantics = registry::all(config.as_ref());
+            let model = registry::ollama_model_params(args.ollama_model_params.as_deref())?;
+            let semantics = registry::with_ollama_model_params(config.as_ref(), model.as_ref())?;
             commands::translate::run(&args, config.as_ref(), &semantics, &mut out)
                 .map(|()| false)?
         }

@@ -22,10 +22,72 @@ pub fn all(generation_config: Option<&GenerationConfig>) -> Vec<Box<dyn AnySeman
         Box::new(spec_sampler::Spec),
         Box::new(llamacpp_sampling::LlamaCpp),
         Box::new(llamacpp_sampling::Ollama::default()),
+        Box::new(ollama_sampling::OllamaGo::default()),
+        Box::new(mlx_sampling::OllamaMlx),
         Box::new(vllm_sampling::Vllm),
         Box::new(mistralrs_sampling::MistralRs),
+        Box::new(mlx_sampling::MlxLm),
         Box::new(tutorial_sampling::Tutorial),
     ]
+}
+
+/// [`all`], with a model's published Ollama parameters (`ollama show
+/// --parameters`, as a JSON object) layered under the requests of the
+/// Ollama engines that read them, as Ollama layers them.
+pub fn with_ollama_model_params(
+    generation_config: Option<&GenerationConfig>,
+    ollama_model_params: Option<&serde_json::Map<String, serde_json::Value>>,
+) -> anyhow::Result<Vec<Box<dyn AnySemantics>>> {
+    let mut registry = all(generation_config);
+    let Some(params) = ollama_model_params else {
+        return Ok(registry);
+    };
+    for s in &mut registry {
+        let layered: Option<Box<dyn AnySemantics>> = match s.info().name {
+            "ollama" => Some(Box::new(
+                llamacpp_sampling::Ollama::with_model_params(params.clone())
+                    .context("--ollama-model-params")?,
+            )),
+            "ollama-go" => Some(Box::new(
+                ollama_sampling::OllamaGo::with_model_params(params.clone())
+                    .context("--ollama-model-params")?,
+            )),
+            _ => None,
+        };
+        if let Some(layered) = layered {
+            *s = layered;
+        }
+    }
+    Ok(registry)
+}
+
+/// Reads `--ollama-model-params JSON|FILE`: a JSON object, or a file holding
+/// one or the text `ollama show --parameters` prints.
+pub fn ollama_model_params(
+    arg: Option<&str>,
+) -> anyhow::Result<Option<serde_json::Map<String, serde_json::Value>>> {
+    let Some(arg) = arg else { return Ok(None) };
+    if arg.trim_start().starts_with('{') {
+        return crate::commands::json_object_arg("--ollama-model-params", arg).map(Some);
+    }
+    let path = Path::new(arg);
+    let bytes = parity_core::fixture::read_at_most(path, 1 << 20)
+        .with_context(|| format!("--ollama-model-params: reading {}", path.display()))?
+        .map_err(|_| {
+            anyhow::anyhow!(
+                "--ollama-model-params: {} is over 1 MiB; a model's parameters are a few lines",
+                path.display()
+            )
+        })?;
+    let text = String::from_utf8(bytes)
+        .with_context(|| format!("--ollama-model-params: {} is not UTF-8", path.display()))?;
+    if text.trim_start().starts_with('{') {
+        return crate::commands::json_object_arg(&format!("--ollama-model-params {}", path.display()), &text)
+            .map(Some);
+    }
+    llamacpp_sampling::ollama::model_params_from_show(&text)
+        .with_context(|| format!("--ollama-model-params: {}", path.display()))
+        .map(Some)
 }
 
 /// The engine `compare translate` writes for when `--to` is not given.

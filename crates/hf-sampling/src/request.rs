@@ -24,7 +24,7 @@
 //! serve endpoint.
 
 use parity_core::{REQUEST_FIELDS_NOT_SAMPLING, Route};
-use serde_json::{Map, Number, Value};
+use serde_json::{Map, Value};
 
 use crate::params::{GenerationConfig, GenerationParams, is_generate_kwarg, resolve};
 use crate::serve::{ServeEndpoint, serve_request};
@@ -221,61 +221,6 @@ pub fn portable_kwargs(kwargs: &Map<String, Value>) -> Option<Map<String, Value>
     Some(m)
 }
 
-/// The fields `transformers serve` reads from a chat-completions request.
-pub(crate) const SERVE_FIELDS: &[&str] =
-    &["temperature", "top_p", "frequency_penalty", "logit_bias"];
-
-/// The generate kwargs `transformers serve` builds (over the model's
-/// generation config, which the caller merges as `generate()` does), or the
-/// field whose value it would fail to convert.
-pub(crate) fn serve_kwargs(request: &Map<String, Value>) -> Result<Map<String, Value>, String> {
-    let number = |key: &str| -> Result<Option<f64>, String> {
-        match request.get(key) {
-            None | Some(Value::Null) => Ok(None),
-            Some(v) => v
-                .as_f64()
-                .map(Some)
-                .ok_or_else(|| format!("request field `{key}` = {v} is not a number")),
-        }
-    };
-    let mut kwargs = Map::new();
-    if let Some(t) = number("temperature")? {
-        kwargs.insert("temperature".into(), float(t));
-        if t == 0.0 {
-            kwargs.insert("do_sample".into(), Value::Bool(false));
-        }
-    }
-    if let Some(p) = number("top_p")? {
-        kwargs.insert("top_p".into(), float(p));
-    }
-    if let Some(f) = number("frequency_penalty")? {
-        kwargs.insert("repetition_penalty".into(), float(1.0 + f));
-    }
-    match request.get("logit_bias") {
-        None | Some(Value::Null) => {}
-        Some(Value::Object(bias)) => {
-            // `{(int(k),): v for k, v in logit_bias.items()}`: one-token sequences.
-            let mut pairs = Vec::new();
-            for (id, b) in bias {
-                let id: i64 = id.trim().parse().map_err(|_| {
-                    format!("request field `logit_bias` key {id:?} is not an integer")
-                })?;
-                pairs.push(Value::Array(vec![
-                    Value::Array(vec![Value::from(id)]),
-                    b.clone(),
-                ]));
-            }
-            kwargs.insert("sequence_bias".into(), Value::Array(pairs));
-        }
-        Some(v) => return Err(format!("request field `logit_bias` = {v} is not an object")),
-    }
-    Ok(kwargs)
-}
-
-fn float(x: f64) -> Value {
-    Number::from_f64(x).map_or(Value::Null, Value::Number)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -310,27 +255,5 @@ mod tests {
         assert!(portable_kwargs(&map(json!({"typical_p": 0.9}))).is_none());
         assert!(portable_kwargs(&map(json!({"eta_cutoff": 0.001}))).is_none());
         assert!(portable_kwargs(&map(json!({"num_beams": 2}))).is_none());
-    }
-
-    #[test]
-    fn serve_reads_four_fields() {
-        // frequency_penalty 0.3 -> repetition_penalty 1 + 0.3 = 1.3.
-        let k = serve_kwargs(&map(json!({
-            "temperature": 0.7, "top_k": 40, "frequency_penalty": 0.3, "logit_bias": {"5": -2.0}
-        })))
-        .expect("valid");
-        assert_eq!(
-            Value::Object(k),
-            json!({"temperature": 0.7, "repetition_penalty": 1.3, "sequence_bias": [[[5], -2.0]]})
-        );
-        let k = serve_kwargs(&map(json!({"temperature": 0.0}))).expect("valid");
-        assert_eq!(
-            Value::Object(k),
-            json!({"temperature": 0.0, "do_sample": false})
-        );
-        assert_eq!(
-            serve_kwargs(&map(json!({"top_p": "high"}))).unwrap_err(),
-            "request field `top_p` = \"high\" is not a number"
-        );
     }
 }

@@ -165,30 +165,7 @@ impl Semantics for HfRust {
         request: &Map<String, Value>,
         _generation_config: Option<&Map<String, Value>>,
     ) -> Vec<Route<GenerationParams>> {
-        let (kwargs, notes) = crate::request::generate_kwargs(request);
-        let mut generate = Route::new(
-            "transformers generate(**request)",
-            self.parse_params(&kwargs),
-        )
-        .ignoring_all_but(request, crate::params::is_generate_kwarg);
-        generate.notes = notes;
-        let serve_params = crate::request::serve_kwargs(request)
-            .map_err(Error::new)
-            .and_then(|k| self.parse_params(&k));
-        let greedy = matches!(&serve_params, Ok(p) if !p.do_sample)
-            && request.get("temperature").and_then(Value::as_f64) != Some(0.0);
-        let mut serve = Route::new("transformers serve /v1/chat/completions", serve_params)
-            .ignoring_all_but(request, |k| crate::request::SERVE_FIELDS.contains(&k));
-        if request.contains_key("frequency_penalty") {
-            serve =
-                serve.note("frequency_penalty read as repetition_penalty = 1 + frequency_penalty");
-        }
-        if greedy {
-            serve = serve.note(
-                "greedy: do_sample comes from the generation config (false when it says nothing)",
-            );
-        }
-        vec![generate, serve]
+        crate::request::routes(request, self.config.as_ref())
     }
 
     fn describe(&self, params: &GenerationParams) -> Option<String> {

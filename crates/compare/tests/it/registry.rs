@@ -178,6 +178,7 @@ fn a_toy_semantics_is_one_module_and_one_registry_line() {
         request: r#"{"temperature": 0.7}"#.into(),
         fixtures: Vec::new(),
         generation_config: None,
+        ollama_model_params: None,
         format: Format::Json,
     };
     compare::commands::request::run(&args, None, &registry, &mut out).expect("request");
@@ -200,6 +201,7 @@ fn a_toy_semantics_is_one_module_and_one_registry_line() {
         to: Some("greedy".into()),
         context_len: 4096,
         generation_config: None,
+        ollama_model_params: None,
         format: Format::Text,
     };
     compare::commands::translate::run(&args, None, &registry, &mut out).expect("translate");

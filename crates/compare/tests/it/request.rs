@@ -45,7 +45,21 @@ fn one_request_every_server_on_hand_computed_logits() {
         .map(|e| e["endpoint"].as_str().expect("name"))
         .collect();
     assert_eq!(names[0], "transformers generate(**request)");
-    assert_eq!(names.len(), 8, "{names:?}");
+    // Every server the registry's semantics model, Ollama's engines labelled
+    // with the versions they cover.
+    for name in [
+        "transformers serve /v1/chat/completions",
+        "transformers serve /v1/completions",
+        "llama-server /v1/chat/completions",
+        "Ollama /v1/chat/completions",
+        "Ollama /v1/completions",
+        "Ollama v0.6.2–v0.25 Go engine /v1/chat/completions",
+        "vllm serve /v1/chat/completions",
+        "mistralrs-server /v1/chat/completions",
+        "mlx_lm.server 0.32.2 /v1/chat/completions (and /v1/completions)",
+    ] {
+        assert!(names.contains(&name), "{name} not in {names:?}");
+    }
     // The reference keeps all four (top-k 50 >= 4 tokens) at distance 0.
     let reference = cell(&a, "transformers generate(**request)");
     assert_eq!(
@@ -56,6 +70,13 @@ fn one_request_every_server_on_hand_computed_logits() {
     // greedy, so TV = 1 - e³/Z = 0.465553.
     let serve = cell(&a, "transformers serve /v1/chat/completions");
     assert_eq!(serve["kept"].as_u64(), Some(1));
+    // mlx_lm.server is greedy too unless the request sends a temperature
+    // (its default is 0.0); this one does: all four kept.
+    assert_eq!(
+        cell(&a, "mlx_lm.server 0.32.2 /v1/chat/completions (and /v1/completions)")["kept"]
+            .as_u64(),
+        Some(4)
+    );
     let tv = serve["tv"].as_f64().expect("tv");
     assert!((tv - 0.465_553_354_6).abs() < 1e-6, "{tv}");
     // Ollama's own options default top_p to 0.9: the sorted cumulative mass
@@ -85,10 +106,14 @@ fn one_request_every_server_on_hand_computed_logits() {
 fn dropped_fields_are_named_per_server() {
     let a = json(&[r#"{"temperature": 0.7, "top_k": 2, "min_p": 0.1}"#, TIES]);
     let ignored = |name: &str| endpoint(&a, name).1["ignored"].clone();
+    // transformers serve refuses fields outside OpenAI's request params
+    // (cli/serving/utils.py `_validate_request`, recorded in fixtures/serve).
+    let (_, serve) = endpoint(&a, "transformers serve /v1/chat/completions");
     assert_eq!(
-        ignored("transformers serve /v1/chat/completions"),
-        serde_json::json!(["min_p", "top_k"])
+        serve["error"],
+        "HTTP 422: Unexpected fields in the request: {'min_p', 'top_k'}"
     );
+    assert_eq!(serve["ignored"], serde_json::json!([]));
     assert_eq!(
         ignored("Ollama /v1/chat/completions"),
         serde_json::json!(["min_p", "top_k"])
@@ -154,4 +179,44 @@ fn text_names_every_server_within_100_columns() {
     assert!(t.lines().all(|l| l.chars().count() <= 100), "{t}");
     // Every bundled SmolLM2 fixture gets a block.
     assert_eq!(t.matches("  endpoint ").count(), 6, "{t}");
+}
+
+#[test]
+fn mistral_rs_samples_at_temperature_one_when_the_request_sends_none() {
+    // mistralrs-core/src/engine/add_request.rs `temperature.unwrap_or(1.0)`
+    // (v0.9.0–v0.9.2): at T = 1 on [3, 2, 2, 1] all four tokens can be drawn;
+    // a greedy reading would keep one.
+    let a = json(&["{}", TIES]);
+    assert_eq!(
+        cell(&a, "mistralrs-server /v1/chat/completions")["kept"].as_u64(),
+        Some(4)
+    );
+}
+
+#[test]
+fn the_reference_says_which_fields_generate_would_refuse() {
+    // generate(**body) raises on `frequency_penalty` and `seed`: the reference
+    // runs without them, and its notes say so and why.
+    let a = json(&[
+        r#"{"temperature": 0.6, "top_p": 0.9, "frequency_penalty": 0.5, "seed": 7}"#,
+        TIES,
+    ]);
+    let (_, reference) = endpoint(&a, "transformers generate(**request)");
+    let notes = reference["notes"].to_string();
+    assert!(notes.contains("frequency_penalty left out"), "{notes}");
+    assert!(notes.contains("seed left out"), "{notes}");
+    assert_eq!(reference["error"], Value::Null);
+}
+
+#[test]
+fn the_ollama_go_engine_ignores_penalties() {
+    // runner/ollamarunner/runner.go (f63eea3d2) hands NewSampler only
+    // temperature, top_k, top_p, min_p and seed: a repeat penalty changes
+    // nothing on the Go engine, while Ollama's llama-server path applies it.
+    let a = json(&[r#"{"temperature": 1.0, "repeat_penalty": 1.5}"#, TIES]);
+    let (_, go) = endpoint(
+        &a,
+        "Ollama v0.6.2–v0.25 Go engine /api/generate, /api/chat (options)",
+    );
+    assert_eq!(go["params"]["ignored"]["repeat_penalty"], 1.5, "{go}");
 }
