@@ -132,6 +132,49 @@ EDGE_CASES = [
     ("det_k2p09", {"top_k": 2, "top_p": 0.9, "sampling_seed": 3}, True),
 ]
 
+# Synthetic logits made here (stored with the recording): tie-heavy rows whose
+# top-k cut falls inside a tie, on both torch.topk branches (partial_sort when
+# 64·k <= V, nth_element otherwise), a Gaussian row and one with -inf blocks.
+SYNTH_CASES = [
+    ("t1", {}),
+    ("greedy", {"temperature": 0.0}),
+    ("k2", {"top_k": 2}),
+    ("k10", {"top_k": 10}),
+    ("k46", {"top_k": 46}),
+    ("k47", {"top_k": 47}),
+    ("k500", {"top_k": 500}),
+    ("kv", {"top_k": "V"}),
+    ("p03", {"top_p": 0.3}),
+    ("k10p03", {"top_k": 10, "top_p": 0.3}),
+    ("k47p05_minp", {"top_k": 47, "top_p": 0.5, "min_p": 0.5}),
+    ("t05_k46", {"temperature": 0.5, "top_k": 46}),
+    ("pen_k10", {"top_k": 10, "repetition_penalty": 1.5, "frequency_penalty": 0.7,
+                 "presence_penalty": -0.3}),
+    ("det_k10", {"top_k": 10, "sampling_seed": 11}, True),
+    ("det_k47p05", {"top_k": 47, "top_p": 0.5, "sampling_seed": 11}, True),
+]
+
+
+def synthetic() -> list[tuple[str, np.ndarray, list[int], int]]:
+    """(name, logits, input_ids, prompt_len), from a fixed generator."""
+    rng = np.random.default_rng(20261201)
+    out = []
+    for v, levels in ((3000, 4), (3000, 12), (200, 3)):
+        logits = rng.integers(0, levels, v).astype(np.float32) / 2
+        out.append((f"ties_v{v}_l{levels}", logits))
+    g = rng.normal(0.0, 2.0, 5000).astype(np.float32)
+    out.append(("gauss_v5000", g))
+    b = rng.integers(0, 5, 400).astype(np.float32)
+    b[rng.random(400) < 0.6] = -np.inf
+    out.append(("neg_inf_blocks_v400", b))
+    rows = []
+    for name, logits in out:
+        ids = [int(i) for i in rng.integers(0, len(logits), 14)]
+        ids[-3:] = [ids[-1]] * 3  # a repeated generated id
+        rows.append((name, logits, ids, 8))
+    return rows
+
+
 # SamplingParams that SamplingParams.__post_init__/verify refuse (or accept:
 # error None), checked against a 49152-token vocabulary.
 REJECTED = [
@@ -652,6 +695,29 @@ def build() -> dict[str, bytes]:
         files[f"{group}__{src.stem}.safetensors"] = save(tensors, metadata=metadata)
         total += len(cases)
         print(f"record.py: {group}/{src.name}: {len(cases)} cases", file=sys.stderr)
+    for name, logits, ids, prompt_len in synthetic():
+        tensors = {"logits": logits, "input_ids": np.array(ids, dtype=np.int64)}
+        cases = []
+        for case in SYNTH_CASES:
+            kwargs = dict(case[1])
+            if kwargs.get("top_k") == "V":
+                kwargs["top_k"] = len(logits)  # max_top_k == V: the full sort
+            det = len(case) > 2 and case[2]
+            record_case(run, logits, ids[:prompt_len], ids[prompt_len:], case[0], kwargs, det, tensors, cases)
+        for c in cases:
+            c["params"] = jsonable(c["params"])
+        metadata = {
+            "format": FORMAT,
+            "source": f"synthetic/{name}",
+            "prompt_len": str(prompt_len),
+            "sglang_version": sglang.__version__,
+            "torch_version": torch.__version__,
+            "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+            "cases": json.dumps(cases, sort_keys=True),
+        }
+        files[f"synthetic__{name}.safetensors"] = save(tensors, metadata=metadata)
+        total += len(cases)
+        print(f"record.py: synthetic/{name}: {len(cases)} cases", file=sys.stderr)
     server = {
         "format": "sampling-parity-sglang-server/1",
         "sglang_version": sglang.__version__,

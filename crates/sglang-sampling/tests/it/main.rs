@@ -61,7 +61,7 @@ fn recorded() -> Vec<Recorded> {
         .collect();
     paths.sort();
     assert!(
-        paths.len() >= 29,
+        paths.len() >= 34,
         "expected the recorded files, found {}",
         paths.len()
     );
@@ -112,16 +112,22 @@ fn every_recorded_case_replays() {
         assert_eq!(rec.meta["sglang_version"], "0.5.23");
         assert_eq!(rec.meta["cpu_capability"], "AVX512", "{}", rec.name);
         let source = rec.meta["source"].as_str().expect("source").to_string();
-        let fixture =
-            Fixture::load(&repo().join("fixtures").join(&source)).expect("source fixture");
+        // Synthetic rows travel with their recording; the others come from
+        // the fixture they name.
+        let (raw, input_ids) = if source.starts_with("synthetic/") {
+            (rec.f32s("logits"), rec.i64s("input_ids"))
+        } else {
+            let f = Fixture::load(&repo().join("fixtures").join(&source)).expect("source fixture");
+            (f.logits, f.input_ids)
+        };
         let prompt_len: usize = rec.meta["prompt_len"]
             .as_str()
             .expect("str")
             .parse()
             .expect("int");
-        let context = Context::new(&fixture.input_ids, Some(prompt_len)).expect("context");
-        let logits = Logits::from_f32(&fixture.logits);
-        let vocab = fixture.logits.len();
+        let context = Context::new(&input_ids, Some(prompt_len)).expect("context");
+        let logits = Logits::from_f32(&raw);
+        let vocab = raw.len();
         for case in rec.json("cases").as_array().expect("cases") {
             let name = case["name"].as_str().expect("name");
             let what = format!("{source} {name}");
@@ -147,9 +153,7 @@ fn every_recorded_case_replays() {
                 continue;
             }
             let got = got.unwrap_or_else(|e| panic!("{what}: {e}"));
-            let penalised = got
-                .penalised()
-                .map_or_else(|| fixture.logits.clone(), <[f32]>::to_vec);
+            let penalised = got.penalised().map_or_else(|| raw.clone(), <[f32]>::to_vec);
             assert_eq!(
                 fnv1a64(&penalised),
                 case["penalised_fnv1a64"].as_str().expect("hash"),
@@ -170,7 +174,7 @@ fn every_recorded_case_replays() {
                 continue;
             }
             // The whole weight vector, bit for bit.
-            let step = sglang_sampling::step(&fixture.logits, &context, &params).expect("step");
+            let step = sglang_sampling::step(&raw, &context, &params).expect("step");
             let w = &step.weights;
             assert_eq!(
                 fnv1a64(w),
