@@ -95,11 +95,17 @@ MODEL_CASES = [
     ("rep13_greedy", {"temperature": 0.0, "repetition_penalty": 1.3}),
     ("rep13_k40", {"temperature": 0.7, "top_k": 40, "repetition_penalty": 1.3}),
     ("freq05_pres03", {"temperature": 0.7, "frequency_penalty": 0.5, "presence_penalty": 0.3}),
+    ("freq15", {"frequency_penalty": 1.5}),
+    ("pres_neg1", {"presence_penalty": -1.0, "top_k": 20}),
+    ("rep2_t07", {"temperature": 0.7, "repetition_penalty": 2.0}),
     ("rep07_freqneg_k100", {"repetition_penalty": 0.7, "frequency_penalty": -0.4, "top_k": 100}),
     ("bias", {"temperature": 0.9, "logit_bias": "top"}),
     ("combo", {"temperature": 0.8, "top_k": 60, "top_p": 0.85, "min_p": 0.02,
                "repetition_penalty": 1.2, "frequency_penalty": 0.3, "presence_penalty": 0.2,
                "logit_bias": "top"}),
+    # Without --enable-deterministic-inference the seed is never read.
+    ("seed_no_flag", {"sampling_seed": 42}),
+    ("seed_no_flag_k40p09", {"temperature": 0.7, "top_k": 40, "top_p": 0.9, "sampling_seed": 42}),
     # --enable-deterministic-inference: the request's sampling_seed is read.
     ("det_t1", {"sampling_seed": 42}, True),
     ("det_noseed", {}, True),
@@ -508,6 +514,7 @@ def record_case(run: Run, logits, prompt, output, name, kwargs, deterministic, t
         w = vocab_weights(cap, vocab)
     kept = np.flatnonzero(w > 0)
     entry["kept"] = int(len(kept))
+    entry["seed_used"] = "seeded_logprobs" in cap
     if np.isnan(w).any():
         # softmax of an all -inf row: NaN weights. The unfiltered draw
         # ((probs / q).argmax()) and multinomial_with_seed then return a token

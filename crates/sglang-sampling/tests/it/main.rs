@@ -181,6 +181,13 @@ fn every_recorded_case_replays() {
                 case["weights_fnv1a64"].as_str().expect("hash"),
                 "{what}: weights"
             );
+            // multinomial_with_seed ran exactly when we replay seeded draws
+            // (sampling_seed alone is ignored without the server flag).
+            assert_eq!(
+                case["seed_used"].as_bool(),
+                Some(got.tokens().is_some()),
+                "{what}: seeded path"
+            );
             let kept = case["kept"].as_u64().expect("kept") as usize;
             assert_eq!(got.kept().len(), kept, "{what}: kept count");
             let ids = rec.i64s(&format!("{name}.ids"));
