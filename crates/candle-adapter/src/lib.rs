@@ -60,6 +60,7 @@ mod mirror;
 pub mod model;
 mod params;
 mod penalty;
+pub mod port;
 mod run;
 mod semantics;
 pub mod stats;

@@ -417,27 +417,6 @@ pub struct BeamArgs {
     pub format: Format,
 }
 
-/// The port `compare trace` compares with transformers.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum)]
-pub enum Port {
-    /// candle-transformers' quantized llama, run here on the GGUF (needs the model file).
-    #[default]
-    Candle,
-    /// llama.cpp's logits, recorded beside the trace (needs no model).
-    #[value(name = "llama.cpp")]
-    LlamaCpp,
-}
-
-impl Port {
-    /// The name on the command line and in reports.
-    pub fn name(self) -> &'static str {
-        match self {
-            Port::Candle => "candle",
-            Port::LlamaCpp => "llama.cpp",
-        }
-    }
-}
-
 /// Arguments of `compare trace`.
 #[derive(Debug, Clone, Default, Args)]
 pub struct TraceArgs {
@@ -448,22 +427,22 @@ pub struct TraceArgs {
     /// transformers generate kwargs as a JSON object, instead of the ones the trace was recorded with.
     #[arg(long, value_name = "JSON")]
     pub kwargs: Option<String>,
-    /// Whose logits are compared with transformers'.
-    #[arg(long, value_enum, default_value_t)]
-    pub port: Port,
-    /// The semantics that samples for the port (`compare semantics` lists them) [default: candle
-    /// for --port candle, llama.cpp for --port llama.cpp].
+    /// Whose logits are compared with transformers': a model run here, or logits an engine
+    /// recorded beside the trace.
+    #[arg(long, value_name = "NAME")]
+    pub port: Option<String>,
+    /// The semantics that samples for the port [default: the port's own].
     #[arg(long, value_name = "NAME", value_parser = semantics_name)]
     pub port_semantics: Option<String>,
     /// The port semantics' params as a JSON object [default: its translation of the kwargs
-    /// (`from_generate`), e.g. candle's literal port].
+    /// (`from_generate`), e.g. a literal port].
     #[arg(long, value_name = "JSON")]
     pub port_params: Option<String>,
     /// Only the first N steps of each trace.
     #[arg(long, value_name = "N")]
     pub steps: Option<usize>,
-    /// The GGUF model for --port candle [default: .cache/models/SmolLM2-135M-Instruct.Q4_1.gguf,
-    /// where scripts/fetch-model.sh puts it].
+    /// The model file for a port that runs a model here [default: .cache/models/
+    /// SmolLM2-135M-Instruct.Q4_1.gguf, where scripts/fetch-model.sh puts it].
     #[arg(long, value_name = "FILE")]
     pub model: Option<PathBuf>,
     /// Output format.

@@ -88,7 +88,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 .map(|()| false)?
         }
         Command::Beam(args) => commands::beam::run(&args, &mut out)?,
-        Command::Trace(args) => commands::trace::run(&args, &mut out).map(|()| false)?,
+        Command::Trace(args) => {
+            commands::trace::run(&args, &registry::all(None), &mut out).map(|()| false)?
+        }
     };
     out.flush()?;
     Ok(if failed {

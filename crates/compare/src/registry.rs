@@ -93,6 +93,19 @@ pub fn ollama_model_params(
 /// The engine `compare translate` writes for when `--to` is not given.
 pub const DEFAULT_TRANSLATION: &str = "candle";
 
+/// The port `compare trace` compares with transformers when `--port` is not
+/// given.
+pub const DEFAULT_PORT: &str = "candle";
+
+/// The ports `compare trace --port` takes: a model run here, or logits an
+/// engine recorded beside the trace.
+pub fn ports() -> Vec<Box<dyn parity_core::trace::Port>> {
+    vec![
+        Box::new(candle_adapter::port::CandlePort::default()),
+        Box::new(llamacpp_sampling::LlamaCppPort),
+    ]
+}
+
 /// The real engine `compare bench` times our sampler against.
 pub const BENCH_ENGINE: &str = "candle";
 
@@ -180,6 +193,13 @@ pub fn with_names_in_help(command: clap::Command) -> clap::Command {
         })
         .mut_subcommand("dist", |c| {
             c.mut_arg("semantics", |a| add(a, semantics_list.clone()))
+        })
+        .mut_subcommand("trace", |c| {
+            let ports: Vec<_> = ports().iter().map(|p| p.name()).collect();
+            c.mut_arg("port", |a| {
+                add(a, format!("[default: {DEFAULT_PORT}] [ports: {}]", ports.join(", ")))
+            })
+            .mut_arg("port_semantics", |a| add(a, semantics_list.clone()))
         })
         .mut_subcommand("translate", |c| {
             c.mut_arg("to", |a| {

@@ -44,6 +44,7 @@ mod engine;
 mod mt;
 pub mod ollama;
 mod params;
+pub mod port;
 mod stl;
 pub mod translate;
 
@@ -56,6 +57,7 @@ use parity_core::{
 
 pub use ollama::Ollama;
 pub use params::ServerParams;
+pub use port::LlamaCppPort;
 
 /// llama.cpp's sampler chain as llama-server runs it.
 #[derive(Debug, Clone, Copy, Default)]

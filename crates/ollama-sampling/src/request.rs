@@ -150,10 +150,25 @@ fn native_options(
     (Ok(options), ignored)
 }
 
-fn sampler_ignores(route: &mut Route<OllamaOptions>, sent: &Map<String, Value>) {
+/// The request's fields (top-level, or under `options`) that reach the Go
+/// sampler's runner unread are listed as ignored; options the endpoint sends
+/// on its own (`/v1/completions`' penalties) only get the note.
+fn sampler_ignores(
+    route: &mut Route<OllamaOptions>,
+    request: &Map<String, Value>,
+    sent: &Map<String, Value>,
+) {
+    let nested = request.get("options").and_then(Value::as_object);
     for name in IGNORED_BY_SAMPLER {
-        if sent.contains_key(*name) && !route.ignored.iter().any(|i| i == name) {
-            route.ignored.push((*name).to_string());
+        let field = if request.contains_key(*name) {
+            (*name).to_string()
+        } else if nested.is_some_and(|o| o.contains_key(*name)) {
+            format!("options.{name}")
+        } else {
+            continue;
+        };
+        if !route.ignored.contains(&field) {
+            route.ignored.push(field);
         }
     }
     if IGNORED_BY_SAMPLER.iter().any(|n| sent.contains_key(*n)) {
@@ -195,7 +210,7 @@ pub(crate) fn routes(
         "top_k 40, min_p 0: Ollama's defaults (the endpoint has no such fields; the model's parameters would override them)"
     });
     if let Ok(o) = &chat {
-        sampler_ignores(&mut route, o);
+        sampler_ignores(&mut route, request, o);
     }
     out.push(route);
 
@@ -212,7 +227,7 @@ pub(crate) fn routes(
         route = route.note("temperature 1.0: this endpoint's default when absent");
     }
     if let Ok(o) = &completion {
-        sampler_ignores(&mut route, o);
+        sampler_ignores(&mut route, request, o);
     }
     out.push(route);
 
@@ -248,7 +263,7 @@ pub(crate) fn routes(
         "absent options: Ollama's defaults (temperature 0.8, top_k 40, top_p 0.9, min_p 0); no model parameters given"
     });
     if let Ok(o) = &native {
-        sampler_ignores(&mut route, o);
+        sampler_ignores(&mut route, request, o);
     }
     out.push(route);
     for r in &mut out {

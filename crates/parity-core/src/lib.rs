@@ -22,6 +22,7 @@ pub mod record;
 pub mod semantics;
 pub mod text;
 pub mod token;
+pub mod trace;
 pub mod vocab;
 
 pub use fixture::{

@@ -414,7 +414,7 @@ pub fn run(args: &BeamArgs, out: &mut dyn Write) -> anyhow::Result<bool> {
     match args.format {
         Format::Json => {
             let doc = json!({
-                "schema": 1,
+                "schema": super::report::SCHEMA,
                 "kwargs": kwargs,
                 "cases": cases.iter().map(Case::to_json).collect::<Vec<_>>(),
             });
@@ -656,7 +656,7 @@ fn replay_all(
                 })
                 .collect();
             let doc = json!({
-                "schema": 1,
+                "schema": super::report::SCHEMA,
                 "score_tolerance": SCORE_TOLERANCE,
                 "files": files,
             });
@@ -737,7 +737,7 @@ fn candle_beams(
     let path = args
         .model
         .clone()
-        .unwrap_or_else(super::trace::default_model_path);
+        .unwrap_or_else(candle_adapter::port::default_model_path);
     // The recording's header names the GGUF it was made from.
     let recordings: Vec<&Recorded> = recordings
         .iter()
@@ -795,7 +795,7 @@ fn candle_beams(
     eprint!("\r\x1b[2K");
     match args.format {
         Format::Json => {
-            serde_json::to_writer_pretty(&mut *out, &json!({ "schema": 1, "candle": rows }))?;
+            serde_json::to_writer_pretty(&mut *out, &json!({ "schema": super::report::SCHEMA, "candle": rows }))?;
             writeln!(out)?;
         }
         Format::Text => {

@@ -217,7 +217,18 @@ fn params_text(params: &Option<Value>) -> String {
     match params {
         Some(Value::Object(m)) => m
             .iter()
-            .map(|(k, v)| format!("{k} {v}"))
+            .map(|(k, v)| match v {
+                // A nested object as `{key: value, ...}`, so that it wraps.
+                Value::Object(inner) => format!(
+                    "{k} {{{}}}",
+                    inner
+                        .iter()
+                        .map(|(a, b)| format!("{a}: {b}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+                v => format!("{k} {v}"),
+            })
             .collect::<Vec<_>>()
             .join(", "),
         Some(Value::String(text)) => text.clone(),

@@ -6,9 +6,9 @@
 //! trace_reference.py, docs/fixtures.md) holds, per generated token, the
 //! context, transformers' raw logits, the processed scores it drew from and
 //! the token. The port's logits for the same contexts come from the real
-//! port: candle-transformers' quantized llama run here (`candle-adapter`'s
-//! `model`), or llama.cpp's logits recorded beside the trace
-//! (`NAME.llamacpp.safetensors`, scripts/reference/trace_llamacpp.py).
+//! port, a [`parity_core::trace::Port`] of the registry (`registry::ports`):
+//! a model run here, or logits an engine recorded beside the trace
+//! (`NAME.PORT.safetensors`). Each port lives in its engine's crate.
 //!
 //! Per step, with T = transformers' semantics (`hf-rust` with the trace's
 //! kwargs) and P = the port's sampling setup:
@@ -19,418 +19,19 @@
 //! TV is a metric, so total ≤ logits + sampling on every step.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
-use candle_adapter::model::{Expected, ModelError, QuantizedLlama};
 use parity_core::metrics::{Comparison, argmax_first, max_logit_diff, softmax_f64};
+use parity_core::trace::{EXPORT_FORMAT, Trace, bundled_traces, load_trace};
 use parity_core::{AnySemantics, Context, Logits, Vocab};
-use safetensors::{Dtype, SafeTensors};
+use safetensors::Dtype;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::cli::{Format, Port, TraceArgs};
-
-/// The format tag of a trace file.
-pub const TRACE_FORMAT: &str = "sampling-parity-trace/1";
-/// The format tag of llama.cpp's logits beside a trace.
-pub const LLAMACPP_FORMAT: &str = "sampling-parity-trace-llamacpp/1";
-/// The format tag of `--export-logits` files.
-pub const EXPORT_FORMAT: &str = "sampling-parity-port-logits/1";
-/// The model the bundled traces were recorded from.
-pub const MODEL_NAME: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
-
-/// A trace file over 256 MiB is refused unread (the bundled ones are 4.7 MB).
-const MAX_TRACE_BYTES: u64 = 256 << 20;
-
-/// Where scripts/fetch-model.sh puts the model.
-pub fn default_model_path() -> PathBuf {
-    repo_root().join(".cache/models").join(MODEL_NAME)
-}
-
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// The bundled traces: `fixtures/traces/*.safetensors` without the llama.cpp files.
-pub fn bundled_traces() -> anyhow::Result<Vec<PathBuf>> {
-    let dir = parity_core::fixture::bundled_dir().join("traces");
-    let mut files: Vec<PathBuf> = parity_core::fixture::list_dir(&dir)?
-        .into_iter()
-        .filter(|p| !is_llamacpp_file(p))
-        .collect();
-    files.sort();
-    Ok(files)
-}
-
-fn is_llamacpp_file(p: &Path) -> bool {
-    p.file_name()
-        .is_some_and(|n| n.to_string_lossy().ends_with(".llamacpp.safetensors"))
-}
-
-/// One recorded transformers generation.
-#[derive(Debug, Clone)]
-pub struct Trace {
-    /// The file.
-    pub path: PathBuf,
-    /// `name` from the metadata.
-    pub name: String,
-    /// The generate kwargs it was recorded with.
-    pub kwargs: Map<String, Value>,
-    /// The user prompt before chat templating.
-    pub prompt: String,
-    /// Templated prompt length; step t's context is `input_ids[..prompt_len + t]`.
-    pub prompt_len: usize,
-    /// The torch seed.
-    pub seed: u64,
-    /// sha256 of the GGUF it was recorded from.
-    pub gguf_sha256: String,
-    /// The vocabulary size (length of every logits row).
-    pub vocab_size: usize,
-    /// Prompt and sampled tokens.
-    pub input_ids: Vec<i64>,
-    /// transformers' raw logits, one row per step.
-    pub logits: Vec<Vec<f32>>,
-    /// The processed scores per step: (id, score) of every finite entry.
-    pub scores: Vec<Vec<(usize, f32)>>,
-}
-
-impl Trace {
-    /// Number of steps.
-    pub fn steps(&self) -> usize {
-        self.logits.len()
-    }
-
-    /// The token sampled at step `t`.
-    pub fn token(&self, t: usize) -> i64 {
-        self.input_ids[self.prompt_len + t]
-    }
-
-    /// Step t's processed scores as a dense vector (-inf where filtered).
-    pub fn dense_scores(&self, t: usize) -> Vec<f32> {
-        let mut s = vec![f32::NEG_INFINITY; self.vocab_size];
-        for &(id, v) in &self.scores[t] {
-            s[id] = v;
-        }
-        s
-    }
-}
-
-/// Reads at most `MAX_TRACE_BYTES` (`parity_core::fixture::read_at_most`: a
-/// path such as /dev/zero never ends and reports no size).
-fn read_bounded(path: &Path, what: &str) -> anyhow::Result<Vec<u8>> {
-    parity_core::fixture::read_at_most(path, MAX_TRACE_BYTES)
-        .with_context(|| format!("reading {what} {}", path.display()))?
-        .map_err(|_| {
-            anyhow::anyhow!(
-                "{what} {} is over {MAX_TRACE_BYTES} bytes; refusing it",
-                path.display()
-            )
-        })
-}
-
-struct File<'a> {
-    path: &'a Path,
-    st: SafeTensors<'a>,
-    meta: std::collections::HashMap<String, String>,
-}
-
-impl<'a> File<'a> {
-    fn parse(path: &'a Path, data: &'a [u8], format: &str) -> anyhow::Result<Self> {
-        let bad = |e: safetensors::SafeTensorError| {
-            anyhow::anyhow!("{}: not a safetensors file: {e}", path.display())
-        };
-        let (_, header) = SafeTensors::read_metadata(data).map_err(bad)?;
-        let meta = header.metadata().clone().unwrap_or_default();
-        let st = SafeTensors::deserialize(data).map_err(bad)?;
-        let f = Self { path, st, meta };
-        let got = f.text("format")?;
-        if got != format {
-            bail!(
-                "{}: metadata `format` is {got:?}, expected {format:?}",
-                path.display()
-            );
-        }
-        Ok(f)
-    }
-
-    fn text(&self, key: &str) -> anyhow::Result<&str> {
-        self.meta
-            .get(key)
-            .map(String::as_str)
-            .with_context(|| format!("{}: metadata has no `{key}`", self.path.display()))
-    }
-
-    fn number(&self, key: &str) -> anyhow::Result<usize> {
-        let s = self.text(key)?;
-        s.parse().map_err(|_| {
-            anyhow::anyhow!(
-                "{}: metadata `{key}` is {s:?}, not a non-negative integer",
-                self.path.display()
-            )
-        })
-    }
-
-    fn tensor(&self, name: &str, dtype: Dtype, dims: usize) -> anyhow::Result<(Vec<usize>, &[u8])> {
-        let t = self
-            .st
-            .tensor(name)
-            .map_err(|_| anyhow::anyhow!("{}: no tensor `{name}`", self.path.display()))?;
-        if t.dtype() != dtype || t.shape().len() != dims {
-            bail!(
-                "{}: tensor `{name}` is {:?}{:?}, expected {dtype:?} with {dims} dimension(s)",
-                self.path.display(),
-                t.dtype(),
-                t.shape()
-            );
-        }
-        Ok((t.shape().to_vec(), t.data()))
-    }
-
-    fn i64s(&self, name: &str) -> anyhow::Result<Vec<i64>> {
-        let (_, data) = self.tensor(name, Dtype::I64, 1)?;
-        Ok(data
-            .chunks_exact(8)
-            .map(|c| i64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]))
-            .collect())
-    }
-
-    fn f32s(&self, name: &str, dims: usize) -> anyhow::Result<(Vec<usize>, Vec<f32>)> {
-        let (shape, data) = self.tensor(name, Dtype::F32, dims)?;
-        let v = data
-            .chunks_exact(4)
-            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-            .collect();
-        Ok((shape, v))
-    }
-
-    /// A [steps, V] f32 matrix of logits with no NaN or +inf.
-    fn logits(&self, steps: usize, vocab: usize) -> anyhow::Result<Vec<Vec<f32>>> {
-        let (shape, flat) = self.f32s("logits", 2)?;
-        if shape != [steps, vocab] {
-            bail!(
-                "{}: tensor `logits` has shape {shape:?}, expected [{steps}, {vocab}] (steps, vocab_size)",
-                self.path.display()
-            );
-        }
-        if let Some(i) = flat.iter().position(|x| x.is_nan() || *x == f32::INFINITY) {
-            bail!(
-                "{}: logits[{}][{}] is {}",
-                self.path.display(),
-                i / vocab,
-                i % vocab,
-                flat[i]
-            );
-        }
-        Ok(flat.chunks_exact(vocab).map(<[f32]>::to_vec).collect())
-    }
-}
-
-/// Reads and checks a trace file; every error names the file and the field.
-pub fn load_trace(path: &Path) -> anyhow::Result<Trace> {
-    let data = read_bounded(path, "trace")?;
-    parse_trace(path, &data)
-}
-
-/// Checks trace bytes (`path` is for messages): format, metadata, tensor
-/// shapes, ids within the vocabulary, no NaN or +inf logit, sparse scores
-/// within range. Every error starts with the path.
-pub fn parse_trace(path: &Path, data: &[u8]) -> anyhow::Result<Trace> {
-    let f = File::parse(path, data, TRACE_FORMAT)?;
-    let p = path.display();
-    let steps = f.number("steps")?;
-    let vocab_size = f.number("vocab_size")?;
-    let prompt_len = f.number("prompt_len")?;
-    if steps == 0 || vocab_size == 0 || prompt_len == 0 {
-        bail!(
-            "{p}: steps ({steps}), vocab_size ({vocab_size}) and prompt_len ({prompt_len}) must be positive"
-        );
-    }
-    let kwargs_text = f.text("kwargs")?;
-    let kwargs: Map<String, Value> = serde_json::from_str(kwargs_text)
-        .with_context(|| format!("{p}: metadata `kwargs` is not a JSON object: {kwargs_text}"))?;
-    let seed_text = f.text("seed")?;
-    let seed = seed_text
-        .parse()
-        .map_err(|_| anyhow::anyhow!("{p}: metadata `seed` is {seed_text:?}, not an integer"))?;
-    let gguf_sha256 = f.text("gguf_sha256")?.to_string();
-    let input_ids = f.i64s("input_ids")?;
-    if prompt_len.checked_add(steps) != Some(input_ids.len()) {
-        bail!(
-            "{p}: input_ids has {} entries but prompt_len {prompt_len} + steps {steps} = {}",
-            input_ids.len(),
-            prompt_len as u128 + steps as u128
-        );
-    }
-    if let Some((i, id)) = input_ids
-        .iter()
-        .enumerate()
-        .find(|&(_, &id)| id < 0 || id as u128 >= vocab_size as u128)
-    {
-        bail!("{p}: input_ids[{i}] = {id} is not a token id (vocab_size {vocab_size})");
-    }
-    let tokens = f.i64s("tokens")?;
-    if tokens.as_slice() != &input_ids[prompt_len..] {
-        bail!("{p}: tensor `tokens` is not input_ids[prompt_len..]");
-    }
-    let logits = f.logits(steps, vocab_size)?;
-    let offsets = f.i64s("scores.offsets")?;
-    let ids = f.i64s("scores.ids")?;
-    let (_, values) = f.f32s("scores.values", 1)?;
-    if offsets.len() != steps + 1 || ids.len() != values.len() {
-        bail!(
-            "{p}: sparse scores: {} offsets for {steps} steps (need steps + 1), {} ids for {} values",
-            offsets.len(),
-            ids.len(),
-            values.len()
-        );
-    }
-    let mut scores = Vec::with_capacity(steps);
-    for t in 0..steps {
-        let (a, b) = (offsets[t], offsets[t + 1]);
-        if a < 0 || b < a || b as u128 > ids.len() as u128 {
-            bail!(
-                "{p}: scores.offsets[{t}..={}] = {a}..{b} is not a range of the {} stored scores",
-                t + 1,
-                ids.len()
-            );
-        }
-        let mut row = Vec::with_capacity((b - a) as usize);
-        for k in a as usize..b as usize {
-            let id = ids[k];
-            if id < 0 || id as u128 >= vocab_size as u128 || !values[k].is_finite() {
-                bail!(
-                    "{p}: scores entry {k} (step {t}) is id {id} = {}; ids must be < vocab_size {vocab_size}, scores finite",
-                    values[k]
-                );
-            }
-            row.push((id as usize, values[k]));
-        }
-        scores.push(row);
-    }
-    Ok(Trace {
-        path: path.to_path_buf(),
-        name: f.text("name")?.to_string(),
-        kwargs,
-        prompt: f.text("prompt")?.to_string(),
-        prompt_len,
-        seed,
-        gguf_sha256,
-        vocab_size,
-        input_ids,
-        logits,
-        scores,
-    })
-}
-
-/// The llama.cpp logits file recorded beside a trace.
-pub fn llamacpp_path(trace: &Path) -> PathBuf {
-    let stem = trace
-        .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    trace.with_file_name(format!("{stem}.llamacpp.safetensors"))
-}
-
-fn load_llamacpp(trace: &Trace) -> anyhow::Result<Vec<Vec<f32>>> {
-    let path = llamacpp_path(&trace.path);
-    if !path.is_file() {
-        bail!(
-            "{}: no llama.cpp logits for this trace (expected {}; record them with scripts/reference/trace_llamacpp.py)",
-            trace.path.display(),
-            path.display()
-        );
-    }
-    let data = read_bounded(&path, "llama.cpp logits")?;
-    let f = File::parse(&path, &data, LLAMACPP_FORMAT)?;
-    let p = path.display();
-    let sha = f.text("gguf_sha256")?;
-    if sha != trace.gguf_sha256 {
-        bail!(
-            "{p}: recorded from a model with sha256 {sha}, but the trace {} is from {} (a trace from another model)",
-            trace.path.display(),
-            trace.gguf_sha256
-        );
-    }
-    let vocab = f.number("vocab_size")?;
-    if vocab != trace.vocab_size {
-        bail!(
-            "{p}: vocab_size {vocab}, but the trace {} has {} (a trace from another model)",
-            trace.path.display(),
-            trace.vocab_size
-        );
-    }
-    if f.i64s("input_ids")? != trace.input_ids {
-        bail!(
-            "{p}: input_ids differ from the trace's {}: recorded along another generation",
-            trace.path.display()
-        );
-    }
-    f.logits(trace.steps(), trace.vocab_size)
-}
-
-/// The port's logits for every step of the trace.
-fn port_logits(
-    args: &TraceArgs,
-    trace: &Trace,
-    model: &mut Option<QuantizedLlama>,
-    steps: usize,
-    progress: &mut Progress,
-) -> anyhow::Result<Vec<Vec<f32>>> {
-    match args.port {
-        Port::LlamaCpp => {
-            let mut l = load_llamacpp(trace)?;
-            l.truncate(steps);
-            Ok(l)
-        }
-        Port::Candle => {
-            let m = match model {
-                Some(m) => m,
-                None => model.insert(load_model(args, trace, progress)?),
-            };
-            if m.vocab_size() != trace.vocab_size {
-                bail!(
-                    "{}: vocab_size {}, but the model has {} (a trace from another model)",
-                    trace.path.display(),
-                    trace.vocab_size,
-                    m.vocab_size()
-                );
-            }
-            let name = trace.name.clone();
-            m.teacher_forced(&trace.input_ids, trace.prompt_len, steps, |t| {
-                progress.tick(&format!("{name}: candle step {}/{steps}", t + 1));
-            })
-            .with_context(|| format!("running the candle port along {}", trace.path.display()))
-        }
-    }
-}
-
-fn load_model(
-    args: &TraceArgs,
-    trace: &Trace,
-    progress: &mut Progress,
-) -> anyhow::Result<QuantizedLlama> {
-    let path = args.model.clone().unwrap_or_else(default_model_path);
-    progress.tick(&format!("loading {}", path.display()));
-    let expected = Expected {
-        sha256: Some(&trace.gguf_sha256),
-        vocab_size: Some(trace.vocab_size),
-    };
-    match QuantizedLlama::load(&path, &expected) {
-        Ok(m) => Ok(m),
-        Err(ModelError::NotFound { path }) => Err(anyhow::anyhow!(
-            "model file {} not found. Fetch it with\n    {}/scripts/fetch-model.sh\nor pass --model FILE (--port llama.cpp needs no model)",
-            path.display(),
-            repo_root().display()
-        )),
-        Err(e @ ModelError::WrongHash { .. }) => Err(anyhow::anyhow!(
-            "{e}; the trace {} was recorded from {MODEL_NAME} (scripts/fetch-model.sh fetches it)",
-            trace.path.display()
-        )),
-        Err(e) => Err(e.into()),
-    }
-}
+use crate::cli::{Format, TraceArgs};
+use crate::registry;
 
 /// Prints progress to stderr once a run has taken over a second, at most
 /// twice a second.
@@ -559,7 +160,7 @@ pub struct TraceReport {
     pub kwargs: Map<String, Value>,
     /// Whether `kwargs` are the ones the trace was recorded with.
     pub kwargs_recorded: bool,
-    /// The port: `candle` or `llama.cpp`.
+    /// The port (`compare trace --help` lists them).
     pub port: String,
     /// The semantics that models the port's sampling.
     pub port_semantics: String,
@@ -581,7 +182,10 @@ pub fn compare_trace(
     port_semantics: &str,
     port_params: Option<&Map<String, Value>>,
 ) -> anyhow::Result<(Vec<StepRow>, Summary, Option<String>)> {
-    let hf = crate::registry::find(registry, "hf-rust")?
+    let hf = registry
+        .iter()
+        .find(|s| s.role() == parity_core::Role::ReferenceComputed)
+        .context("the registry has no computed reference (Role::ReferenceComputed)")?
         .prepare(kwargs)
         .context("transformers would refuse these kwargs")?;
     let port_sem = crate::registry::find(registry, port_semantics)?;
@@ -683,16 +287,25 @@ struct Document<'a> {
 }
 
 /// Runs `compare trace`.
-pub fn run(args: &TraceArgs, out: &mut dyn Write) -> anyhow::Result<()> {
-    let registry = crate::registry::all(None);
-    let port_semantics = args.port_semantics.clone().unwrap_or_else(|| {
-        match args.port {
-            Port::Candle => "candle",
-            Port::LlamaCpp => "llama.cpp",
-        }
-        .to_string()
-    });
-    crate::registry::find(&registry, &port_semantics)?;
+pub fn run(
+    args: &TraceArgs,
+    registry: &[Box<dyn AnySemantics>],
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
+    let ports = registry::ports();
+    let port_name = args.port.as_deref().unwrap_or(registry::DEFAULT_PORT);
+    let port = ports
+        .iter()
+        .find(|p| p.name() == port_name)
+        .with_context(|| {
+            let names: Vec<_> = ports.iter().map(|p| p.name()).collect();
+            format!("unknown --port {port_name:?} (ports: {})", names.join(", "))
+        })?;
+    let port_semantics = args
+        .port_semantics
+        .clone()
+        .unwrap_or_else(|| port.semantics().to_string());
+    registry::find(registry, &port_semantics)?;
     let kwargs_override = args
         .kwargs
         .as_deref()
@@ -708,18 +321,17 @@ pub fn run(args: &TraceArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     }
     let files = match &args.trace {
         Some(f) => vec![f.clone()],
-        None => bundled_traces()?,
+        None => bundled_traces().map_err(anyhow::Error::msg)?,
     };
     if files.is_empty() {
         bail!("no trace found in fixtures/traces/");
     }
     let traces = files
         .iter()
-        .map(|f| load_trace(f))
+        .map(|f| load_trace(f).map_err(anyhow::Error::msg))
         .collect::<anyhow::Result<Vec<_>>>()?;
     let vocab = Vocab::load(&parity_core::fixture::bundled_dir().join("smollm2/vocab.json")).ok();
     let mut progress = Progress::new();
-    let mut model = None;
     let mut reports = Vec::new();
     for trace in &traces {
         let steps = match args.steps {
@@ -731,9 +343,13 @@ pub fn run(args: &TraceArgs, out: &mut dyn Write) -> anyhow::Result<()> {
             Some(n) => n,
             None => trace.steps(),
         };
-        let logits = port_logits(args, trace, &mut model, steps, &mut progress)?;
+        let logits = port
+            .logits(trace, steps, args.model.as_deref(), &mut |what| {
+                progress.tick(what)
+            })
+            .map_err(anyhow::Error::msg)?;
         if let Some(dir) = &args.export_logits {
-            export(dir, trace, args.port, &logits)?;
+            export(dir, trace, port.name(), &logits)?;
         }
         let (kwargs, recorded) = match &kwargs_override {
             Some(k) => (k.clone(), *k == trace.kwargs),
@@ -745,7 +361,7 @@ pub fn run(args: &TraceArgs, out: &mut dyn Write) -> anyhow::Result<()> {
             &logits,
             &kwargs,
             recorded,
-            &registry,
+            registry,
             &port_semantics,
             port_params.as_ref(),
         )
@@ -765,7 +381,7 @@ pub fn run(args: &TraceArgs, out: &mut dyn Write) -> anyhow::Result<()> {
             text,
             kwargs,
             kwargs_recorded: recorded,
-            port: args.port.name().to_string(),
+            port: port.name().to_string(),
             port_semantics: port_semantics.clone(),
             port_setup,
             rows,
@@ -777,7 +393,7 @@ pub fn run(args: &TraceArgs, out: &mut dyn Write) -> anyhow::Result<()> {
             serde_json::to_writer_pretty(
                 &mut *out,
                 &Document {
-                    schema: 1,
+                    schema: super::report::SCHEMA,
                     traces: &reports,
                 },
             )?;
@@ -800,9 +416,9 @@ fn decode(token: &str) -> String {
     token.replace('Ġ', " ").replace('Ċ', "\n")
 }
 
-fn export(dir: &Path, trace: &Trace, port: Port, logits: &[Vec<f32>]) -> anyhow::Result<()> {
+fn export(dir: &Path, trace: &Trace, port: &str, logits: &[Vec<f32>]) -> anyhow::Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let path = dir.join(format!("{}.{}.safetensors", trace.name, port.name()));
+    let path = dir.join(format!("{}.{port}.safetensors", trace.name));
     let flat: Vec<u8> = logits
         .iter()
         .flatten()
@@ -816,7 +432,7 @@ fn export(dir: &Path, trace: &Trace, port: Port, logits: &[Vec<f32>]) -> anyhow:
     let meta = std::collections::HashMap::from([
         ("format".to_string(), EXPORT_FORMAT.to_string()),
         ("trace".to_string(), trace.name.clone()),
-        ("port".to_string(), port.name().to_string()),
+        ("port".to_string(), port.to_string()),
         ("steps".to_string(), logits.len().to_string()),
     ]);
     let bytes = safetensors::serialize([("logits", view)], Some(meta))?;

@@ -318,7 +318,7 @@ fn bench_json_rows_have_the_documented_fields() {
     );
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
-    assert_eq!(v["schema"], 1);
+    assert_eq!((v["schema"].as_u64(), v["engine"].as_str()), (Some(2), Some("candle")));
     let rows = v["rows"].as_array().expect("rows");
     assert!(rows.len() >= 6, "{rows:?}");
     for row in rows {
@@ -330,15 +330,15 @@ fn bench_json_rows_have_the_documented_fields() {
             .collect();
         assert_eq!(
             keys,
-            ["candle_us", "ours_us", "ratio", "setting", "vocab"],
+            ["engine_us", "ours_us", "ratio", "setting", "vocab"],
             "{row}"
         );
         assert_eq!(row["vocab"], 2000);
-        let (ours, candle) = (
+        let (ours, engine) = (
             row["ours_us"].as_f64().expect("num"),
-            row["candle_us"].as_f64().expect("num"),
+            row["engine_us"].as_f64().expect("num"),
         );
-        assert!(ours > 0.0 && candle > 0.0, "{row}");
+        assert!(ours > 0.0 && engine > 0.0, "{row}");
     }
 }
 

@@ -57,7 +57,7 @@ fn the_articles_findings_on_our_fixtures() {
     ]);
     let (code, r) = json_report(&args);
     assert_eq!(code, Some(0));
-    assert_eq!(r.schema, 1);
+    assert_eq!(r.schema, 2);
     for fixture in ["hello_k7", "write_k7", "write_k60"] {
         for setting in ["t07", "k40", "p09"] {
             let x = row(&r, fixture, setting, "hf:candle", None);

@@ -43,15 +43,20 @@ fn diff_and_ties_show_token_text_with_a_vocabulary() {
 
     let out = compare(&["ties", "--draws", "10", "--vocab", &v], "");
     let s = text(&out.stdout);
+    let line = |s: &str, name: &str| {
+        s.lines()
+            .find(|l| l.starts_with(&format!("  {name} ")))
+            .unwrap_or_else(|| panic!("no {name} line in {s}"))
+            .to_string()
+    };
     assert!(
-        s.contains(
-            r#"transformers keeps ["<|endoftext|>" (0), "<|im_start|>" (1), "<|im_end|>" (2)]"#
-        ),
+        line(&s, "hf-rust")
+            .contains(r#"keeps ["<|endoftext|>" (0), "<|im_start|>" (1), "<|im_end|>" (2)]"#),
         "{s}"
     );
     // Without a vocabulary, ids as before.
     let s = text(&compare(&["ties", "--draws", "10"], "").stdout);
-    assert!(s.contains("transformers keeps [0, 1, 2]"), "{s}");
+    assert!(line(&s, "hf-rust").contains("keeps [0, 1, 2]"), "{s}");
 }
 
 #[test]

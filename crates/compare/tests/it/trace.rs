@@ -227,7 +227,7 @@ fn llamacpp_port_needs_no_model_and_its_logits_distance_recomputes() {
         "--export-logits",
         &dir.display().to_string(),
     ]);
-    assert_eq!(doc.schema, 1);
+    assert_eq!(doc.schema, 2);
     let r = &doc.traces[0];
     assert_eq!(
         (r.port.as_str(), r.port_semantics.as_str()),

@@ -1,0 +1,100 @@
+//! candle as a trace port (`compare trace --port candle`): candle-transformers'
+//! quantized llama run here on the GGUF the trace was recorded from,
+//! teacher-forced along the trace. The model is loaded once, on the first
+//! trace that needs it, and checked against the trace (sha256, vocabulary).
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use parity_core::Error;
+use parity_core::trace::{Port, Trace};
+
+use crate::model::{Expected, ModelError, QuantizedLlama};
+
+/// The model the bundled traces were recorded from.
+pub const MODEL_NAME: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
+
+/// Where scripts/fetch-model.sh puts the model.
+pub fn default_model_path() -> PathBuf {
+    repo_root().join(".cache/models").join(MODEL_NAME)
+}
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The candle port; see the module doc.
+#[derive(Default)]
+pub struct CandlePort {
+    model: Mutex<Option<QuantizedLlama>>,
+}
+
+impl CandlePort {
+    fn load(path: &Path, trace: &Trace) -> Result<QuantizedLlama, Error> {
+        let expected = Expected {
+            sha256: Some(&trace.gguf_sha256),
+            vocab_size: Some(trace.vocab_size),
+        };
+        QuantizedLlama::load(path, &expected).map_err(|e| match e {
+            ModelError::NotFound { path } => Error::new(format_args!(
+                "model file {} not found. Fetch it with\n    {}/scripts/fetch-model.sh\nor pass --model FILE (a port whose logits were recorded, such as --port llama.cpp, needs no model)",
+                path.display(),
+                repo_root().display()
+            )),
+            e @ ModelError::WrongHash { .. } => Error::new(format_args!(
+                "{e}; the trace {} was recorded from {MODEL_NAME} (scripts/fetch-model.sh fetches it)",
+                trace.path.display()
+            )),
+            e => Error::new(e),
+        })
+    }
+}
+
+impl Port for CandlePort {
+    fn name(&self) -> &'static str {
+        "candle"
+    }
+
+    fn semantics(&self) -> &'static str {
+        "candle"
+    }
+
+    fn logits(
+        &self,
+        trace: &Trace,
+        steps: usize,
+        model: Option<&Path>,
+        progress: &mut dyn FnMut(&str),
+    ) -> Result<Vec<Vec<f32>>, Error> {
+        let mut slot = self
+            .model
+            .lock()
+            .map_err(|_| Error::new("the candle model's lock was poisoned by a panic"))?;
+        let m = match &mut *slot {
+            Some(m) => m,
+            None => {
+                let path = model.map_or_else(default_model_path, Path::to_path_buf);
+                progress(&format!("loading {}", path.display()));
+                slot.insert(Self::load(&path, trace)?)
+            }
+        };
+        if m.vocab_size() != trace.vocab_size {
+            return Err(Error::new(format_args!(
+                "{}: vocab_size {}, but the model has {} (a trace from another model)",
+                trace.path.display(),
+                trace.vocab_size,
+                m.vocab_size()
+            )));
+        }
+        let name = trace.name.clone();
+        m.teacher_forced(&trace.input_ids, trace.prompt_len, steps, |t| {
+            progress(&format!("{name}: candle step {}/{steps}", t + 1));
+        })
+        .map_err(|e| {
+            Error::new(format_args!(
+                "running the candle port along {}: {e}",
+                trace.path.display()
+            ))
+        })
+    }
+}
