@@ -360,6 +360,70 @@ impl QuantizedLlama {
     }
 }
 
+/// Logits for token prefixes as a generation loop computes them: the first
+/// prefix in one batch, then one token at a time on the KV cache of the
+/// longest prefix computed before. A beam search asks for every beam's
+/// prefix at every step; each is its parent plus one token, so each costs one
+/// token's forward pass instead of the whole prefix. The states are
+/// candle's own `ModelWeights` (their tensors are reference-counted, so a
+/// snapshot shares the weights and the cache it extends).
+pub struct PrefixCache {
+    model: QuantizedLlama,
+    states: std::collections::HashMap<Vec<u32>, ModelWeights>,
+}
+
+impl PrefixCache {
+    /// A cache over `model`, empty.
+    pub fn new(model: QuantizedLlama) -> Self {
+        Self {
+            model,
+            states: std::collections::HashMap::new(),
+        }
+    }
+
+    /// The model.
+    pub fn model(&self) -> &QuantizedLlama {
+        &self.model
+    }
+
+    /// Forgets every stored state (between independent searches).
+    pub fn clear(&mut self) {
+        self.states.clear();
+    }
+
+    /// The logits after `ids` (the logits of its last position).
+    pub fn logits(&mut self, ids: &[u32]) -> Result<Vec<f32>, ModelError> {
+        if ids.is_empty() {
+            return Err(ModelError::Argument(
+                "a prefix needs at least one token".into(),
+            ));
+        }
+        let cached = (1..ids.len())
+            .rev()
+            .find_map(|k| self.states.get(&ids[..k]).map(|w| (k, w.clone())));
+        let logits = match cached {
+            Some((k, weights)) => {
+                self.model.weights = weights;
+                let mut logits = Vec::new();
+                for pos in k..ids.len() {
+                    logits = self.model.forward(&ids[pos..=pos], pos)?;
+                    if pos + 1 < ids.len() {
+                        self.states
+                            .insert(ids[..=pos].to_vec(), self.model.weights.clone());
+                    }
+                }
+                logits
+            }
+            None => {
+                self.model.reset();
+                self.model.forward(ids, 0)?
+            }
+        };
+        self.states.insert(ids.to_vec(), self.model.weights.clone());
+        Ok(logits)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::file_sha256;

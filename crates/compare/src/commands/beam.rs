@@ -15,7 +15,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
-use candle_adapter::model::{Expected, QuantizedLlama};
+use candle_adapter::model::{Expected, PrefixCache, QuantizedLlama};
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 use tutorial_sampling::beam::{
@@ -687,16 +687,18 @@ fn replay_all(
     Ok(failed)
 }
 
-/// SmolLM2 through candle-transformers' quantized llama: each prefix run from
-/// a fresh KV cache, its logits turned into the float32 `log_softmax` beam
-/// search adds. The same search as the recordings, on candle's logits.
+/// SmolLM2 through candle-transformers' quantized llama, prefix by prefix
+/// on the KV cache of its parent (`candle_adapter::model::PrefixCache`, as a
+/// generation loop runs it), its logits turned into the float32
+/// `log_softmax` beam search adds. The same search as the recordings, on
+/// candle's logits.
 struct CandleLm {
-    model: std::cell::RefCell<QuantizedLlama>,
+    model: std::cell::RefCell<PrefixCache>,
 }
 
 impl LanguageModel for CandleLm {
     fn vocab_size(&self) -> usize {
-        self.model.borrow().vocab_size()
+        self.model.borrow().model().vocab_size()
     }
 
     fn log_probs(&self, ids: &[i64]) -> Result<Vec<f32>, BeamError> {
@@ -704,10 +706,10 @@ impl LanguageModel for CandleLm {
             .iter()
             .map(|&t| u32::try_from(t).map_err(|_| BeamError::NegativeId(t)))
             .collect::<Result<_, _>>()?;
-        let mut model = self.model.borrow_mut();
-        model.reset();
-        let logits = model
-            .forward(&ids, 0)
+        let logits = self
+            .model
+            .borrow_mut()
+            .logits(&ids)
             .map_err(|e| BeamError::Model(e.to_string()))?;
         log_softmax(&logits, ids.len())
     }
@@ -761,10 +763,11 @@ fn candle_beams(
         )
     })?;
     let lm = CandleLm {
-        model: std::cell::RefCell::new(model),
+        model: std::cell::RefCell::new(PrefixCache::new(model)),
     };
     let mut rows = Vec::new();
     for rec in recordings {
+        lm.model.borrow_mut().clear();
         eprint!("\r{} {} ...", rec.name, kwargs_text(&rec.kwargs));
         let got = transformers_beam_search(&lm, &rec.prompt, &rec.config)
             .with_context(|| format!("{}: beam search on candle's logits", rec.origin))?;
