@@ -1,0 +1,501 @@
+//! The three server dialects: what to ask and where the answer is.
+//!
+//! llama-server (llama.cpp 0c1e57098, tools/server/): `/completion` with
+//! `n_probs` returns `completion_probabilities[0]`. With
+//! `post_sampling_probs: false` its `top_logprobs` are `log(p)` of the
+//! softmax of the model's raw logits (`get_token_probabilities` in
+//! server-common.cpp, sorted by logit; `completion_token_output::logarithm`
+//! writes the float's lowest value for p = 0); with `post_sampling_probs:
+//! true` its `top_probs` are the candidates left after the whole sampler
+//! chain with their final probabilities (`populate_token_probs` in
+//! server-context.cpp, sorted by p, zeros dropped). `n_probs` caps both
+//! lists and is read as is (no upper limit), so asking for `n_vocab` (from
+//! `/v1/models` `meta.n_vocab`) returns the whole vocabulary. The prompt's
+//! tokens are fed to the sampler's penalty history (`init_sampler`), so the
+//! probe sends the prompt as token ids (`/tokenize` with `add_special`, as
+//! `/completion` tokenizes a string) and uses them as the context.
+//!
+//! OpenAI-compatible (`/v1/completions`): `logprobs: K` returns the top K
+//! log-probabilities keyed by token text (vLLM writes `token_id:N` with
+//! `return_tokens_as_token_ids`, which the probe reads as ids); servers cap
+//! K (OpenAI 5, vLLM `--max-logprobs`, default 20). No post-sampling view:
+//! the probe draws samples.
+//!
+//! Ollama (`/api/generate`, raw prompt): `logprobs: true, top_logprobs: K`
+//! (K at most 20); sampling fields go in `options`. No post-sampling view.
+
+use parity_core::Error;
+use serde_json::{Map, Value, json};
+
+use crate::http::Transport;
+
+/// Which HTTP API the server speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Api {
+    /// llama.cpp's `llama-server` (native `/completion`).
+    LlamaServer,
+    /// Any OpenAI-compatible server (`/v1/completions`): vLLM, SGLang, ...
+    Openai,
+    /// Ollama's native `/api/generate`.
+    Ollama,
+}
+
+impl Api {
+    /// The name used on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Api::LlamaServer => "llama-server",
+            Api::Openai => "openai",
+            Api::Ollama => "ollama",
+        }
+    }
+
+    /// Parses a command-line name.
+    pub fn parse(name: &str) -> Result<Self, Error> {
+        match name {
+            "llama-server" => Ok(Api::LlamaServer),
+            "openai" => Ok(Api::Openai),
+            "ollama" => Ok(Api::Ollama),
+            other => Err(Error::new(format_args!(
+                "--api {other:?}: expected llama-server, openai or ollama"
+            ))),
+        }
+    }
+
+    /// The most top log-probabilities one answer may hold, when the API caps it.
+    pub fn max_top(self) -> Option<usize> {
+        match self {
+            Api::LlamaServer => None,
+            Api::Openai | Api::Ollama => Some(20),
+        }
+    }
+}
+
+/// How the server names a token in its answers.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Key {
+    /// A token id.
+    Id(i64),
+    /// A token's text (servers that do not give ids).
+    Text(String),
+}
+
+impl Key {
+    fn from_text(text: &str) -> Self {
+        match text.strip_prefix("token_id:").and_then(|n| n.parse().ok()) {
+            Some(id) => Key::Id(id),
+            None => Key::Text(text.to_string()),
+        }
+    }
+
+    /// As JSON: the id, or the text.
+    pub fn to_json(&self) -> Value {
+        match self {
+            Key::Id(id) => json!(id),
+            Key::Text(t) => json!(t),
+        }
+    }
+}
+
+/// The prompt as the user gave it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Prompt {
+    /// Text, tokenized by the server.
+    Text(String),
+    /// Token ids.
+    Ids(Vec<i64>),
+}
+
+impl Prompt {
+    fn to_json(&self) -> Value {
+        match self {
+            Prompt::Text(t) => json!(t),
+            Prompt::Ids(ids) => json!(ids),
+        }
+    }
+}
+
+/// What the server said about itself.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServerInfo {
+    /// Vocabulary size, when the server says (llama-server).
+    pub n_vocab: Option<usize>,
+    /// The model name sent in requests (OpenAI, Ollama).
+    pub model: Option<String>,
+    /// `/props` (llama-server), `/v1/models` or `/api/version`, as answered.
+    pub props: Value,
+}
+
+/// One dialect talking through one transport.
+pub struct Session<'t> {
+    transport: &'t mut dyn Transport,
+    api: Api,
+    model: Option<String>,
+}
+
+impl<'t> Session<'t> {
+    /// A session; nothing is sent yet.
+    pub fn new(transport: &'t mut dyn Transport, api: Api, model: Option<String>) -> Self {
+        Self {
+            transport,
+            api,
+            model,
+        }
+    }
+
+    /// A call whose answer must be a 2xx JSON object.
+    fn ok(&mut self, path: &str, body: Option<&Value>) -> Result<Map<String, Value>, Error> {
+        let (status, v) = self.transport.call(path, body)?;
+        if !(200..300).contains(&status) {
+            let message = v
+                .pointer("/error/message")
+                .or_else(|| v.get("error"))
+                .map_or_else(|| v.to_string(), |m| m.as_str().map_or(m.to_string(), String::from));
+            return Err(Error::new(format_args!(
+                "{path}: the server refused the request (HTTP {status}): {message}"
+            )));
+        }
+        match v {
+            Value::Object(m) => Ok(m),
+            other => Err(Error::new(format_args!(
+                "{path}: expected a JSON object, got {}",
+                short(&other)
+            ))),
+        }
+    }
+
+    /// Checks that the server speaks `api` and reads what it says about itself.
+    pub fn hello(&mut self) -> Result<ServerInfo, Error> {
+        let name = self.api.name();
+        let wrong = |e: Error, what: &str| {
+            Error::new(format_args!(
+                "is this a {name} server (--api {name})? {what}: {e}"
+            ))
+        };
+        match self.api {
+            Api::LlamaServer => {
+                let health = self.ok("/health", None).map_err(|e| {
+                    Error::new(format_args!("llama-server is not ready: {e}"))
+                })?;
+                if health.get("status").and_then(Value::as_str) != Some("ok") {
+                    return Err(Error::new(format_args!(
+                        "/health: expected {{\"status\": \"ok\"}}, got {}",
+                        short(&Value::Object(health))
+                    )));
+                }
+                let props = self.ok("/props", None);
+                let props = props.map_err(|e| wrong(e, "GET /props"))?;
+                if !props.contains_key("default_generation_settings") {
+                    return Err(Error::new(format_args!(
+                        "/props has no `default_generation_settings`: not llama-server (--api {})",
+                        self.api.name()
+                    )));
+                }
+                let models = self.ok("/v1/models", None)?;
+                let n_vocab = models
+                    .get("data")
+                    .and_then(|d| d.get(0))
+                    .and_then(|m| m.pointer("/meta/n_vocab"))
+                    .and_then(Value::as_u64)
+                    .and_then(|n| usize::try_from(n).ok())
+                    .filter(|&n| n > 0)
+                    .ok_or_else(|| {
+                        Error::new("/v1/models: no `data[0].meta.n_vocab` (llama-server tells it)")
+                    })?;
+                Ok(ServerInfo {
+                    n_vocab: Some(n_vocab),
+                    model: self.model.clone(),
+                    props: Value::Object(props),
+                })
+            }
+            Api::Openai => {
+                let models = self.ok("/v1/models", None);
+                let models = models.map_err(|e| wrong(e, "GET /v1/models"))?;
+                let Some(Value::Array(data)) = models.get("data") else {
+                    return Err(Error::new(
+                        "/v1/models has no `data` list: not an OpenAI-compatible server (--api openai)",
+                    ));
+                };
+                let model = match &self.model {
+                    Some(m) => m.clone(),
+                    None => data
+                        .first()
+                        .and_then(|m| m.get("id"))
+                        .and_then(Value::as_str)
+                        .map(String::from)
+                        .ok_or_else(|| Error::new("/v1/models lists no model: give --model"))?,
+                };
+                self.model = Some(model.clone());
+                Ok(ServerInfo {
+                    n_vocab: None,
+                    model: Some(model),
+                    props: Value::Object(models),
+                })
+            }
+            Api::Ollama => {
+                let version = self.ok("/api/version", None);
+                let version = version.map_err(|e| wrong(e, "GET /api/version"))?;
+                if !version.contains_key("version") {
+                    return Err(Error::new(
+                        "/api/version has no `version`: not Ollama (--api ollama)",
+                    ));
+                }
+                let model = self
+                    .model
+                    .clone()
+                    .ok_or_else(|| Error::new("--api ollama needs --model NAME"))?;
+                Ok(ServerInfo {
+                    n_vocab: None,
+                    model: Some(model),
+                    props: Value::Object(version),
+                })
+            }
+        }
+    }
+
+    /// The prompt's token ids when the server can say (llama-server
+    /// tokenizes text as `/completion` does); `None` otherwise.
+    pub fn prompt_ids(&mut self, prompt: &Prompt) -> Result<Option<Vec<i64>>, Error> {
+        match (prompt, self.api) {
+            (Prompt::Ids(ids), _) => Ok(Some(ids.clone())),
+            (Prompt::Text(text), Api::LlamaServer) => {
+                let body = json!({"content": text, "add_special": true});
+                let answer = self.ok("/tokenize", Some(&body))?;
+                let ids = answer
+                    .get("tokens")
+                    .and_then(Value::as_array)
+                    .ok_or_else(|| Error::new("/tokenize: no `tokens` list in the answer"))?;
+                ids.iter()
+                    .enumerate()
+                    .map(|(i, t)| {
+                        t.as_i64().ok_or_else(|| {
+                            Error::new(format_args!("/tokenize: `tokens[{i}]` = {t} is not an id"))
+                        })
+                    })
+                    .collect::<Result<Vec<_>, _>>()
+                    .map(Some)
+            }
+            (Prompt::Text(_), _) => Ok(None),
+        }
+    }
+
+    fn model_field(&self, body: &mut Map<String, Value>) {
+        if let Some(m) = &self.model {
+            body.insert("model".into(), json!(m));
+        }
+    }
+
+    /// The exact body of a request: the user's request fields, then the
+    /// probe's own fields over them.
+    fn body(&self, request: &Map<String, Value>, prompt: &Prompt, own: Value) -> Value {
+        let mut body = Map::new();
+        match self.api {
+            Api::LlamaServer | Api::Openai => {
+                body.extend(request.clone());
+                self.model_field(&mut body);
+                body.insert("prompt".into(), prompt.to_json());
+                if let Value::Object(own) = own {
+                    body.extend(own);
+                }
+            }
+            Api::Ollama => {
+                self.model_field(&mut body);
+                body.insert("prompt".into(), prompt.to_json());
+                body.insert("raw".into(), json!(true));
+                body.insert("stream".into(), json!(false));
+                let mut options: Map<String, Value> = request.clone();
+                let mut own = match own {
+                    Value::Object(m) => m,
+                    _ => Map::new(),
+                };
+                if let Some(Value::Object(o)) = own.remove("options") {
+                    options.extend(o);
+                }
+                body.insert("options".into(), Value::Object(options));
+                body.extend(own);
+            }
+        }
+        Value::Object(body)
+    }
+
+    /// The top `k` tokens of the model's raw distribution, with their
+    /// log-probabilities, most likely first.
+    pub fn raw(&mut self, prompt: &Prompt, k: usize, seed: u64) -> Result<Vec<(Key, f64)>, Error> {
+        let none = Map::new();
+        match self.api {
+            Api::LlamaServer => {
+                let own = json!({"n_predict": 1, "n_probs": k, "post_sampling_probs": false, "seed": seed});
+                let body = self.body(&none, prompt, own);
+                let answer = self.ok("/completion", Some(&body))?;
+                let first = first_prob(&answer, "/completion")?;
+                entries(first, "top_logprobs", "logprob", "/completion")
+            }
+            Api::Openai => {
+                let own = json!({"max_tokens": 1, "logprobs": k, "temperature": 0, "seed": seed});
+                let body = self.body(&none, prompt, own);
+                let answer = self.ok("/v1/completions", Some(&body))?;
+                let top = answer
+                    .get("choices")
+                    .and_then(|c| c.get(0))
+                    .and_then(|c| c.pointer("/logprobs/top_logprobs/0"))
+                    .and_then(Value::as_object)
+                    .ok_or_else(|| {
+                        Error::new("/v1/completions: no `choices[0].logprobs.top_logprobs[0]` (does the server return logprobs?)")
+                    })?;
+                let mut out = Vec::with_capacity(top.len());
+                for (token, lp) in top {
+                    let lp = number(lp, &format!("top_logprobs[0][{token:?}]"))?;
+                    out.push((Key::from_text(token), lp));
+                }
+                out.sort_by(|a, b| b.1.total_cmp(&a.1));
+                Ok(out)
+            }
+            Api::Ollama => {
+                let own = json!({"options": {"num_predict": 1, "temperature": 0, "seed": seed},
+                                 "logprobs": true, "top_logprobs": k});
+                let body = self.body(&none, prompt, own);
+                let answer = self.ok("/api/generate", Some(&body))?;
+                let first = answer
+                    .get("logprobs")
+                    .and_then(|l| l.get(0))
+                    .and_then(Value::as_object)
+                    .ok_or_else(|| {
+                        Error::new("/api/generate: no `logprobs[0]` (Ollama 0.12.11 or later returns them)")
+                    })?;
+                entries(first, "top_logprobs", "logprob", "/api/generate")
+            }
+        }
+    }
+
+    /// llama-server only: the candidates after the sampler chain, with the
+    /// probabilities it draws from.
+    pub fn post_sampling(
+        &mut self,
+        request: &Map<String, Value>,
+        prompt: &Prompt,
+        k: usize,
+        seed: u64,
+    ) -> Result<Vec<(Key, f64)>, Error> {
+        let own = json!({"n_predict": 1, "n_probs": k, "post_sampling_probs": true, "seed": seed});
+        let body = self.body(request, prompt, own);
+        let answer = self.ok("/completion", Some(&body))?;
+        let first = first_prob(&answer, "/completion")?;
+        entries(first, "top_probs", "prob", "/completion")
+    }
+
+    /// llama-server only: the post-sampling probabilities of a chain of only
+    /// a repeat penalty of 2 over the whole context (see `offset` in lib.rs).
+    pub fn calibration(&mut self, prompt: &Prompt, k: usize, seed: u64) -> Result<Vec<(Key, f64)>, Error> {
+        let request = json!({"samplers": ["penalties"], "repeat_penalty": 2.0, "repeat_last_n": -1,
+                             "frequency_penalty": 0.0, "presence_penalty": 0.0});
+        let request = match request {
+            Value::Object(m) => m,
+            _ => Map::new(),
+        };
+        self.post_sampling(&request, prompt, k, seed)
+    }
+
+    /// One token drawn by the server for `request` with `seed`.
+    pub fn sample(
+        &mut self,
+        request: &Map<String, Value>,
+        prompt: &Prompt,
+        seed: u64,
+    ) -> Result<Key, Error> {
+        match self.api {
+            Api::LlamaServer => {
+                let own = json!({"n_predict": 1, "n_probs": 1, "post_sampling_probs": true,
+                                 "return_tokens": true, "seed": seed});
+                let body = self.body(request, prompt, own);
+                let answer = self.ok("/completion", Some(&body))?;
+                let id = answer
+                    .get("completion_probabilities")
+                    .and_then(|c| c.get(0))
+                    .and_then(|c| c.get("id"))
+                    .or_else(|| answer.get("tokens").and_then(|t| t.get(0)))
+                    .and_then(Value::as_i64)
+                    .ok_or_else(|| {
+                        Error::new("/completion: the answer names no sampled token (`completion_probabilities[0].id` or `tokens[0]`)")
+                    })?;
+                Ok(Key::Id(id))
+            }
+            Api::Openai => {
+                let own = json!({"max_tokens": 1, "logprobs": 1, "seed": seed});
+                let body = self.body(request, prompt, own);
+                let answer = self.ok("/v1/completions", Some(&body))?;
+                let choice = answer.get("choices").and_then(|c| c.get(0));
+                choice
+                    .and_then(|c| c.pointer("/logprobs/tokens/0"))
+                    .or_else(|| choice.and_then(|c| c.get("text")))
+                    .and_then(Value::as_str)
+                    .map(Key::from_text)
+                    .ok_or_else(|| Error::new("/v1/completions: no `choices[0].text`"))
+            }
+            Api::Ollama => {
+                let own = json!({"options": {"num_predict": 1, "seed": seed},
+                                 "logprobs": true, "top_logprobs": 1});
+                let body = self.body(request, prompt, own);
+                let answer = self.ok("/api/generate", Some(&body))?;
+                answer
+                    .get("logprobs")
+                    .and_then(|l| l.pointer("/0/token"))
+                    .or_else(|| answer.get("response"))
+                    .and_then(Value::as_str)
+                    .map(Key::from_text)
+                    .ok_or_else(|| Error::new("/api/generate: no `response` in the answer"))
+            }
+        }
+    }
+}
+
+fn short(v: &Value) -> String {
+    v.to_string().chars().take(200).collect()
+}
+
+fn number(v: &Value, what: &str) -> Result<f64, Error> {
+    v.as_f64()
+        .ok_or_else(|| Error::new(format_args!("`{what}` = {} is not a number", short(v))))
+}
+
+fn first_prob<'a>(answer: &'a Map<String, Value>, path: &str) -> Result<&'a Map<String, Value>, Error> {
+    answer
+        .get("completion_probabilities")
+        .and_then(|c| c.get(0))
+        .and_then(Value::as_object)
+        .ok_or_else(|| {
+            Error::new(format_args!(
+                "{path}: no `completion_probabilities[0]` in the answer (it generated no token?)"
+            ))
+        })
+}
+
+/// `(key, value)` from a list of `{"id" | "token", field}` objects.
+fn entries(
+    first: &Map<String, Value>,
+    list: &str,
+    field: &str,
+    path: &str,
+) -> Result<Vec<(Key, f64)>, Error> {
+    let items = first.get(list).and_then(Value::as_array).ok_or_else(|| {
+        Error::new(format_args!("{path}: no `{list}` list in the answer"))
+    })?;
+    let mut out = Vec::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        let key = match (item.get("id").and_then(Value::as_i64), item.get("token")) {
+            (Some(id), _) => Key::Id(id),
+            (None, Some(Value::String(t))) => Key::from_text(t),
+            _ => {
+                return Err(Error::new(format_args!(
+                    "{path}: `{list}[{i}]` has neither an `id` nor a `token`: {}",
+                    short(item)
+                )));
+            }
+        };
+        let value = item.get(field).ok_or_else(|| {
+            Error::new(format_args!("{path}: `{list}[{i}]` has no `{field}`"))
+        })?;
+        out.push((key, number(value, &format!("{list}[{i}].{field}"))?));
+    }
+    Ok(out)
+}

@@ -1,0 +1,109 @@
+//! The report for people (`--format text`).
+
+use std::io::{self, Write};
+
+use serde_json::Value;
+
+use crate::{Report, Verdict};
+
+fn figure(x: Option<f64>) -> String {
+    x.map_or_else(|| "-".to_string(), |x| format!("{x:.2e}"))
+}
+
+/// Writes `report` as text: per request, the mode, the verdicts and each
+/// candidate's score and effective params.
+pub fn write_text(report: &Report, out: &mut dyn Write) -> io::Result<()> {
+    writeln!(
+        out,
+        "server: {} (--api {}{}){}",
+        report.server,
+        report.api.name(),
+        report
+            .model
+            .as_ref()
+            .map_or(String::new(), |m| format!(", model {m}")),
+        if report.replayed { " [replayed]" } else { "" }
+    )?;
+    match (&report.n_vocab, &report.prompt_ids) {
+        (Some(n), Some(ids)) => writeln!(
+            out,
+            "vocabulary: {n} tokens; prompt: {} tokens; raw distribution: {} entries",
+            ids.len(),
+            report.raw_entries
+        )?,
+        _ => writeln!(
+            out,
+            "raw distribution: {} entries (token texts; prompt ids {})",
+            report.raw_entries,
+            if report.prompt_ids.is_some() {
+                "known"
+            } else {
+                "unknown: penalties see no context"
+            }
+        )?,
+    }
+    for p in &report.probes {
+        writeln!(out)?;
+        writeln!(out, "request: {}", Value::Object(p.request.clone()))?;
+        match p.samples {
+            Some(n) => writeln!(
+                out,
+                "  mode: samples ({n} draws, {} distinct tokens); tail mass {:.1e}",
+                p.server_kept, p.tail_mass
+            )?,
+            None => writeln!(
+                out,
+                "  mode: post-sampling ({} tokens kept by the server); tail mass {:.1e}",
+                p.server_kept, p.tail_mass
+            )?,
+        }
+        let explained = if p.explained_by.is_empty() {
+            "no candidate (undecided)".to_string()
+        } else {
+            p.explained_by.join(", ")
+        };
+        writeln!(out, "  explained by: {explained}")?;
+        match (&p.tv_to_transformers, &p.transformers_error) {
+            (Some(tv), _) => writeln!(out, "  TV to transformers generate(**request): {tv:.3e}")?,
+            (None, Some(e)) => writeln!(out, "  TV to transformers: - ({e})")?,
+            (None, None) => writeln!(out, "  TV to transformers: -")?,
+        }
+        let width = p
+            .candidates
+            .iter()
+            .map(|c| c.label().chars().count())
+            .max()
+            .unwrap_or(9)
+            .max(9);
+        let score = if p.samples.is_some() { "p-value" } else { "TV" };
+        writeln!(
+            out,
+            "  {:width$}  {:>6}  {:>9}  {:>9}  verdict",
+            "candidate", "kept", score, "max|Δp|"
+        )?;
+        for c in &p.candidates {
+            let kept = c.kept.map_or("-".to_string(), |k| k.to_string());
+            let s = if p.samples.is_some() { c.p_value } else { c.tv };
+            let verdict = match c.verdict {
+                Verdict::Explains => "explains",
+                Verdict::RuledOut => "ruled out",
+                Verdict::Undecided => "undecided",
+            };
+            writeln!(
+                out,
+                "  {:width$}  {kept:>6}  {:>9}  {:>9}  {verdict}",
+                c.label(),
+                figure(s),
+                figure(c.max_abs_diff)
+            )?;
+            writeln!(out, "      route: {}", c.endpoint)?;
+            if let Some(params) = &c.params {
+                writeln!(out, "      params: {params}")?;
+            }
+            if let Some(e) = &c.error {
+                writeln!(out, "      error: {e}")?;
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,310 @@
+//! server-probe against a real llama-server (llama.cpp 0c1e57098, built by
+//! scripts/build-llama-server.sh) running SmolLM2-135M-Instruct Q4_1
+//! (scripts/fetch-model.sh). One server per test binary, started on a free
+//! 127.0.0.1 port and killed on drop, even when a test fails.
+//!
+//! Without the binary or the model these tests fail when `CI` is set and
+//! otherwise print why they skip (as crates/compare/tests/it/trace.rs does).
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use parity_core::AnySemantics;
+use serde_json::{Map, Value, json};
+use server_probe::{Api, Options, Report, Verdict};
+
+mod replay;
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn binary() -> PathBuf {
+    repo().join(".cache/llama-server/0.3.36/llama-server")
+}
+
+fn model() -> PathBuf {
+    repo().join(".cache/models/SmolLM2-135M-Instruct.Q4_1.gguf")
+}
+
+/// Whether the server and model are there; without them, fails under CI
+/// and prints the reason otherwise.
+fn available(test: &str) -> bool {
+    let missing: Vec<String> = [
+        (binary(), "scripts/build-llama-server.sh"),
+        (model(), "scripts/fetch-model.sh"),
+    ]
+    .iter()
+    .filter(|(p, _)| !p.is_file())
+    .map(|(p, how)| format!("{} is missing ({how} makes it)", p.display()))
+    .collect();
+    if missing.is_empty() {
+        return true;
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "{test}: CI is set and {}",
+        missing.join("; ")
+    );
+    eprintln!("{test}: skipped: {}", missing.join("; "));
+    false
+}
+
+/// A running llama-server, killed on drop.
+struct Server {
+    child: Child,
+    url: String,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    let l = TcpListener::bind("127.0.0.1:0").expect("bind a free port");
+    l.local_addr().expect("local addr").port()
+}
+
+fn start() -> Server {
+    let port = free_port();
+    let child = Command::new(binary())
+        .args(["-m"])
+        .arg(model())
+        .args(["--host", "127.0.0.1", "--port", &port.to_string()])
+        .args(["-c", "512", "-np", "1", "-t", "2", "--no-webui"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start llama-server");
+    let server = Server {
+        child,
+        url: format!("http://127.0.0.1:{port}"),
+    };
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let ok = minreq_health(&server.url);
+        if ok {
+            return server;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "llama-server did not answer /health within 120 s"
+        );
+        std::thread::sleep(Duration::from_millis(250));
+    }
+}
+
+fn minreq_health(url: &str) -> bool {
+    use std::io::{Read, Write};
+    let Some(addr) = url.strip_prefix("http://") else {
+        return false;
+    };
+    let Ok(mut s) = std::net::TcpStream::connect(addr) else {
+        return false;
+    };
+    let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+    if s
+        .write_all(format!("GET /health HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").as_bytes())
+        .is_err()
+    {
+        return false;
+    }
+    let mut text = String::new();
+    let _ = s.read_to_string(&mut text);
+    text.starts_with("HTTP/1.1 200")
+}
+
+/// The one server of this test binary (tests take turns: the lock).
+fn server() -> std::sync::MutexGuard<'static, Option<Server>> {
+    static SERVER: OnceLock<Mutex<Option<Server>>> = OnceLock::new();
+    let m = SERVER.get_or_init(|| Mutex::new(None));
+    let mut guard = m.lock().unwrap_or_else(|e| e.into_inner());
+    if guard.is_none() {
+        *guard = Some(start());
+    }
+    guard
+}
+
+pub(crate) fn registry() -> Vec<Box<dyn AnySemantics>> {
+    vec![
+        Box::new(hf_sampling::HfRust::new(None)),
+        Box::new(llamacpp_sampling::LlamaCpp),
+    ]
+}
+
+pub(crate) fn obj(v: Value) -> Map<String, Value> {
+    match v {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    }
+}
+
+/// A prompt whose next token repeats a prompt token, so that penalties bite.
+pub(crate) const PROMPT: &str = "The cat sat on the mat. The cat sat on the mat. The cat sat on the";
+
+fn options(url: &str, requests: Vec<Value>, samples: Option<usize>) -> Options {
+    Options {
+        server: url.to_string(),
+        api: Api::LlamaServer,
+        model: None,
+        prompt: Some(PROMPT.to_string()),
+        prompt_ids: None,
+        requests: requests.into_iter().map(obj).collect(),
+        samples,
+        seed: 1234,
+        top: None,
+        timeout_secs: 60,
+    }
+}
+
+/// The requests of the task: defaults, temperature only, top_k/top_p/min_p,
+/// a reordered chain, a repeat penalty on the repeated prompt, XTC with
+/// probability 1, greedy, and a few more.
+pub(crate) fn requests() -> Vec<Value> {
+    vec![
+        json!({}),
+        json!({"temperature": 0.7, "top_k": 0, "top_p": 1.0, "min_p": 0.0}),
+        json!({"temperature": 1.3, "top_k": 20, "top_p": 0.9, "min_p": 0.02}),
+        json!({"temperature": 1.5, "top_k": 0, "top_p": 0.95, "min_p": 0.05,
+               "samplers": ["temperature", "top_p", "min_p"]}),
+        json!({"repeat_penalty": 1.5, "repeat_last_n": 64, "temperature": 1.0,
+               "top_k": 0, "top_p": 1.0, "min_p": 0.0}),
+        json!({"xtc_probability": 1.0, "xtc_threshold": 0.01, "temperature": 1.0,
+               "top_k": 0, "top_p": 1.0, "min_p": 0.0}),
+        json!({"temperature": 0.0}),
+        json!({"temperature": 2.0, "min_p": 0.1, "top_k": 0, "top_p": 1.0}),
+        json!({"top_p": 0.5}),
+        json!({"temperature": 0.8, "top_k": 10}),
+        json!({"typical_p": 0.9, "temperature": 1.0, "top_k": 0, "top_p": 1.0, "min_p": 0.0}),
+    ]
+}
+
+/// Every probe names `llama.cpp` with max |Δp| ≤ 1e-5; every candidate
+/// (transformers, llama.cpp with temperature first) at TV ≥ 0.05 is ruled out.
+pub(crate) fn check_post_sampling(report: &Report) {
+    for p in &report.probes {
+        let request = Value::Object(p.request.clone());
+        assert_eq!(p.mode, "post-sampling");
+        assert!(
+            p.explained_by.iter().any(|e| e == "llama.cpp"),
+            "{request}: explained by {:?}: {:#?}",
+            p.explained_by,
+            p.candidates
+        );
+        for c in &p.candidates {
+            if c.label() == "llama.cpp" {
+                let d = c.max_abs_diff.expect("scored");
+                assert!(d <= 1e-5, "{request}: llama.cpp max |Δp| = {d:e}");
+            }
+            if c.tv.is_some_and(|tv| tv >= 0.05) {
+                assert_eq!(c.verdict, Verdict::RuledOut, "{request}: {c:?}");
+            }
+        }
+        assert!(p.tv_to_transformers.is_some(), "{request}: {p:?}");
+    }
+}
+
+#[test]
+fn post_sampling_names_llama_cpp_on_every_request() {
+    if !available("post_sampling_names_llama_cpp_on_every_request") {
+        return;
+    }
+    let guard = server();
+    let url = guard.as_ref().map(|s| s.url.clone()).unwrap_or_default();
+    let o = options(&url, requests(), None);
+    let (report, recording) = server_probe::probe(&o, &registry()).expect("probe");
+    assert_eq!(report.probes.len(), requests().len());
+    check_post_sampling(&report);
+    // Some candidate is ruled out on most requests (transformers' defaults
+    // differ from llama-server's), and the penalty needed the offset.
+    let ruled_out = report
+        .probes
+        .iter()
+        .filter(|p| p.candidates.iter().any(|c| c.verdict == Verdict::RuledOut))
+        .count();
+    assert!(ruled_out >= 5, "only {ruled_out} probes rule anything out");
+    assert!(report.logit_offset.is_some());
+    // The replay gives the same report.
+    let again = server_probe::replay(&recording, &registry()).expect("replay");
+    assert_eq!(
+        serde_json::to_value(&again.probes).ok(),
+        serde_json::to_value(&report.probes).ok()
+    );
+    if let Ok(path) = std::env::var("SERVER_PROBE_WRITE_RECORDING") {
+        // A small recording for CI: the raw top 2000 and three truncating requests.
+        let mut small = options(&url, vec![json!({}), json!({"temperature": 0.0}),
+                                           json!({"top_k": 20, "temperature": 1.3})], None);
+        small.top = Some(2000);
+        let (_, rec) = server_probe::probe(&small, &registry()).expect("small probe");
+        let text = serde_json::to_string_pretty(&rec).expect("json");
+        std::fs::write(path, text + "\n").expect("write recording");
+    }
+    if let Ok(path) = std::env::var("SERVER_PROBE_WRITE_REPORT") {
+        let mut text = Vec::new();
+        server_probe::write_text(&report, &mut text).expect("text");
+        std::fs::write(path, text).expect("write report");
+    }
+}
+
+#[test]
+fn samples_name_llama_cpp_and_rule_out_temperature_first() {
+    if !available("samples_name_llama_cpp_and_rule_out_temperature_first") {
+        return;
+    }
+    let guard = server();
+    let url = guard.as_ref().map(|s| s.url.clone()).unwrap_or_default();
+    let request = json!({"temperature": 2.0, "min_p": 0.1, "top_k": 0, "top_p": 1.0});
+    let o = options(&url, vec![request], Some(400));
+    let (report, _) = server_probe::probe(&o, &registry()).expect("probe");
+    let p = &report.probes[0];
+    assert_eq!(p.mode, "samples");
+    let by = |label: &str| {
+        p.candidates
+            .iter()
+            .find(|c| c.label() == label)
+            .unwrap_or_else(|| panic!("no candidate {label}: {p:#?}"))
+    };
+    let right = by("llama.cpp").p_value.expect("p");
+    assert!(right > 0.01, "llama.cpp p = {right}");
+    for wrong in ["llama.cpp[temperature first]", "hf-rust"] {
+        let pv = by(wrong).p_value.expect("p");
+        assert!(pv < 1e-6, "{wrong} p = {pv}");
+        assert_eq!(by(wrong).verdict, Verdict::RuledOut);
+    }
+}
+
+#[test]
+fn a_wrong_api_a_refused_request_and_a_dead_server_are_errors() {
+    if !available("a_wrong_api_a_refused_request_and_a_dead_server_are_errors") {
+        return;
+    }
+    let guard = server();
+    let url = guard.as_ref().map(|s| s.url.clone()).unwrap_or_default();
+    let mut o = options(&url, vec![json!({})], None);
+    o.api = Api::Ollama;
+    o.model = Some("m".into());
+    o.samples = Some(1);
+    let e = server_probe::probe(&o, &registry()).unwrap_err().to_string();
+    assert!(e.contains("is this a ollama server"), "{e}");
+
+    let mut o = options(&url, vec![json!({"n_predict": -5})], None);
+    o.prompt_ids = Some(vec![1, 2, 99_999_999]);
+    o.prompt = None;
+    let e = server_probe::probe(&o, &registry()).unwrap_err().to_string();
+    assert!(e.contains("outside the server's vocabulary"), "{e}");
+
+    let o = options(&url, vec![json!({"temperature": "hot"})], None);
+    let e = server_probe::probe(&o, &registry()).unwrap_err().to_string();
+    assert!(e.contains("refused the request (HTTP"), "{e}");
+
+    let dead = format!("http://127.0.0.1:{}", free_port());
+    let o = options(&dead, vec![json!({})], None);
+    let e = server_probe::probe(&o, &registry()).unwrap_err().to_string();
+    assert!(e.contains("connection refused"), "{e}");
+}
