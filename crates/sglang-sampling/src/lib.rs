@@ -37,7 +37,7 @@
 //!    probabilities in descending order — `torch.topk(probs, top_k)` when
 //!    `top_k < V` and the request has no seed, else a full sort — then
 //!    **top-k by position** (exactly k survive; ties at the cut are decided
-//!    by torch's `topk`/`sort` order, [`stl`](crate::stl)), **top-p on the
+//!    by torch's `topk`/`sort` order, the `stl` module), **top-p on the
 //!    full-vocabulary mass** (a position is dropped when the f32 cumulative
 //!    sum of the probabilities before it exceeds `top_p`, measured before
 //!    top-k and never renormalised), then min-p against the largest
@@ -45,9 +45,14 @@
 //!    [`Distribution`] is each weight over their sum (f64);
 //! 7. with `enable_deterministic_inference` (a server flag) the request's
 //!    `sampling_seed` (42 if none) drives `multinomial_with_seed`
-//!    ([`seeded`](crate::seeded)), replayed here for `draws` positions;
+//!    ([`seeded`]), replayed here for `draws` positions;
 //!    without it SGLang ignores `sampling_seed` and draws with torch's global
 //!    generator, which no request controls.
+//!
+//! Written by hand because exactness needs it: the libstdc++ algorithms
+//! that decide torch's sort/topk order among ties (the private `stl` module) and
+//! the murmur3/Gumbel draw ([`seeded`]). The softmax, cumulative sum and
+//! argmax are `hf-sampling`'s torch replicas.
 //!
 //! # What it does not model
 //!
