@@ -95,12 +95,6 @@ pub struct Vllm {
     overrides: Option<Map<String, Value>>,
 }
 
-/// vLLM's default server (`--generation-config auto`, no overrides). A
-/// value of the same name as the type, so that `vllm_sampling::Vllm` names
-/// the default semantics as it did when `Vllm` was a unit struct.
-#[allow(non_upper_case_globals)]
-pub const Vllm: Vllm = Vllm::AUTO;
-
 impl Vllm {
     /// `--generation-config auto`, no `--override-generation-config`.
     pub const AUTO: Self = Self {

@@ -132,10 +132,10 @@ fn every_recorded_case_replays() {
         for case in rec.json("cases").as_array().expect("cases") {
             let name = case["name"].as_str().expect("name");
             let what = format!("{source} {name}");
-            let params = Vllm
+            let params = Vllm::AUTO
                 .parse_params(case["params"].as_object().expect("params"))
                 .unwrap_or_else(|e| panic!("{what}: params refused: {e}"));
-            let got = Vllm.distribution(&logits, &context, &params);
+            let got = Vllm::AUTO.distribution(&logits, &context, &params);
             cases += 1;
             if out_of_vocab {
                 // record.py hands the ids straight to the sampler; a real
@@ -269,7 +269,9 @@ fn refused_params_give_vllms_own_message() {
         if params.values().any(Value::is_null) {
             continue; // inf/nan cannot travel in a JSON number
         }
-        let err = Vllm.parse_params(&params).expect_err("vLLM refused these");
+        let err = Vllm::AUTO
+            .parse_params(&params)
+            .expect_err("vLLM refused these");
         assert_eq!(
             err.to_string(),
             r["error"].as_str().expect("message"),
@@ -293,10 +295,12 @@ fn top_p_through_a_tie_keeps_the_id_torchs_sort_leaves_last() {
     let ctx = Context::new(&ids, Some(3)).expect("context");
     let logits = Logits::from_f32(&[3.0, 2.0, 2.0, 1.0, 0.5, -1.0, 0.0, 1.5]);
     let params = serde_json::json!({"temperature": 0.7, "top_k": 3, "top_p": 0.9, "repetition_penalty": 1.3, "seed": 5});
-    let p = Vllm
+    let p = Vllm::AUTO
         .parse_params(params.as_object().expect("object"))
         .expect("valid");
-    let d = Vllm.distribution(&logits, &ctx, &p).expect("distribution");
+    let d = Vllm::AUTO
+        .distribution(&logits, &ctx, &p)
+        .expect("distribution");
     assert_eq!(d.kept(), &[0, 2]);
     let s = d.scores().expect("final logits");
     assert!(

@@ -103,8 +103,10 @@ fn every_recorded_merge_is_reproduced() {
 
 #[test]
 fn the_default_semantics_is_auto_without_overrides() {
-    assert_eq!(Vllm, Vllm::AUTO);
-    assert_eq!(Vllm, Vllm::new(GenerationConfigSource::Model, Map::new()));
+    assert_eq!(
+        Vllm::AUTO,
+        Vllm::new(GenerationConfigSource::Model, Map::new())
+    );
     // The wheel's available_params (vllm/config/model.py, 0.32.0).
     assert_eq!(
         vllm_sampling::AVAILABLE_PARAMS,
