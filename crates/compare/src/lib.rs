@@ -1,7 +1,6 @@
 //! `compare`: reports how LLM engines' next-token sampling semantics differ on
-//! the same logits — transformers (as recorded from the real library, and as
-//! re-implemented in `hf-sampling`), candle (the real `LogitsProcessor`, through
-//! `candle-adapter`) and the exact written spec (`spec-sampler`).
+//! the same logits: transformers (as recorded from the real library, and as
+//! re-implemented in `hf-sampling`) beside every semantics of the registry.
 //!
 //! This crate is glue: argument types in [`cli`], one module per subcommand in
 //! [`commands`], and the list of semantics in [`registry`]. It is a library as well
