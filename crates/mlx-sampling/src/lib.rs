@@ -47,6 +47,7 @@
 #![deny(missing_docs)]
 
 pub mod ollama_mlx;
+pub mod ollama_mlx_request;
 mod params;
 pub mod random;
 mod sampler;

@@ -13,6 +13,15 @@
 //! temperature, top_p, min_p, top_k, repeat_last_n, repeat_penalty,
 //! presence/frequency_penalty and seed; typical_p is not read).
 //!
+//! Options are layered as server/routes.go layers them for every runner:
+//! `DefaultOptions()`, the model's Modelfile `PARAMETER`s (none for the
+//! constant [`OllamaMlx`](const@OllamaMlx), given to
+//! [`OllamaMlx::with_model_params`]), then the request's; `from_request`
+//! answers for `/v1/chat/completions`, `/v1/completions` and
+//! `/api/generate`/`/api/chat` ([`crate::ollama_mlx_request`], v0.32.10 to
+//! v0.33.0-rc2). An option infinite as a float32 is refused: the server's
+//! `json.Marshal` of the options for the runner fails on it.
+//!
 //! Recorded by `scripts/reference/mlx/record_ollama.py`, which runs the same
 //! MLX ops through MLX 0.32.4 on CPU (`fixtures/mlx/ollama_mlx.jsonl`).
 //!
@@ -40,16 +49,47 @@
 
 use parity_core::{
     Against, Context, Distribution, Error, Explanation, Fix, Info, Logits, ParamInfo, Precision,
-    Semantics, Variant,
+    Route, Semantics, Variant,
 };
 use serde_json::{Map, Value};
 
 use crate::random;
 use crate::sampler::argmax;
 
-/// Ollama's MLX-runner sampler (fb3076099).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct OllamaMlx;
+/// Ollama's MLX-runner sampler (fb3076099), serving a model with no
+/// Modelfile parameters (the constant [`OllamaMlx`](const@OllamaMlx)) or
+/// with the ones given to [`OllamaMlx::with_model_params`].
+#[derive(Debug, Clone, Default)]
+pub struct OllamaMlx {
+    model: Option<Map<String, Value>>,
+}
+
+/// Ollama's MLX runner serving a model with no Modelfile parameters: usable
+/// as a value, as the unit struct it replaces was.
+#[allow(non_upper_case_globals)]
+pub const OllamaMlx: OllamaMlx = OllamaMlx { model: None };
+
+impl OllamaMlx {
+    /// Ollama serving a safetensors model whose Modelfile `PARAMETER`s (its
+    /// params layer, e.g. `{"temperature": 0.6, "top_k": 20, "stop": [...]}`)
+    /// are `params`: they fill every option a request leaves out
+    /// (server/routes.go `modelOptionsWithEmbeddingBatchDefault`:
+    /// `DefaultOptions()`, `FromMap(model.Options)`, `FromMap(requestOpts)`;
+    /// the MLX runner is scheduled through the same `scheduleRunner`).
+    /// Checked now as `FromMap` checks them; the error names the parameter
+    /// and quotes its value.
+    pub fn with_model_params(params: Map<String, Value>) -> Result<Self, Error> {
+        parse_over(Some(&params), &Map::new())?;
+        Ok(Self {
+            model: Some(params),
+        })
+    }
+
+    /// The model's parameters, when given.
+    pub fn model_params(&self) -> Option<&Map<String, Value>> {
+        self.model.as_ref()
+    }
+}
 
 /// `sample.Options` from Ollama option names, with `api.DefaultOptions`.
 #[derive(Debug, Clone, PartialEq)]
@@ -106,14 +146,77 @@ const FIELDS: &[&str] = &[
     "draws",
 ];
 
-fn parse(params: &Map<String, Value>) -> Result<OllamaMlxParams, Error> {
-    let mut p = OllamaMlxParams::default();
-    for (k, v) in params {
-        if !FIELDS.contains(&k.as_str()) {
-            return Err(Error::new(format_args!(
-                "unknown field `{k}` (= {v}) for ollama-mlx; known: {}",
-                FIELDS.join(", ")
-            )));
+/// Ollama options that never reach `sample.Options`, with the JSON type
+/// `FromMap` checks (api/types.go `Options`, `Runner` at fb3076099).
+const OTHER_OPTIONS: &[(&str, &str)] = &[
+    ("typical_p", "float32"),
+    ("num_keep", "integer"),
+    ("num_predict", "integer"),
+    ("stop", "array"),
+    ("num_ctx", "integer"),
+    ("num_batch", "integer"),
+    ("num_gpu", "integer"),
+    ("main_gpu", "integer"),
+    ("use_mmap", "boolean"),
+    ("num_thread", "integer"),
+    ("draft_num_predict", "integer"),
+];
+
+/// `FromMap`'s check of an Ollama option that is not a sampler one: `None`
+/// when `key` is no such option, else whether `val` has its type (null
+/// keeps the default).
+pub(crate) fn check_other(key: &str, val: &Value) -> Option<Result<(), Error>> {
+    let (_, kind) = OTHER_OPTIONS.iter().find(|(n, _)| *n == key)?;
+    let ok = match *kind {
+        "integer" | "float32" => val.is_null() || val.is_number(),
+        "boolean" => val.is_null() || val.is_boolean(),
+        _ => {
+            val.is_null()
+                || val
+                    .as_array()
+                    .is_some_and(|a| a.iter().all(Value::is_string))
+        }
+    };
+    Some(if ok {
+        Ok(())
+    } else if *kind == "array" && val.is_array() {
+        Err(Error::new(format_args!(
+            "option \"{key}\" must be of an array of strings (got {val})"
+        )))
+    } else {
+        Err(Error::new(format_args!(
+            "option \"{key}\" must be of type {kind} (got {val})"
+        )))
+    })
+}
+
+/// Go's `int64(f)` on amd64: truncation; NaN or out of range gives the
+/// minimum (CVTTSD2SQ's "integer indefinite").
+fn go_int(f: f64) -> i64 {
+    if f > -9.223_372_036_854_776e18 && f < 9.223_372_036_854_776e18 {
+        f as i64
+    } else {
+        i64::MIN
+    }
+}
+
+/// `FromMap` over `map`. `strict` (this project's params): unknown names
+/// are refused and `draws` is read; otherwise (a model's parameters) a
+/// non-sampler option is type-checked and skipped, an unknown one skipped,
+/// as Ollama skips it ("invalid option provided").
+fn apply(p: &mut OllamaMlxParams, map: &Map<String, Value>, strict: bool) -> Result<(), Error> {
+    for (k, v) in map {
+        if !FIELDS.contains(&k.as_str()) || (k == "draws" && !strict) {
+            if strict {
+                return Err(Error::new(format_args!(
+                    "unknown field `{k}` (= {v}) for ollama-mlx; known: {}",
+                    FIELDS.join(", ")
+                )));
+            }
+            if let Some(r) = check_other(k, v) {
+                r?;
+            }
+            continue;
         }
         if v.is_null() {
             continue;
@@ -146,23 +249,54 @@ fn parse(params: &Map<String, Value>) -> Result<OllamaMlxParams, Error> {
             ))
         })?;
         match k.as_str() {
-            "top_k" => p.top_k = x as i64,
-            "repeat_last_n" => p.repeat_last_n = x as i64,
-            "seed" => p.seed = x as i64,
-            "temperature" => p.temperature = x as f32,
-            "top_p" => p.top_p = x as f32,
-            "min_p" => p.min_p = x as f32,
-            "repeat_penalty" => p.repeat_penalty = x as f32,
-            "presence_penalty" => p.presence_penalty = x as f32,
-            _ => p.frequency_penalty = x as f32,
+            "top_k" => p.top_k = go_int(x),
+            "repeat_last_n" => p.repeat_last_n = go_int(x),
+            "seed" => p.seed = go_int(x),
+            _ => {
+                let f = x as f32;
+                if !f.is_finite() {
+                    // x/mlxrunner/client.go `Completion`: json.Marshal(creq)
+                    return Err(Error::new(format_args!(
+                        "`{k}` = {v} is infinite as a float32: Ollama cannot send it to the MLX runner (json: unsupported value: {})",
+                        if f > 0.0 { "+Inf" } else { "-Inf" }
+                    )));
+                }
+                match k.as_str() {
+                    "temperature" => p.temperature = f,
+                    "top_p" => p.top_p = f,
+                    "min_p" => p.min_p = f,
+                    "repeat_penalty" => p.repeat_penalty = f,
+                    "presence_penalty" => p.presence_penalty = f,
+                    _ => p.frequency_penalty = f,
+                }
+            }
         }
     }
+    Ok(())
+}
+
+/// `DefaultOptions()`, then `FromMap(model)` (the model's Modelfile
+/// `PARAMETER`s), then `FromMap(options)` (this project's params, strict).
+pub(crate) fn parse_over(
+    model: Option<&Map<String, Value>>,
+    options: &Map<String, Value>,
+) -> Result<OllamaMlxParams, Error> {
+    let mut p = OllamaMlxParams::default();
+    if let Some(model) = model {
+        apply(&mut p, model, false)
+            .map_err(|e| Error::new(format_args!("the model's parameters: {e}")))?;
+    }
+    apply(&mut p, options, true)?;
     if p.draws.is_some() && p.seed < 0 && p.temperature > 0.0 {
         return Err(Error::new(
             "`draws` needs a `seed` >= 0: an unseeded runner draws from MLX's global key",
         ));
     }
     Ok(p)
+}
+
+fn parse(params: &Map<String, Value>) -> Result<OllamaMlxParams, Error> {
+    parse_over(None, params)
 }
 
 /// SplitMix64 of (seed, counter): `mixSeed` in sample.go.
@@ -375,7 +509,15 @@ impl Semantics for OllamaMlx {
     }
 
     fn parse_params(&self, params: &Map<String, Value>) -> Result<OllamaMlxParams, Error> {
-        parse(params)
+        parse_over(self.model.as_ref(), params)
+    }
+
+    fn from_request(
+        &self,
+        request: &Map<String, Value>,
+        _generation_config: Option<&Map<String, Value>>,
+    ) -> Vec<Route<OllamaMlxParams>> {
+        crate::ollama_mlx_request::routes(request, self.model.as_ref())
     }
 
     fn distribution(

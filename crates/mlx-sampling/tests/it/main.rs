@@ -4,4 +4,5 @@
 mod errors;
 mod explain;
 mod ollama_mlx;
+mod ollama_mlx_request;
 mod recorded;
