@@ -31,7 +31,9 @@
 //! * `/v1/completions` (`FromCompleteRequest`): `temperature` is a
 //!   `*float32` (1.0 when absent), `top_p` a plain `float32` (0 or absent →
 //!   **1.0**), `frequency_penalty` and `presence_penalty` plain `float32`s
-//!   **always sent** (0 when absent, so they override the model's own).
+//!   **always sent** (0 when absent, so they override the model's own); a
+//!   `stop` list with a non-string item is refused (the chat route skips
+//!   such items).
 //! * The server hands the merged `api.Options` to the MLX client
 //!   (`x/mlxrunner/client.go` `Completion`), which JSON-encodes them (an
 //!   infinite float32 fails there: "json: unsupported value: +Inf") with
@@ -135,6 +137,24 @@ fn chat_options(request: &Map<String, Value>) -> Result<Map<String, Value>, Erro
 /// `FromCompleteRequest`'s options.
 fn completion_options(request: &Map<String, Value>) -> Result<Map<String, Value>, Error> {
     const S: &str = "CompletionRequest";
+    // openai.go FromCompleteRequest: a `stop` list item that is not a string
+    // is `fmt.Errorf("invalid type for 'stop' field: %T", s)` (a 400).
+    if let Some(Value::Array(items)) = request.get("stop") {
+        if let Some(bad) = items.iter().find(|v| !v.is_string()) {
+            let go_type = match bad {
+                Value::Null => "<nil>",
+                Value::Bool(_) => "bool",
+                Value::Number(_) => "float64",
+                Value::Array(_) => "[]interface {}",
+                Value::Object(_) => "map[string]interface {}",
+                Value::String(_) => "string",
+            };
+            return Err(Error::new(format_args!(
+                "`stop` = {}: Ollama answers 400 (invalid type for 'stop' field: {go_type})",
+                Value::Array(items.clone())
+            )));
+        }
+    }
     let mut o = Map::new();
     let t = field(request, S, "temperature", "float32")?.unwrap_or(Value::from(1.0));
     o.insert("temperature".into(), t);

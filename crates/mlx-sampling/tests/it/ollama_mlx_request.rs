@@ -240,6 +240,14 @@ fn refusals_quote_the_bad_value() {
         error(&r, CHAT),
         "`temperature` = 1e+39 is infinite as a float32: Ollama cannot send it to the MLX runner (json: unsupported value: +Inf)"
     );
+    // openai.go FromCompleteRequest: `return api.GenerateRequest{}, fmt.Errorf("invalid
+    // type for 'stop' field: %T", s)`; FromChatRequest skips the item.
+    let r = routes(json!({"stop": ["a", 1]}));
+    assert_eq!(
+        error(&r, COMPLETIONS),
+        "`stop` = [\"a\",1]: Ollama answers 400 (invalid type for 'stop' field: float64)"
+    );
+    assert!(r[0].params.is_ok());
     let r = routes(json!({"options": {"top_k": "5"}}));
     assert_eq!(
         error(&r, NATIVE),
