@@ -6,7 +6,7 @@
 
 use mlx_sampling::ollama_mlx_request::{CHAT, COMPLETIONS, NATIVE};
 use mlx_sampling::{OllamaMlx, OllamaMlxParams};
-use parity_core::{Route, Semantics};
+use parity_core::{Context, Logits, Route, Semantics};
 use serde_json::{Map, Value, json};
 
 fn map(v: Value) -> Map<String, Value> {
@@ -359,6 +359,9 @@ fn fuzz_every_ignored_field_was_sent() {
     ];
     let model = OllamaMlx::with_model_params(map(json!({"top_k": 20, "presence_penalty": 1.5})))
         .expect("valid");
+    let logits = Logits::from_f32(&[3.0, 2.0, 2.0, 1.0, -1.0]);
+    let ids = [0i64, 1, 1, 4, 3, 1];
+    let context = Context::new(&ids, Some(2)).expect("context");
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     let (mut accepted, mut refused) = (0, 0);
     for i in 0..4000u32 {
@@ -400,7 +403,20 @@ fn fuzz_every_ignored_field_was_sent() {
                 );
             }
             match &route.params {
-                Ok(_) => accepted += 1,
+                Ok(p) => {
+                    accepted += 1;
+                    // As fuzz/src/lib.rs `compare_request` goes on: the
+                    // params run, and give a distribution or an error.
+                    if let Ok(d) = semantics.distribution(&logits, &context, p) {
+                        let sum: f64 = d.probs().iter().sum();
+                        assert!(
+                            d.probs().iter().all(|p| (0.0..=1.0).contains(p))
+                                && (sum - 1.0).abs() < 1e-6,
+                            "{}: sum {sum} for {p:?}",
+                            route.endpoint
+                        );
+                    }
+                }
                 Err(e) => {
                     refused += 1;
                     assert!(!e.to_string().is_empty());
