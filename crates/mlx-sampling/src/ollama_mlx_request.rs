@@ -139,21 +139,21 @@ fn completion_options(request: &Map<String, Value>) -> Result<Map<String, Value>
     const S: &str = "CompletionRequest";
     // openai.go FromCompleteRequest: a `stop` list item that is not a string
     // is `fmt.Errorf("invalid type for 'stop' field: %T", s)` (a 400).
-    if let Some(Value::Array(items)) = request.get("stop") {
-        if let Some(bad) = items.iter().find(|v| !v.is_string()) {
-            let go_type = match bad {
-                Value::Null => "<nil>",
-                Value::Bool(_) => "bool",
-                Value::Number(_) => "float64",
-                Value::Array(_) => "[]interface {}",
-                Value::Object(_) => "map[string]interface {}",
-                Value::String(_) => "string",
-            };
-            return Err(Error::new(format_args!(
-                "`stop` = {}: Ollama answers 400 (invalid type for 'stop' field: {go_type})",
-                Value::Array(items.clone())
-            )));
-        }
+    if let Some(Value::Array(items)) = request.get("stop")
+        && let Some(bad) = items.iter().find(|v| !v.is_string())
+    {
+        let go_type = match bad {
+            Value::Null => "<nil>",
+            Value::Bool(_) => "bool",
+            Value::Number(_) => "float64",
+            Value::Array(_) => "[]interface {}",
+            Value::Object(_) => "map[string]interface {}",
+            Value::String(_) => "string",
+        };
+        return Err(Error::new(format_args!(
+            "`stop` = {}: Ollama answers 400 (invalid type for 'stop' field: {go_type})",
+            Value::Array(items.clone())
+        )));
     }
     let mut o = Map::new();
     let t = field(request, S, "temperature", "float32")?.unwrap_or(Value::from(1.0));
