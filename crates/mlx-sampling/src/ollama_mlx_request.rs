@@ -60,7 +60,7 @@ pub const COMPLETIONS: &str =
     "Ollama MLX runner (safetensors, v0.32.10–v0.33.0-rc2) /v1/completions";
 /// `/api/generate` and `/api/chat`, whose `options` are Ollama options.
 pub const NATIVE: &str =
-    "Ollama MLX runner (safetensors, v0.32.10–v0.33.0-rc2) /api/generate, /api/chat (options)";
+    "Ollama MLX runner (safetensors, v0.32.10–v0.33.0-rc2) /api/generate, /api/chat";
 
 /// The options `sample.Options` is built from (x/mlxrunner/server.go).
 pub(crate) const SAMPLER_OPTIONS: &[&str] = &[

@@ -61,8 +61,14 @@ fn three_routes_labelled_with_versions_and_format() {
         CHAT,
         "Ollama MLX runner (safetensors, v0.32.10–v0.33.0-rc2) /v1/chat/completions"
     );
+    assert_eq!(
+        NATIVE,
+        "Ollama MLX runner (safetensors, v0.32.10–v0.33.0-rc2) /api/generate, /api/chat"
+    );
     for r in &r {
         assert!(r.endpoint.contains("(safetensors, v0.32.10–v0.33.0-rc2)"));
+        // compare request's text prints `  {endpoint} [ollama-mlx]` within 100 columns.
+        assert!(r.endpoint.chars().count() + 2 + " [ollama-mlx]".len() <= 100);
         assert!(r.ignored.is_empty(), "{}: {:?}", r.endpoint, r.ignored);
     }
 }
