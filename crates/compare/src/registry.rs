@@ -25,6 +25,7 @@ pub fn all(generation_config: Option<&GenerationConfig>) -> Vec<Box<dyn AnySeman
         Box::new(ollama_sampling::OllamaGo::default()),
         Box::new(mlx_sampling::OllamaMlx),
         Box::new(vllm_sampling::Vllm::AUTO),
+        Box::new(sglang_sampling::Sglang),
         Box::new(mistralrs_sampling::MistralRs),
         Box::new(mlx_sampling::MlxLm),
         Box::new(tutorial_sampling::Tutorial),

@@ -261,12 +261,14 @@ fn write_text(answer: &Answer, width: usize, out: &mut dyn Write) -> io::Result<
             wrapped(out, width, "      note: ", 6, note)?;
         }
     }
+    // The figures take 2 + 6 + 2 + 9 + 2 + 9 columns after the name.
     let name_width = answer
         .endpoints
         .iter()
         .map(|e| e.endpoint.chars().count())
         .max()
-        .unwrap_or(0);
+        .unwrap_or(0)
+        .min(width.saturating_sub(32).max(20));
     let figure = |x: Option<f64>| x.map_or("-".to_string(), |x| format!("{x:.2e}"));
     for fx in &answer.fixtures {
         writeln!(out)?;
@@ -284,7 +286,15 @@ fn write_text(answer: &Answer, width: usize, out: &mut dyn Write) -> io::Result<
             } else {
                 (figure(c.tv), figure(c.max_abs_diff))
             };
-            let line = format!("  {:name_width$}  {kept:>6}  {tv:>9}  {dp:>9}", c.endpoint);
+            // A label wider than the column gets a line of its own, the
+            // figures below it, so the table stays within the width.
+            let name = if c.endpoint.chars().count() > name_width {
+                writeln!(out, "  {}", c.endpoint)?;
+                ""
+            } else {
+                c.endpoint
+            };
+            let line = format!("  {name:name_width$}  {kept:>6}  {tv:>9}  {dp:>9}");
             writeln!(out, "{}", line.trim_end())?;
             if let Some(err) = c.error.as_deref().filter(|e| !e.starts_with("refused")) {
                 wrapped(out, width, "      error: ", 6, err)?;
