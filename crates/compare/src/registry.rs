@@ -23,7 +23,7 @@ pub fn all(generation_config: Option<&GenerationConfig>) -> Vec<Box<dyn AnySeman
         Box::new(llamacpp_sampling::LlamaCpp),
         Box::new(llamacpp_sampling::Ollama::default()),
         Box::new(ollama_sampling::OllamaGo::default()),
-        Box::new(mlx_sampling::OllamaMlx),
+        Box::new(mlx_sampling::OllamaMlx::default()),
         Box::new(vllm_sampling::Vllm::AUTO),
         Box::new(sglang_sampling::Sglang),
         Box::new(mistralrs_sampling::MistralRs),
@@ -51,6 +51,10 @@ pub fn with_ollama_model_params(
             )),
             "ollama-go" => Some(Box::new(
                 ollama_sampling::OllamaGo::with_model_params(params.clone())
+                    .context("--ollama-model-params")?,
+            )),
+            "ollama-mlx" => Some(Box::new(
+                mlx_sampling::OllamaMlx::with_model_params(params.clone())
                     .context("--ollama-model-params")?,
             )),
             _ => None,

@@ -14,9 +14,8 @@
 //! presence/frequency_penalty and seed; typical_p is not read).
 //!
 //! Options are layered as server/routes.go layers them for every runner:
-//! `DefaultOptions()`, the model's Modelfile `PARAMETER`s (none for the
-//! constant [`OllamaMlx`](const@OllamaMlx), given to
-//! [`OllamaMlx::with_model_params`]), then the request's; `from_request`
+//! `DefaultOptions()`, the model's Modelfile `PARAMETER`s (none for
+//! `OllamaMlx::default()`, given to [`OllamaMlx::with_model_params`]), then the request's; `from_request`
 //! answers for `/v1/chat/completions`, `/v1/completions` and
 //! `/api/generate`/`/api/chat` ([`crate::ollama_mlx_request`], v0.32.10 to
 //! v0.33.0-rc2). An option infinite as a float32 is refused: the server's
@@ -57,17 +56,12 @@ use crate::random;
 use crate::sampler::argmax;
 
 /// Ollama's MLX-runner sampler (fb3076099), serving a model with no
-/// Modelfile parameters (the constant [`OllamaMlx`](const@OllamaMlx)) or
+/// Modelfile parameters ([`OllamaMlx::default`]) or
 /// with the ones given to [`OllamaMlx::with_model_params`].
 #[derive(Debug, Clone, Default)]
 pub struct OllamaMlx {
     model: Option<Map<String, Value>>,
 }
-
-/// Ollama's MLX runner serving a model with no Modelfile parameters: usable
-/// as a value, as the unit struct it replaces was.
-#[allow(non_upper_case_globals)]
-pub const OllamaMlx: OllamaMlx = OllamaMlx { model: None };
 
 impl OllamaMlx {
     /// Ollama serving a safetensors model whose Modelfile `PARAMETER`s (its

@@ -213,7 +213,7 @@ fn translate_gives_a_request_or_says_why_not() {
             .contains("untempered")
     );
     // Ollama's runner orders its filters like transformers: always a setup.
-    let t = OllamaMlx
+    let t = OllamaMlx::default()
         .translate(&blocked, &opts)
         .expect("offered")
         .expect("runs");

@@ -67,10 +67,10 @@ fn every_recorded_case_replays() {
         let logits = Logits::from_f32(&logits);
         let mut params: Map<String, Value> = c["request"].as_object().expect("request").clone();
         params.insert("draws".into(), Value::from(draws));
-        let p = OllamaMlx
+        let p = OllamaMlx::default()
             .parse_params(&params)
             .unwrap_or_else(|e| panic!("{what}: {e}"));
-        let got = OllamaMlx.distribution(&logits, &ctx, &p);
+        let got = OllamaMlx::default().distribution(&logits, &ctx, &p);
         if c.get("skipped").is_some() {
             assert!(got.is_err(), "{what}: not runnable in MLX; we must refuse");
             skipped += 1;
@@ -168,11 +168,11 @@ fn the_fix_reproduces_transformers_on_smollm2() {
                 p
             };
             let hf = Distribution::new(hf_probs.clone(), parity_core::Precision::F32);
-            let params = OllamaMlx
+            let params = OllamaMlx::default()
                 .from_generate(&s.kwargs)
                 .expect("expressible")
                 .expect("parses");
-            let this = OllamaMlx
+            let this = OllamaMlx::default()
                 .distribution(&logits, &ctx, &params)
                 .expect("runs");
             let cmp = Comparison::new(&hf_probs, this.probs()).expect("same length");
@@ -185,7 +185,7 @@ fn the_fix_reproduces_transformers_on_smollm2() {
                 comparison: &cmp,
                 variant: None,
             };
-            let e = OllamaMlx.explain(&row, &params);
+            let e = OllamaMlx::default().explain(&row, &params);
             if hf.kept() != this.kept() {
                 assert!(
                     !e.reasons.is_empty(),
@@ -193,8 +193,10 @@ fn the_fix_reproduces_transformers_on_smollm2() {
                 );
             }
             let fix = e.fix.expect("a fix");
-            let fp = OllamaMlx.parse_params(&fix.params).expect("fix parses");
-            let fd = OllamaMlx
+            let fp = OllamaMlx::default()
+                .parse_params(&fix.params)
+                .expect("fix parses");
+            let fd = OllamaMlx::default()
                 .distribution(&logits, &ctx, &fp)
                 .expect("fix runs");
             assert_eq!(fd.kept(), hf.kept(), "{label}: {}", fix.text);

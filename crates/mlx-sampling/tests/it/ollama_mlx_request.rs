@@ -14,7 +14,7 @@ fn map(v: Value) -> Map<String, Value> {
 }
 
 fn routes(request: Value) -> Vec<Route<OllamaMlxParams>> {
-    OllamaMlx.from_request(&map(request), None)
+    OllamaMlx::default().from_request(&map(request), None)
 }
 
 fn params<'a>(r: &'a [Route<OllamaMlxParams>], endpoint: &str) -> &'a OllamaMlxParams {
@@ -300,7 +300,7 @@ fn response_format_is_noted_as_not_forwarded() {
 
 #[test]
 fn the_constant_and_the_default_agree() {
-    let a = OllamaMlx.from_request(&map(json!({"top_p": 0.3})), None);
+    let a = OllamaMlx::default().from_request(&map(json!({"top_p": 0.3})), None);
     let b = OllamaMlx::default().from_request(&map(json!({"top_p": 0.3})), None);
     for (x, y) in a.iter().zip(&b) {
         assert_eq!(x.endpoint, y.endpoint);
@@ -388,7 +388,7 @@ fn fuzz_every_ignored_field_was_sent() {
             request.insert("options".into(), o);
         }
         let semantics = if i.is_multiple_of(2) {
-            &OllamaMlx
+            &OllamaMlx::default()
         } else {
             &model
         };
