@@ -54,7 +54,9 @@ fn one_request_every_server_on_hand_computed_logits() {
         "Ollama /v1/chat/completions",
         "Ollama /v1/completions",
         "Ollama v0.6.2–v0.25 Go engine /v1/chat/completions",
+        "Ollama MLX runner (safetensors, v0.32.10–v0.33.0-rc2) /v1/chat/completions",
         "vllm serve /v1/chat/completions",
+        "sglang 0.5.23 /v1/chat/completions",
         "mistralrs-server /v1/chat/completions",
         "mlx_lm.server 0.32.2 /v1/chat/completions (and /v1/completions)",
     ] {
