@@ -7,14 +7,14 @@
 //! in place and in the same order, because the final `dist` sampler scans it
 //! in array order and tie order decides which token a given random number
 //! lands on. Sorting goes through the hand-written libstdc++ algorithms in
-//! [`crate::stl`] and llama.cpp's own 128-bucket partial sort
+//! [`parity_core::stl`] and llama.cpp's own 128-bucket partial sort
 //! (`llama_token_data_array_partial_sort`), replayed here.
 //!
 //! `expf`, `logf`, `powf`, `exp` and `sqrt` are Rust's `f32::exp` & co., which
 //! call the platform libm: on Linux/glibc the same functions llama.cpp calls.
 
 use crate::mt::Mt19937;
-use crate::stl;
+use parity_core::stl;
 
 /// `llama_token_data`.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -111,13 +111,15 @@ pub(crate) fn bucket_partial_sort(cur: &[TokenData], npartial: usize) -> Vec<Tok
     let mut ptr = 0;
     let mut ndone = 0;
     for j in (ib + 1..128).rev() {
-        stl::sort(&mut res[ptr..ptr + histo[j]], &by_logit_desc);
+        stl::sort(&mut res[ptr..ptr + histo[j]], 0, histo[j], &by_logit_desc);
         ptr += histo[j];
         ndone += histo[j];
     }
     stl::partial_sort(
         &mut res[ptr..ptr + histo[ib]],
+        0,
         npartial - ndone,
+        histo[ib],
         &by_logit_desc,
     );
     res
@@ -126,7 +128,8 @@ pub(crate) fn bucket_partial_sort(cur: &[TokenData], npartial: usize) -> Vec<Tok
 /// `llama_token_data_array_partial_sort_inplace`.
 fn partial_sort_inplace(cur: &mut Candidates, npartial: usize) {
     if npartial <= 128 {
-        stl::partial_sort(&mut cur.data, npartial, &by_logit_desc);
+        let n = cur.data.len();
+        stl::partial_sort(&mut cur.data, 0, npartial, n, &by_logit_desc);
     } else {
         let tmp = bucket_partial_sort(&cur.data, npartial);
         cur.data[..npartial].copy_from_slice(&tmp[..npartial]);
@@ -392,7 +395,8 @@ fn typical(cur: &mut Candidates, p: f32, min_keep: usize) {
         .map(|t| (-t.p.ln() - entropy).abs())
         .collect();
     let mut indices: Vec<usize> = (0..cur.data.len()).collect();
-    stl::sort(&mut indices, &|&a: &usize, &b: &usize| {
+    let n = indices.len();
+    stl::sort(&mut indices, 0, n, &|&a: &usize, &b: &usize| {
         shifted[a] < shifted[b]
     });
     let mut cum_sum = 0.0f32;

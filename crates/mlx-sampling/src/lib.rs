@@ -51,7 +51,6 @@ pub mod ollama_mlx_request;
 mod params;
 pub mod random;
 mod sampler;
-mod stl;
 mod translate;
 
 use parity_core::{

@@ -20,6 +20,7 @@ pub mod metrics;
 pub mod mt19937;
 pub mod record;
 pub mod semantics;
+pub mod stl;
 pub mod text;
 pub mod token;
 pub mod trace;

@@ -18,7 +18,7 @@ use hf_sampling::CpuCapability;
 
 pub(crate) use hf_sampling::torch_ops::{argmax_first, cumsum};
 
-use crate::stl;
+use parity_core::stl;
 
 /// `torch.softmax(x, dim=-1)` on the recording CPU (AVX512: 16 lanes). All
 /// `-inf` gives NaN everywhere, as torch.
@@ -79,5 +79,41 @@ mod tests {
         let v = [0.1f32, 0.4, 0.2, 0.3];
         assert_eq!(topk(&v, 2), vec![1, 3]);
         assert_eq!(topk(&v, 4), vec![1, 3, 2, 0]);
+    }
+}
+
+#[cfg(test)]
+mod stl_tests {
+    /// A small deterministic generator for tie-heavy test vectors.
+    fn values(n: usize, distinct: u64, mut state: u64) -> Vec<f32> {
+        (0..n)
+            .map(|_| {
+                state = state
+                    .wrapping_mul(6_364_136_223_846_793_005)
+                    .wrapping_add(1_442_695_040_888_963_407);
+                ((state >> 33) % distinct) as f32
+            })
+            .collect()
+    }
+
+    /// parity-core's generic `std::sort` leaves ties where hf-sampling's
+    /// ascending replica, verified against torch, leaves them.
+    #[test]
+    fn sort_matches_hf_samplings_verified_ascending_replica() {
+        for (n, distinct, seed) in [
+            (5, 2, 1),
+            (17, 3, 2),
+            (40, 4, 3),
+            (1000, 4, 4),
+            (3000, 50, 5),
+        ] {
+            let v = values(n, distinct, seed);
+            let mut pairs: Vec<(f32, usize)> = v.iter().copied().zip(0..).collect();
+            parity_core::stl::sort(&mut pairs, 0, n, &|x: &(f32, usize), y: &(f32, usize)| {
+                x.0 < y.0
+            });
+            let ours: Vec<usize> = pairs.iter().map(|p| p.1).collect();
+            assert_eq!(ours, hf_sampling::torch_ops::argsort_ascending(&v), "n={n}");
+        }
     }
 }

@@ -1,16 +1,28 @@
-//! The libstdc++ algorithms torch's CPU `sort` and `topk` run, ported line
-//! by line (GCC 12's `bits/stl_algo.h` and `bits/stl_heap.h`; the
-//! algorithms have not changed in many releases) so that tied values come
-//! out in exactly torch's order.
+//! libstdc++'s `std::sort`, `std::nth_element` and `std::partial_sort`,
+//! hand-written because exactness needs them: which of several tied values
+//! comes first after an engine sorts or selects is decided by these
+//! algorithms as libstdc++ implements them (GCC 12's `bits/stl_algo.h` and
+//! `bits/stl_heap.h`; unchanged for many releases), comparison for
+//! comparison and move for move. Three engines run them on ties:
 //!
-//! Written by hand because exactness needs it: which of several tokens tied
-//! at SGLang's top-k cut survives is decided by the order these algorithms
-//! leave ties in, which is neither index order nor any stable order.
-//! `hf-sampling` holds an ascending `std::sort` replica verified against
-//! torch; [`sort`] is the same algorithm generic over the comparator (the
-//! unit tests check the two agree), and [`nth_element`] and
-//! [`partial_sort`] are what `torch.topk` adds (`aten/src/ATen/native/
-//! TopKImpl.h`, `topk_impl_loop`).
+//! * llama.cpp's candidate sort and top-k (`std::sort`, `std::partial_sort`);
+//! * torch's CPU `sort` and `topk`, as SGLang runs them (`std::sort`, and
+//!   `std::nth_element`/`std::partial_sort` in `aten/src/ATen/native/TopKImpl.h`);
+//! * MLX's CPU `argpartition` (`std::nth_element`), whose order Ollama's MLX
+//!   runner samples in.
+//!
+//! Each engine's recorded cases replay through these (llama.cpp's seeded
+//! draws, SGLang's top-k cuts inside ties, the MLX runner's top-k orders).
+//! The algorithms: `std::sort` is introsort (`__introsort_loop` with depth
+//! limit `2 * floor(log2 n)`, median-of-three pivot moved to the front by
+//! `__move_median_to_first` on `first + 1`, `mid`, `last - 1`,
+//! `__unguarded_partition`, heap sort when the depth runs out, ranges of at
+//! most 16 left to `__final_insertion_sort`); `std::nth_element` is
+//! `__introselect` (the same partition, keeping the side that holds `nth`;
+//! `__heap_select` + `iter_swap` when the depth runs out; insertion sort at
+//! 3 or fewer); `std::partial_sort` is `__heap_select` then `__sort_heap`.
+//! `less(a, b)` is the comparator (`comp(a, b)` in C++); every function
+//! works on `a[first..last]`.
 
 /// libstdc++'s `_S_threshold`.
 const THRESHOLD: usize = 16;
@@ -21,12 +33,7 @@ fn lg(n: usize) -> usize {
 }
 
 /// `std::sort(a[first..last], less)`.
-pub(crate) fn sort<T: Copy>(
-    a: &mut [T],
-    first: usize,
-    last: usize,
-    less: &impl Fn(&T, &T) -> bool,
-) {
+pub fn sort<T: Copy>(a: &mut [T], first: usize, last: usize, less: &impl Fn(&T, &T) -> bool) {
     if first != last {
         introsort_loop(a, first, last, 2 * lg(last - first), less);
         final_insertion_sort(a, first, last, less);
@@ -34,7 +41,7 @@ pub(crate) fn sort<T: Copy>(
 }
 
 /// `std::nth_element(a[first..last], nth, less)`.
-pub(crate) fn nth_element<T: Copy>(
+pub fn nth_element<T: Copy>(
     a: &mut [T],
     first: usize,
     nth: usize,
@@ -48,7 +55,7 @@ pub(crate) fn nth_element<T: Copy>(
 }
 
 /// `std::partial_sort(a[first..last], middle, less)`.
-pub(crate) fn partial_sort<T: Copy>(
+pub fn partial_sort<T: Copy>(
     a: &mut [T],
     first: usize,
     middle: usize,
@@ -301,42 +308,78 @@ fn push_heap<T: Copy>(
 mod tests {
     use super::*;
 
-    /// A small deterministic generator for tie-heavy test vectors.
-    fn values(n: usize, distinct: u64, mut state: u64) -> Vec<f32> {
-        (0..n)
-            .map(|_| {
-                state = state
-                    .wrapping_mul(6_364_136_223_846_793_005)
-                    .wrapping_add(1_442_695_040_888_963_407);
-                ((state >> 33) % distinct) as f32
-            })
-            .collect()
+    fn keyed(keys: &[i32]) -> Vec<(i32, usize)> {
+        keys.iter().copied().zip(0..).collect()
+    }
+
+    fn gt(a: &(i32, usize), b: &(i32, usize)) -> bool {
+        a.0 > b.0
     }
 
     #[test]
-    fn sort_matches_hf_samplings_verified_ascending_replica() {
-        for (n, distinct, seed) in [
-            (5, 2, 1),
-            (17, 3, 2),
-            (40, 4, 3),
-            (1000, 4, 4),
-            (3000, 50, 5),
-        ] {
-            let v = values(n, distinct, seed);
-            let mut pairs: Vec<(f32, usize)> = v.iter().copied().zip(0..).collect();
-            sort(&mut pairs, 0, n, &|x: &(f32, usize), y: &(f32, usize)| {
-                x.0 < y.0
-            });
-            let ours: Vec<usize> = pairs.iter().map(|p| p.1).collect();
-            assert_eq!(ours, hf_sampling::torch_ops::argsort_ascending(&v), "n={n}");
+    fn sort_orders_by_key_and_handles_every_size() {
+        for n in 0..200usize {
+            let keys: Vec<i32> = (0..n).map(|i| ((i * 7919) % 13) as i32).collect();
+            let mut v = keyed(&keys);
+            sort(&mut v, 0, n, &gt);
+            assert!(v.windows(2).all(|w| w[0].0 >= w[1].0), "n = {n}");
+            let mut idx: Vec<usize> = v.iter().map(|x| x.1).collect();
+            idx.sort_unstable();
+            assert_eq!(idx, (0..n).collect::<Vec<_>>());
         }
+    }
+
+    #[test]
+    fn partial_sort_puts_the_top_in_front_sorted() {
+        for n in 1..150usize {
+            for m in [1, n / 2, n] {
+                if m == 0 {
+                    continue;
+                }
+                let keys: Vec<i32> = (0..n).map(|i| ((i * 31) % 17) as i32).collect();
+                let mut v = keyed(&keys);
+                partial_sort(&mut v, 0, m, n, &gt);
+                let mut sorted = keys.clone();
+                sorted.sort_unstable_by(|a, b| b.cmp(a));
+                let head: Vec<i32> = v[..m].iter().map(|x| x.0).collect();
+                assert_eq!(head, sorted[..m].to_vec(), "n = {n}, m = {m}");
+            }
+        }
+    }
+
+    #[test]
+    fn partial_sort_tie_order_is_the_heap_order() {
+        // Four equal keys a0..a3, partial_sort of all four with comp = ">"
+        // (never true on ties), traced by hand through libstdc++'s code:
+        //   make_heap, parent 1: len 4 is even and second == 1, so v[1] = v[3]
+        //     and a1 is pushed at 3: [a0, a3, a2, a1]
+        //   make_heap, parent 0: second = 2, v[0] = v[2], a0 pushed at 2:
+        //     [a2, a3, a0, a1]
+        //   sort_heap, last 3: v[3] = a2, hole 0 -> 2 (v[0] = a0), a1 at 2:
+        //     [a0, a3, a1, a2]
+        //   sort_heap, last 2: v[2] = a0, len 2 even: v[0] = v[1] = a3,
+        //     a1 at 1: [a3, a1, a0, a2]
+        //   sort_heap, last 1: v[1] = a3, a1 back at 0: [a1, a3, a0, a2]
+        let mut v = keyed(&[5, 5, 5, 5]);
+        partial_sort(&mut v, 0, 4, 4, &gt);
+        let order: Vec<usize> = v.iter().map(|x| x.1).collect();
+        assert_eq!(order, vec![1, 3, 0, 2]);
+    }
+
+    #[test]
+    fn insertion_sort_keeps_ties_stable_for_small_ranges() {
+        // std::sort of <= 16 elements is a plain insertion sort: stable.
+        let mut v = keyed(&[1, 3, 1, 3, 2, 1]);
+        sort(&mut v, 0, 6, &gt);
+        let order: Vec<usize> = v.iter().map(|x| x.1).collect();
+        assert_eq!(order, vec![1, 3, 4, 0, 2, 5]);
     }
 
     #[test]
     fn nth_element_and_partial_sort_order_a_small_case() {
         // [2, 1, 2, 0, 2] with greater-than, run through GCC 12's libstdc++
-        // (std::partial_sort to 2, std::nth_element at 1) while writing this:
-        // partial_sort leaves ids 2, 0 first; nth_element leaves 2 4 0 3 1.
+        // (std::partial_sort to 2, std::nth_element at 1): partial_sort
+        // leaves ids 2, 0 first; nth_element leaves 2 4 0 3 1.
         let v = [2.0f32, 1.0, 2.0, 0.0, 2.0];
         let gt = |x: &(f32, usize), y: &(f32, usize)| x.0 > y.0;
         let mut p: Vec<(f32, usize)> = v.iter().copied().zip(0..).collect();
