@@ -151,7 +151,10 @@ impl<'t> Session<'t> {
             let message = v
                 .pointer("/error/message")
                 .or_else(|| v.get("error"))
-                .map_or_else(|| v.to_string(), |m| m.as_str().map_or(m.to_string(), String::from));
+                .map_or_else(
+                    || v.to_string(),
+                    |m| m.as_str().map_or(m.to_string(), String::from),
+                );
             return Err(Error::new(format_args!(
                 "{path}: the server refused the request (HTTP {status}): {message}"
             )));
@@ -175,9 +178,9 @@ impl<'t> Session<'t> {
         };
         match self.api {
             Api::LlamaServer => {
-                let health = self.ok("/health", None).map_err(|e| {
-                    Error::new(format_args!("llama-server is not ready: {e}"))
-                })?;
+                let health = self
+                    .ok("/health", None)
+                    .map_err(|e| Error::new(format_args!("llama-server is not ready: {e}")))?;
                 if health.get("status").and_then(Value::as_str) != Some("ok") {
                     return Err(Error::new(format_args!(
                         "/health: expected {{\"status\": \"ok\"}}, got {}",
@@ -385,9 +388,18 @@ impl<'t> Session<'t> {
     }
 
     /// llama-server only: the post-sampling probabilities of a chain of only
-    /// a repeat penalty of 2 over the whole context (see `offset` in lib.rs).
-    pub fn calibration(&mut self, prompt: &Prompt, k: usize, seed: u64) -> Result<Vec<(Key, f64)>, Error> {
-        let request = json!({"samplers": ["penalties"], "repeat_penalty": 2.0, "repeat_last_n": -1,
+    /// a repeat penalty of 2 over the whole prompt (see `offset` in lib.rs).
+    /// The window is the prompt's length: the server refuses
+    /// `repeat_last_n: -1` (its schema's hard limit is ≥ 0).
+    pub fn calibration(
+        &mut self,
+        prompt: &Prompt,
+        prompt_len: usize,
+        k: usize,
+        seed: u64,
+    ) -> Result<Vec<(Key, f64)>, Error> {
+        let request = json!({"samplers": ["penalties"], "repeat_penalty": 2.0,
+                             "repeat_last_n": prompt_len.max(1),
                              "frequency_penalty": 0.0, "presence_penalty": 0.0});
         let request = match request {
             Value::Object(m) => m,
@@ -458,7 +470,10 @@ fn number(v: &Value, what: &str) -> Result<f64, Error> {
         .ok_or_else(|| Error::new(format_args!("`{what}` = {} is not a number", short(v))))
 }
 
-fn first_prob<'a>(answer: &'a Map<String, Value>, path: &str) -> Result<&'a Map<String, Value>, Error> {
+fn first_prob<'a>(
+    answer: &'a Map<String, Value>,
+    path: &str,
+) -> Result<&'a Map<String, Value>, Error> {
     answer
         .get("completion_probabilities")
         .and_then(|c| c.get(0))
@@ -477,9 +492,10 @@ fn entries(
     field: &str,
     path: &str,
 ) -> Result<Vec<(Key, f64)>, Error> {
-    let items = first.get(list).and_then(Value::as_array).ok_or_else(|| {
-        Error::new(format_args!("{path}: no `{list}` list in the answer"))
-    })?;
+    let items = first
+        .get(list)
+        .and_then(Value::as_array)
+        .ok_or_else(|| Error::new(format_args!("{path}: no `{list}` list in the answer")))?;
     let mut out = Vec::with_capacity(items.len());
     for (i, item) in items.iter().enumerate() {
         let key = match (item.get("id").and_then(Value::as_i64), item.get("token")) {
@@ -492,9 +508,9 @@ fn entries(
                 )));
             }
         };
-        let value = item.get(field).ok_or_else(|| {
-            Error::new(format_args!("{path}: `{list}[{i}]` has no `{field}`"))
-        })?;
+        let value = item
+            .get(field)
+            .ok_or_else(|| Error::new(format_args!("{path}: `{list}[{i}]` has no `{field}`")))?;
         out.push((key, number(value, &format!("{list}[{i}].{field}"))?));
     }
     Ok(out)

@@ -142,9 +142,9 @@ fn describe(e: &minreq::Error, url: &str, secs: u64) -> Error {
     use std::io::ErrorKind;
     match e {
         minreq::Error::IoError(io) => match io.kind() {
-            ErrorKind::TimedOut | ErrorKind::WouldBlock => Error::new(format_args!(
-                "{url}: no answer within {secs} s (--timeout)"
-            )),
+            ErrorKind::TimedOut | ErrorKind::WouldBlock => {
+                Error::new(format_args!("{url}: no answer within {secs} s (--timeout)"))
+            }
             ErrorKind::ConnectionRefused => Error::new(format_args!(
                 "{url}: connection refused: is the server running at that address?"
             )),
@@ -191,13 +191,7 @@ impl Transport for Replay {
         let url = format!("(recorded) {path}");
         match (&e.response, &e.text) {
             (Some(v), _) => Ok((e.status, v.clone())),
-            (None, Some(text)) => answer(
-                method,
-                &url,
-                e.status,
-                serde_json::from_str(text),
-                text,
-            ),
+            (None, Some(text)) => answer(method, &url, e.status, serde_json::from_str(text), text),
             (None, None) => Err(Error::new(format_args!(
                 "{url}: the recording holds neither JSON nor text"
             ))),

@@ -341,7 +341,9 @@ pub fn run(
     }
     for o in &observed {
         match o {
-            Observed::Post(list) => list.iter().try_for_each(|(k, _)| space.index(k).map(drop))?,
+            Observed::Post(list) => list
+                .iter()
+                .try_for_each(|(k, _)| space.index(k).map(drop))?,
             Observed::Samples(keys) => keys.iter().try_for_each(|k| space.index(k).map(drop))?,
         }
     }
@@ -354,13 +356,14 @@ pub fn run(
     };
     // A repeat penalty divides positive logits and multiplies negative ones,
     // so it needs the logits themselves, not log p: measure the constant.
-    let needs_offset = options
-        .requests
-        .iter()
-        .any(|r| r.get("repeat_penalty").and_then(Value::as_f64).is_some_and(|x| x != 1.0));
+    let needs_offset = options.requests.iter().any(|r| {
+        r.get("repeat_penalty")
+            .and_then(Value::as_f64)
+            .is_some_and(|x| x != 1.0)
+    });
     let logit_offset = match (options.api, &prompt_ids, info.n_vocab) {
         (Api::LlamaServer, Some(ids), Some(n)) if needs_offset => {
-            let post = session.calibration(&sent, n, options.seed)?;
+            let post = session.calibration(&sent, ids.len(), n, options.seed)?;
             Some(offset(&raw, &post, ids)?)
         }
         _ => None,
@@ -453,7 +456,7 @@ fn rebuild(raw: &[(Key, f64)], space: &mut Space, offset: f64) -> Result<(Logits
 
 /// The constant C with raw logits = log p + C, from llama-server's answer
 /// to a chain of only `penalties` (repeat penalty 2 over the whole
-/// context): a prompt token s moves by Δ_s = l_s' − l_s relative to the
+/// prompt): a prompt token s moves by Δ_s = l_s' − l_s relative to the
 /// tokens outside the prompt, which is −l_s/2 when its logit l_s is
 /// positive and l_s when it is not (llama.cpp 0c1e57098,
 /// src/llama-sampler.cpp `llama_sampler_penalties_apply`). Each token thus
@@ -490,7 +493,9 @@ fn offset(raw: &[(Key, f64)], post: &[(Key, f64)], prompt: &[i64]) -> Result<f64
         }
     }
     if deltas.is_empty() {
-        return Err(Error::new("calibration: no prompt token has a probability in both answers"));
+        return Err(Error::new(
+            "calibration: no prompt token has a probability in both answers",
+        ));
     }
     let hypotheses: Vec<f64> = deltas
         .iter()
@@ -523,7 +528,11 @@ fn offset(raw: &[(Key, f64)], post: &[(Key, f64)], prompt: &[i64]) -> Result<f64
 }
 
 /// The distribution the server samples from, over the index space.
-fn server_distribution(o: &Observed, space: &mut Space, n: usize) -> Result<(Vec<f64>, usize), Error> {
+fn server_distribution(
+    o: &Observed,
+    space: &mut Space,
+    n: usize,
+) -> Result<(Vec<f64>, usize), Error> {
     let mut probs = vec![0.0; n];
     match o {
         Observed::Post(list) => {
@@ -560,8 +569,7 @@ fn fits(api: Api, semantics: &str, endpoint: &str) -> bool {
     match api {
         Api::LlamaServer => semantics == "llama.cpp" && endpoint.starts_with("llama-server"),
         Api::Ollama => {
-            matches!(semantics, "ollama" | "ollama-go" | "ollama-mlx")
-                && !endpoint.contains("/v1/")
+            matches!(semantics, "ollama" | "ollama-go" | "ollama-mlx") && !endpoint.contains("/v1/")
         }
         Api::Openai => true,
     }
@@ -699,7 +707,10 @@ fn analyse(
         out.push(c);
     }
     let (tv_to_transformers, transformers_error) = match transformers.map(|t| t.prepared) {
-        None => (None, Some("no hf-rust semantics in the registry".to_string())),
+        None => (
+            None,
+            Some("no hf-rust semantics in the registry".to_string()),
+        ),
         Some(Err(e)) => (None, Some(format!("transformers refuses the request: {e}"))),
         Some(Ok(p)) => match p.distribution(logits, context) {
             Ok(d) => (Some(tv(&server, d.probs())?), None),
@@ -786,7 +797,9 @@ mod tests {
         // penalty of 2 makes them 2/2 = 1 and -1*2 = -2.
         let l = [2.0, -1.0, 0.5, 3.0];
         let penalised = [1.0, -2.0, 0.5, 3.0];
-        let raw: Vec<(Key, f64)> = (0..4).map(|i| (Key::Id(i), l[i as usize] - lse(&l))).collect();
+        let raw: Vec<(Key, f64)> = (0..4)
+            .map(|i| (Key::Id(i), l[i as usize] - lse(&l)))
+            .collect();
         let post: Vec<(Key, f64)> = (0..4)
             .map(|i| (Key::Id(i), (penalised[i as usize] - lse(&penalised)).exp()))
             .collect();
@@ -804,7 +817,12 @@ mod tests {
         ];
         let mut space = Space::new(Some(4));
         let (logits, tail) = rebuild(&raw, &mut space, 0.0).expect("rebuild");
-        let want = [0.25f32.ln(), f32::NEG_INFINITY, 0.5f32.ln(), f32::NEG_INFINITY];
+        let want = [
+            0.25f32.ln(),
+            f32::NEG_INFINITY,
+            0.5f32.ln(),
+            f32::NEG_INFINITY,
+        ];
         assert_eq!(logits.to_f32().expect("f32"), want);
         // 1 - 0.5 - 0.25
         assert!((tail - 0.25).abs() < 1e-7);

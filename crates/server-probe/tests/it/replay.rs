@@ -10,8 +10,8 @@ use crate::{check_post_sampling, registry};
 
 #[test]
 fn the_committed_recording_replays_with_the_same_verdicts() {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../fixtures/server-probe/llama-server.json");
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/server-probe/llama-server.json");
     let text = std::fs::read_to_string(&path).expect("the committed recording");
     let recording: Recording = serde_json::from_str(&text).expect("a recording");
     let report = server_probe::replay(&recording, &registry()).expect("replay");
