@@ -150,14 +150,19 @@ impl std::fmt::Display for CandleSampling {
     }
 }
 
-/// The setup in one line, as a report row shows it:
-/// `Sampling::TopK { k: 40, temperature: 0.7 } + sample_f(transformers top-k 50),
-/// repeat_penalty 1.3 on the last 64 ids`.
+/// The setup in one line, as a report row shows it, naming the items a port
+/// calls: `Sampling::All { temperature: 0.7 } + sample_f(HfTopK::new(&logits, 50,
+/// 0.7)), repeat_penalty 1.3 on the last 64 ids` ([`crate::HfTopK`]'s `apply` is
+/// the closure `sample_f` takes; [`CandleParams::recipe`] spells the call out).
 impl std::fmt::Display for CandleParams {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}", self.sampling)?;
         if let Some(k) = self.hf_top_k {
-            write!(f, " + sample_f(transformers top-k {k})")?;
+            write!(
+                f,
+                " + sample_f(HfTopK::new(&logits, {k}, {:?}))",
+                self.sampling.temperature().unwrap_or(1.0)
+            )?;
         }
         if let Some(rp) = &self.repeat_penalty {
             match rp.window {
@@ -177,7 +182,9 @@ impl CandleParams {
         let mut s = format!("LogitsProcessor::from_sampling(seed, {})", self.sampling);
         if let Some(k) = self.hf_top_k {
             s.push_str(&format!(
-                ", sampled with sample_f and a closure that keeps transformers' top {k} (ties included) and renormalises"
+                ", sampled with sample_f(&logits, |prs| candle_adapter::HfTopK::new(&logits, {k}, {:?}).apply(prs)), \
+                 which keeps transformers' top {k} (ties included) and renormalises",
+                self.sampling.temperature().unwrap_or(1.0)
             ));
         }
         if let Some(rp) = &self.repeat_penalty {

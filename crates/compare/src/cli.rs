@@ -94,8 +94,8 @@ pub struct ReportArgs {
     #[arg(long, value_delimiter = ',', value_name = "PAIRS")]
     pub pairs: Vec<String>,
     /// Real draws per row whose engine can be run here; every draw is replayed and must agree
-    /// (0: none).
-    #[arg(long, default_value_t = 1000, value_name = "N")]
+    /// (0: none; at most 10000000).
+    #[arg(long, default_value_t = 1000, value_name = "N", value_parser = draws_arg())]
     pub draws: usize,
     /// Seed of the real draws (and of the replay).
     #[arg(long, default_value_t = 42, value_name = "S")]
@@ -103,11 +103,11 @@ pub struct ReportArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t)]
     pub format: ReportFormat,
-    /// Exit with status 1 if any row's total variation exceeds X.
-    #[arg(long, value_name = "X")]
+    /// Exit with status 1 if any row's total variation exceeds X (a number in [0, 1]).
+    #[arg(long, value_name = "X", value_parser = unit_threshold)]
     pub max_tv: Option<f64>,
-    /// Exit with status 1 if any row's max |p_left - p_right| exceeds X.
-    #[arg(long, value_name = "X")]
+    /// Exit with status 1 if any row's max |p_left - p_right| exceeds X (a number in [0, 1]).
+    #[arg(long, value_name = "X", value_parser = unit_threshold)]
     pub max_abs_diff: Option<f64>,
     /// Exit with status 1 if any row's verdict is not `same` (a kept set that
     /// differs by one token of tiny mass fails too, unlike --max-tv).
@@ -141,6 +141,33 @@ impl Default for ReportArgs {
             ignore_fragile: false,
             show_tokens: 3,
         }
+    }
+}
+
+/// The most real draws `--draws` takes: each is kept (and replayed), so an
+/// unbounded count could exhaust memory before the first draw.
+pub const MAX_DRAWS: usize = 10_000_000;
+
+/// The largest vocabulary `compare bench` builds logits for (2^24 tokens,
+/// 64 times the largest real vocabulary it times by default).
+pub const MAX_BENCH_VOCAB: usize = 1 << 24;
+
+/// `--draws`: 0 to [`MAX_DRAWS`].
+fn draws_arg() -> clap::builder::RangedU64ValueParser<usize> {
+    clap::builder::RangedU64ValueParser::<usize>::new().range(0..=MAX_DRAWS as u64)
+}
+
+/// `--max-tv`, `--max-abs-diff`: a number in [0, 1]. TV and max |Δp| never
+/// exceed 1, so a larger threshold (`2`, `inf`, `1e999`) could never fail a
+/// check, and NaN compares false with every figure: both would pass by
+/// accident.
+fn unit_threshold(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(x) if (0.0..=1.0).contains(&x) => Ok(x),
+        _ => Err(format!(
+            "{text} is not a number in the range [0, 1] (TV and max |Δp| lie in [0, 1]: a \
+             threshold outside it, or NaN, could never fail)"
+        )),
     }
 }
 
@@ -248,8 +275,10 @@ pub struct TranslateArgs {
     /// list and the default are in `compare translate --help`).
     #[arg(long, value_name = "NAME")]
     pub to: Option<String>,
-    /// Your context length (an engine whose penalty sees a last-n window must cover all of it).
-    #[arg(long, default_value_t = 4096, value_name = "N")]
+    /// Your context length (an engine whose penalty sees a last-n window must cover all of it;
+    /// 1 to 2147483647, llama.cpp's int32 repeat_last_n).
+    #[arg(long, default_value_t = 4096, value_name = "N",
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=i32::MAX as u64))]
     pub context_len: usize,
     /// A model's generation_config.json, whose values sit between the kwargs and
     /// transformers' defaults.
@@ -279,8 +308,8 @@ pub struct TiesArgs {
     #[arg(long, default_value_t = 2)]
     pub k: usize,
     /// Real draws from each engine that can be run here (each replayed where its RNG is
-    /// mirrored; 0: none).
-    #[arg(long, default_value_t = 10_000, value_name = "N")]
+    /// mirrored; 0: none; at most 10000000).
+    #[arg(long, default_value_t = 10_000, value_name = "N", value_parser = draws_arg())]
     pub draws: usize,
     /// Seed of the real draws.
     #[arg(long, default_value_t = 42, value_name = "S")]
@@ -305,11 +334,12 @@ pub struct SemanticsArgs {
 /// Arguments of `compare bench`.
 #[derive(Debug, Clone, Args)]
 pub struct BenchArgs {
-    /// Vocabulary sizes, comma-separated (empty: 32000,49152,151936,262144).
-    #[arg(long, value_delimiter = ',', value_name = "V")]
+    /// Vocabulary sizes, comma-separated, each 2 to 16777216 (empty: 32000,49152,151936,262144).
+    #[arg(long, value_delimiter = ',', value_name = "V",
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(2..=MAX_BENCH_VOCAB as u64))]
     pub vocab: Vec<usize>,
-    /// Timed calls per side and setting; the median is reported (at least 1).
-    #[arg(long, default_value_t = 31, value_name = "N", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    /// Timed calls per side and setting; the median is reported (1 to 1000000).
+    #[arg(long, default_value_t = 31, value_name = "N", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1_000_000))]
     pub reps: usize,
     /// Output format.
     #[arg(long, value_enum, default_value_t)]
@@ -351,8 +381,9 @@ pub struct SpeculativeArgs {
     /// model's own logits for the same prompt); its vocabulary must be the target's.
     #[arg(long, value_name = "FILE", requires = "draft")]
     pub draft_fixture: Option<PathBuf>,
-    /// Draft tokens per step (K), for the expected lengths.
-    #[arg(long, default_value_t = 4, value_name = "K")]
+    /// Draft tokens per step (K), for the expected lengths (1 to 1024).
+    #[arg(long, default_value_t = 4, value_name = "K",
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(0..=1024))]
     pub k: usize,
     /// Output format.
     #[arg(long, value_enum, default_value_t)]

@@ -75,7 +75,10 @@ pub use constraints::Constraints;
 pub use error::HfError;
 pub use fast::{Dispatch, Distribution, HfSampler, StepPath};
 pub use fragile::fragile;
-pub use params::{GenerationConfig, GenerationParams, SAMPLING_KEYS, resolve};
+pub use params::{
+    GenerationConfig, GenerationParams, IgnoredFlag, SAMPLING_KEYS, ignored_flags_warning,
+    ignored_sampling_flags, resolve,
+};
 pub use processors::Processor;
 pub use request::{
     Reference, Removal, Removed, generate_kwargs as request_kwargs, generate_reference,

@@ -570,6 +570,84 @@ fn saturating_usize(k: u64) -> usize {
     usize::try_from(k).unwrap_or(usize::MAX)
 }
 
+/// A sampling flag transformers ignores because `do_sample` is not `True`:
+/// its name and the detail transformers logs for it at INFO level.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IgnoredFlag {
+    /// The flag (`temperature`, `top_p`, ...).
+    pub name: &'static str,
+    /// transformers' detail line, e.g. "`do_sample` is not set to `True`. However,
+    /// `temperature` is set to `0.7` -- this flag is only used in sample-based generation
+    /// modes. You should set `do_sample=True` or unset `temperature`."
+    pub detail: String,
+}
+
+/// The sampling flags transformers 5.23.0 warns about when generate kwargs
+/// set them without `do_sample=True` (generation/configuration_utils.py,
+/// `GenerationConfig.validate`, check 2.1, as `generation_config.update(**kwargs)`
+/// runs it): greedy decoding ignores them. Values are read kwargs > generation
+/// config > defaults, like [`resolve`]; a flag from the generation config is
+/// skipped when the kwargs set `do_sample` and not the flag (`_should_warn`).
+/// Empty when `do_sample` is `True`.
+pub fn ignored_sampling_flags(
+    kwargs: &Map<String, Value>,
+    config: Option<&GenerationConfig>,
+) -> Vec<IgnoredFlag> {
+    let get = |key: &str| -> Option<&Value> {
+        kwargs.get(key).or_else(|| config.and_then(|c| c.get(key)))
+    };
+    // `if self.do_sample is not True`: 1 or "yes" are not `True`.
+    if get("do_sample") == Some(&Value::Bool(true)) {
+        return Vec::new();
+    }
+    // `x is not None and x != neutral` (None: any value warns); Python's
+    // `True == 1.0`, and a string never equals a float.
+    let checks: [(&'static str, Option<f64>); 7] = [
+        ("temperature", Some(1.0)),
+        ("top_p", Some(1.0)),
+        ("min_p", None),
+        ("typical_p", Some(1.0)),
+        ("top_k", Some(50.0)),
+        ("epsilon_cutoff", Some(0.0)),
+        ("eta_cutoff", Some(0.0)),
+    ];
+    let sample_set = kwargs.contains_key("do_sample");
+    checks
+        .into_iter()
+        .filter_map(|(name, neutral)| {
+            let v = get(name).filter(|v| !v.is_null())?;
+            let off = neutral.is_some_and(|n| number(v).is_some_and(|(x, _)| x == n));
+            // `_should_warn`: not when the caller set `do_sample` but not this flag.
+            let warned = !sample_set || kwargs.contains_key(name);
+            (!off && warned).then(|| IgnoredFlag {
+                name,
+                detail: format!(
+                    "`do_sample` is not set to `True`. However, `{name}` is set to `{value}` -- this \
+                     flag is only used in sample-based generation modes. You should set \
+                     `do_sample=True` or unset `{name}`.",
+                    value = value_str(v)
+                ),
+            })
+        })
+        .collect()
+}
+
+/// The warning transformers 5.23.0 logs (once, at WARNING level) for these
+/// flags (`GenerationConfig.validate`), e.g. "The following generation flags
+/// are not valid and may be ignored: ['temperature', 'top_p']. Set
+/// `TRANSFORMERS_VERBOSITY=info` for more details."; `None` when empty.
+pub fn ignored_flags_warning(flags: &[IgnoredFlag]) -> Option<String> {
+    if flags.is_empty() {
+        return None;
+    }
+    let names: Vec<String> = flags.iter().map(|f| format!("'{}'", f.name)).collect();
+    Some(format!(
+        "The following generation flags are not valid and may be ignored: [{}]. Set \
+         `TRANSFORMERS_VERBOSITY=info` for more details.",
+        names.join(", ")
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -588,5 +666,43 @@ mod tests {
         let off = resolve(json!({"top_k": null}).as_object().expect("object"), None).expect("ok");
         assert_eq!(off.as_kwargs()["top_k"], json!(0));
         assert_eq!(resolve(&off.as_kwargs(), None).expect("valid").top_k, None);
+    }
+
+    #[test]
+    fn sampling_flags_without_do_sample_are_named_as_transformers_names_them() {
+        let flags = |v: Value| ignored_sampling_flags(v.as_object().expect("object"), None);
+        let got = flags(json!({"temperature": 0.7, "top_p": 0.9}));
+        let names: Vec<_> = got.iter().map(|f| f.name).collect();
+        assert_eq!(names, ["temperature", "top_p"]);
+        // The text of transformers 5.23.0's generation/configuration_utils.py.
+        assert_eq!(
+            got[0].detail,
+            "`do_sample` is not set to `True`. However, `temperature` is set to `0.7` -- this flag \
+             is only used in sample-based generation modes. You should set `do_sample=True` or \
+             unset `temperature`."
+        );
+        assert_eq!(
+            ignored_flags_warning(&got).as_deref(),
+            Some(
+                "The following generation flags are not valid and may be ignored: \
+                 ['temperature', 'top_p']. Set `TRANSFORMERS_VERBOSITY=info` for more details."
+            )
+        );
+        // Sampling, neutral values, and `do_sample=False` with the flag: as transformers.
+        assert!(flags(json!({"do_sample": true, "temperature": 0.7})).is_empty());
+        assert!(flags(json!({"temperature": 1.0, "top_k": 50, "top_p": null})).is_empty());
+        assert_eq!(
+            flags(json!({"do_sample": false, "top_k": 40}))[0].name,
+            "top_k"
+        );
+        assert_eq!(ignored_flags_warning(&[]), None);
+        // A generation config's flag is not the caller's when the caller set do_sample only.
+        let config = GenerationConfig::from_json_str(r#"{"temperature": 0.6}"#).expect("config");
+        let kwargs = json!({"do_sample": false});
+        let from_config =
+            ignored_sampling_flags(kwargs.as_object().expect("object"), Some(&config));
+        assert!(from_config.is_empty());
+        let none = ignored_sampling_flags(&Map::new(), Some(&config));
+        assert_eq!(none[0].name, "temperature");
     }
 }

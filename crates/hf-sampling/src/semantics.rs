@@ -116,10 +116,18 @@ fn computed(
     context: &Context<'_>,
     params: &GenerationParams,
 ) -> Result<Distribution, Error> {
-    let logits = logits.to_f32()?;
+    let mut logits = logits.to_f32()?;
     let out = crate::process_at(&logits, context.input_ids(), context.prompt_len(), params)
         .map_err(Error::new)?;
-    Ok(Distribution::from_f32(&out.probs).with_scores(out.scores))
+    let dist = Distribution::from_f32(&out.probs).with_scores(out.scores);
+    if params.repetition_penalty == 1.0 {
+        return Ok(dist);
+    }
+    // The penalised logits, as the recorded side gives them ([`Hf`]), so a
+    // row computed here compares penalties too (a repeat window's max
+    // |Δ logit|).
+    crate::ops::repetition_penalty(&mut logits, context.input_ids(), params.repetition_penalty);
+    Ok(dist.with_penalised(logits))
 }
 
 impl Semantics for HfRust {

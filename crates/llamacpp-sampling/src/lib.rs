@@ -16,7 +16,8 @@
 //! the exact mixture of its two branches, weighted by the share of its RNG's
 //! outputs that trigger it. With `"seed"` and `"draws": N` in the params the
 //! answer also carries the first N tokens a fresh chain seeded with that seed
-//! returns when applied N times to the same logits.
+//! returns when applied N times to the same logits (with a seed and no
+//! `draws`, the one token llama-server itself would sample).
 //!
 //! Hand-written replicas (no C code is linked): `std::mt19937` and
 //! libstdc++ 12's `generate_canonical` ([`mt`]), libstdc++ 12's `std::sort`
@@ -155,7 +156,7 @@ const LLAMA_PARAMS: &[ParamInfo] = &[
     },
     ParamInfo {
         name: "draws",
-        default: "none",
+        default: "1 with a seed, else none",
         meaning: "(not a server field) replay this many seeded draws; needs seed",
     },
 ];

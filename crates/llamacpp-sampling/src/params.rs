@@ -26,6 +26,9 @@
 //!   and token ids outside the vocabulary are skipped silently.
 //! * `seed` is read as uint32; -1 (4294967295) is `LLAMA_DEFAULT_SEED`, a
 //!   fresh random seed per request.
+//! * `draws` (not a server field) is how many seeded draws to replay; with
+//!   a `seed` and no `draws` it is 1, the one token llama-server samples per
+//!   step with that seed.
 //!
 //! llama-server ignores fields it does not know; this semantics refuses
 //! them instead, so that a misspelt name cannot silently run the default.
@@ -522,6 +525,11 @@ pub(crate) fn parse(request: &Map<String, Value>) -> Result<ServerParams, Error>
             "seed" => p.seed = to_u32(n),
             _ => {}
         }
+    }
+    // llama-server samples one token per step with the request's seed, so a
+    // seeded request without `draws` replays that one draw.
+    if p.draws.is_none() && p.seed != DEFAULT_SEED {
+        p.draws = Some(1);
     }
     Ok(p)
 }

@@ -10,6 +10,15 @@
 //! and are parsed here, once; `params` is the semantics' own business
 //! ([`crate::semantics::Semantics::parse_params`]). Unknown top-level fields
 //! are refused, so a misspelt `input_ids` cannot silently mean "no context".
+//!
+//! Python's `json.dumps` writes `-Infinity`, `Infinity` and `NaN`, which are
+//! not JSON. Outside strings they are read as the strings `"-inf"`, `"inf"`
+//! and `"nan"` ([`python_floats`]), so `-Infinity` is accepted wherever
+//! `"-inf"` is; a logit of `Infinity` or `NaN` is refused with its index,
+//! quoted as `"inf"` or `"nan"` (fixtures refuse them too), and a parameter
+//! reads them as its semantics reads those strings.
+
+use std::borrow::Cow;
 
 use serde::Deserialize;
 use serde::de::{self, Deserializer, IgnoredAny, SeqAccess, Visitor};
@@ -84,9 +93,10 @@ pub struct Record {
 }
 
 impl Record {
-    /// Parses one line.
+    /// Parses one line (Python's `-Infinity`, `Infinity` and `NaN` read as
+    /// [`python_floats`] says).
     pub fn parse(line: &[u8]) -> Result<Self, String> {
-        serde_json::from_slice(line).map_err(|e| format!("invalid record: {e}"))
+        serde_json::from_slice(&python_floats(line)).map_err(|e| format!("invalid record: {e}"))
     }
 
     /// The context as integers, naming the first entry that is not one.
@@ -111,6 +121,47 @@ impl Record {
                 .map(Some)
                 .ok_or_else(|| format!("`prompt_len` must be a non-negative integer, got {v}")),
         }
+    }
+}
+
+/// `line` with the tokens Python's `json.dumps` writes for non-finite floats
+/// (`-Infinity`, `Infinity`, `NaN`), outside strings, replaced by the strings
+/// `"-inf"`, `"inf"` and `"nan"`. Borrowed when there are none. Text that is
+/// not JSON stays not JSON (serde_json then says where).
+pub fn python_floats(line: &[u8]) -> Cow<'_, [u8]> {
+    const TOKENS: [(&[u8], &[u8]); 3] = [
+        (b"-Infinity", b"\"-inf\""),
+        (b"Infinity", b"\"inf\""),
+        (b"NaN", b"\"nan\""),
+    ];
+    let mut out: Option<Vec<u8>> = None;
+    let (mut in_string, mut escaped) = (false, false);
+    let mut i = 0;
+    while i < line.len() {
+        let b = line[i];
+        if in_string {
+            match b {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+        } else if b == b'"' {
+            in_string = true;
+        } else if let Some((token, text)) = TOKENS.iter().find(|(t, _)| line[i..].starts_with(t)) {
+            let out = out.get_or_insert_with(|| line[..i].to_vec());
+            out.extend_from_slice(text);
+            i += token.len();
+            continue;
+        }
+        if let Some(out) = &mut out {
+            out.push(b);
+        }
+        i += 1;
+    }
+    match out {
+        Some(v) => Cow::Owned(v),
+        None => Cow::Borrowed(line),
     }
 }
 
@@ -251,6 +302,31 @@ mod tests {
             with_inf.to_f32().expect("fits"),
             vec![1.0, f32::NEG_INFINITY]
         );
+    }
+
+    #[test]
+    fn python_json_dumps_non_finite_floats_are_read() {
+        // json.dumps([1.0, float("-inf")]) == "[1.0, -Infinity]"
+        let l = logits(r#"{"logits": [1.0, -Infinity], "params": {"x": "NaN -Infinity"}}"#)
+            .expect("-Infinity is -inf");
+        assert_eq!(l.to_f32().expect("fits"), vec![1.0, f32::NEG_INFINITY]);
+        // Inside a string nothing changes (escaped quotes included).
+        let r = Record::parse(br#"{"logits": [0], "params": {"x": "a\"NaN"}}"#).expect("valid");
+        assert_eq!(r.params["x"], "a\"NaN");
+        // +inf and NaN logits are refused with their index, as the strings are.
+        assert_eq!(
+            logits(r#"{"logits": [0, Infinity]}"#).unwrap_err(),
+            "`logits[1]` must be a finite number or the string \"-inf\", got \"inf\""
+        );
+        assert_eq!(
+            logits(r#"{"logits": [NaN]}"#).unwrap_err(),
+            "`logits[0]` must be a finite number or the string \"-inf\", got \"nan\""
+        );
+        // Parameters read the strings as their semantics reads them.
+        let r = Record::parse(br#"{"logits": [0], "params": {"bias": [NaN, Infinity]}}"#)
+            .expect("valid");
+        assert_eq!(r.params["bias"], serde_json::json!(["nan", "inf"]));
+        assert!(matches!(python_floats(b"[1, 2]"), Cow::Borrowed(_)));
     }
 
     #[test]

@@ -7,13 +7,13 @@
 //! [`parity_core::Semantics::exact_setup`]). `hf` is computed by hf-rust here
 //! (a record carries no recording).
 
-use std::io::{BufRead, Write};
+use std::io::{self, BufRead, Write};
 
 use parity_core::jsonl::{self, Summary};
 use parity_core::{AnySemantics, Context, Record, Vocab};
 
 use super::report::rows::{Case, CaseRows, RowArgs, Run};
-use super::report::text::pair_label;
+use super::report::text::{pair_label, wrap_width, wrap_words, wrapped};
 use super::report::{Row, Verdict, select};
 use crate::cli::{DiffArgs, Format, Setup};
 
@@ -50,6 +50,9 @@ pub fn run<R: BufRead, W: Write, E: Write>(
         let record = Record::parse(line)?;
         let logits = record.logits.to_logits()?;
         let logits = logits.to_f32().map_err(|e| e.to_string())?;
+        if let (Some(v), Some(path)) = (&vocab, &args.vocab) {
+            super::check_vocab(path, v, logits.len())?;
+        }
         let input_ids = record.input_ids()?;
         let context = Context::new(&input_ids, record.prompt_len()?).map_err(|e| e.to_string())?;
         let case = Case {
@@ -98,14 +101,27 @@ fn exact_setups(
     pairs.into_iter().map(|(l, r)| (exact(l), exact(r))).collect()
 }
 
+/// The record's rows for people, wrapped at [`wrap_width`] (without the
+/// last newline: the batch writes one).
 fn write_text(out: &mut Vec<u8>, number: usize, rows: &[Row]) {
+    let mut text = Vec::new();
+    // Writing into a Vec cannot fail.
+    let _ = write_rows(&mut text, wrap_width(), number, rows);
+    while text.last() == Some(&b'\n') {
+        text.pop();
+    }
+    out.extend_from_slice(&text);
+}
+
+fn write_rows(out: &mut dyn Write, width: usize, number: usize, rows: &[Row]) -> io::Result<()> {
     let figure = |x: Option<f64>| x.map_or("-".to_string(), |x| format!("{x:.2e}"));
-    let mut text = format!("record {number}:");
+    writeln!(out, "record {number}:")?;
     for row in rows {
         let pair = pair_label(row);
         let kept = |k: Option<usize>| k.map_or("-".to_string(), |k| k.to_string());
-        text.push_str(&format!(
-            "\n  {pair}  kept {}/{}  max|Δp| {}  TV {}  {}",
+        writeln!(
+            out,
+            "  {pair}  kept {}/{}  max|Δp| {}  TV {}  {}{}",
             kept(row.kept_left),
             kept(row.kept_right),
             figure(row.max_abs_diff),
@@ -113,36 +129,40 @@ fn write_text(out: &mut Vec<u8>, number: usize, rows: &[Row]) {
             match row.verdict {
                 Verdict::Same => "same",
                 Verdict::Differs => "differs",
-            }
-        ));
-        if !row.fragile.is_empty() {
-            text.push_str(" ≈");
-        }
+            },
+            if row.fragile.is_empty() { "" } else { " ≈" }
+        )?;
         if let Some(reason) = &row.reason {
-            text.push_str(&format!("\n    why: {reason}"));
+            wrapped(out, width, "    why: ", 6, reason)?;
         }
         if let Some(fix) = &row.fix {
-            text.push_str(&format!("\n    fix: {fix}"));
+            wrapped(out, width, "    fix: ", 6, fix)?;
         }
         for f in &row.fragile {
-            text.push_str(&format!(
-                "\n    fragile: {} {} ({} ulps): {}; tokens {:?}",
+            let text = format!(
+                "{} {} ({} ulps): {}; tokens {:?}",
                 f.semantics,
                 f.kind.as_str(),
                 f.margin_ulps,
                 f.detail,
                 f.tokens
-            ));
+            );
+            wrapped(out, width, "    fragile: ", 6, &text)?;
         }
         for (side, list) in [(&row.left, &row.only_left), (&row.right, &row.only_right)] {
             if !list.is_empty() {
                 let shown: Vec<String> = list
                     .iter()
-                    .map(|t| format!("{} {:.2e}", t.label(), t.mass))
+                    .enumerate()
+                    .map(|(i, t)| {
+                        let comma = if i + 1 < list.len() { "," } else { "" };
+                        format!("{} {:.2e}{comma}", t.label(), t.mass)
+                    })
                     .collect();
-                text.push_str(&format!("\n    only {side}: {}", shown.join(", ")));
+                let first = format!("    only {side}: ");
+                wrap_words(out, width, &first, 6, shown.iter().map(String::as_str))?;
             }
         }
     }
-    out.extend_from_slice(text.as_bytes());
+    Ok(())
 }

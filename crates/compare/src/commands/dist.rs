@@ -30,6 +30,9 @@ pub fn run<R: BufRead, W: Write, E: Write>(
     let vocab = args.vocab.as_deref().map(Vocab::load).transpose()?;
     let summary = jsonl::drive(input, out, err, "error: ", |line, answer| {
         let dist = answer_record(semantics, line)?;
+        if let (Some(v), Some(path)) = (&vocab, &args.vocab) {
+            super::check_vocab(path, v, dist.probs().len())?;
+        }
         write_answer(answer, &dist, vocab.as_ref());
         Ok(())
     })?;

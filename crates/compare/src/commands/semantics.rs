@@ -8,6 +8,7 @@ use serde_json::json;
 use parity_core::AnySemantics;
 
 use super::report::SCHEMA;
+use super::report::text::{wrap_width, wrapped};
 use crate::cli::{Format, SemanticsArgs};
 
 /// Prints the list.
@@ -37,24 +38,30 @@ pub fn run(
             writeln!(out)?;
         }
         Format::Text => {
+            let columns = wrap_width();
             for (i, s) in all.iter().enumerate() {
                 let info = s.info();
                 if i > 0 {
                     writeln!(out)?;
                 }
-                writeln!(out, "{}: {}", info.name, info.engine)?;
-                writeln!(out, "  {}", info.summary)?;
-                writeln!(out, "  verified against: {}", info.verified_against)?;
+                wrapped(out, columns, &format!("{}: ", info.name), 4, info.engine)?;
+                wrapped(out, columns, "  ", 4, info.summary)?;
+                wrapped(
+                    out,
+                    columns,
+                    "  verified against: ",
+                    4,
+                    info.verified_against,
+                )?;
                 if s.reads_generation_config() {
                     writeln!(out, "  reads the model's generation_config.json")?;
                 }
                 let width = info.params.iter().map(|p| p.name.len()).max().unwrap_or(0);
                 for p in info.params {
-                    writeln!(
-                        out,
-                        "    {:<width$}  default {}: {}",
-                        p.name, p.default, p.meaning
-                    )?;
+                    // A default such as ["penalties","dry",...] may break after its commas.
+                    let text = format!("{}: {}", p.default.replace("\",\"", "\", \""), p.meaning);
+                    let first = format!("    {:<width$}  default ", p.name);
+                    wrapped(out, columns, &first, width + 6, &text)?;
                 }
             }
         }

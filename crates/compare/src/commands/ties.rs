@@ -47,6 +47,9 @@ pub fn run(
     kwargs.insert("temperature".into(), 1.0.into());
     let answers = every_semantics(logits, &kwargs, args, registry);
     let vocab = args.vocab.as_deref().map(Vocab::load).transpose()?;
+    if let (Some(v), Some(path)) = (&vocab, &args.vocab) {
+        super::check_vocab(path, v, logits.len()).map_err(anyhow::Error::msg)?;
+    }
     // Kept ids as people read them: `[0, 1]`, or with a vocabulary
     // `["<|endoftext|>" (0), "<|im_start|>" (1)]`.
     let kept = |ids: &[usize]| match &vocab {

@@ -16,7 +16,7 @@ use parity_core::{
 use serde_json::{Map, Value, json};
 
 use super::report::rows::{Case, verdict};
-use super::report::{SCHEMA, Verdict};
+use super::report::{SCHEMA, TransformersWarning, Verdict};
 use super::report::select;
 use super::report::text::{wrap_width, wrapped};
 use crate::cli::{Format, TranslateArgs};
@@ -40,6 +40,11 @@ pub fn run(
         .processor_names()
         .context("transformers would refuse these kwargs")?;
     let resolved = hf_sampling::provenance(&kwargs, config, &params);
+    let warning = TransformersWarning::for_kwargs(&kwargs, config);
+    if let Some(w) = &warning {
+        // Best effort: stderr is for people; the JSON carries it too.
+        let _ = w.write(wrap_width(), &mut std::io::stderr());
+    }
     let to = args.to.as_deref().unwrap_or(registry::DEFAULT_TRANSLATION);
     let engine = registry::find(registry, to)?;
     // The resolved values as kwargs: what transformers really runs with.
@@ -71,6 +76,7 @@ pub fn run(
                 "resolved": resolved_json(&resolved),
                 "transformers_processors": processors,
                 "sampling": params.do_sample,
+                "transformers_warning": warning,
                 "to": to,
                 "translation": translation.json,
                 "proof": translation.params.as_ref().map(|_| &proof),
@@ -95,7 +101,17 @@ pub fn run(
                     TranslationLine::Wrapped { label, text } => {
                         wrapped(out, width, label, 4, text)?;
                     }
-                    TranslationLine::Plain(text) => writeln!(out, "{text}")?,
+                    // Short lines and code blocks (several lines) stay as they are.
+                    TranslationLine::Plain(text)
+                        if text.contains('\n') || text.chars().count() <= width =>
+                    {
+                        writeln!(out, "{text}")?;
+                    }
+                    TranslationLine::Plain(text) => {
+                        // Keep the line's own indent; continuation lines go two deeper.
+                        let indent = text.len() - text.trim_start_matches(' ').len();
+                        wrapped(out, width, &text[..indent], indent + 2, text)?;
+                    }
                 }
             }
             if translation.params.is_some() {

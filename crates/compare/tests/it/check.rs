@@ -126,7 +126,7 @@ fn the_llama_3_1_config_gets_the_closure_fix_not_top_k_then_top_p() {
     assert_eq!(row["fix_verdict"], "same", "{row}");
     let fix = row["fix"].as_str().expect("a fix");
     assert!(
-        fix.contains("TopP") && fix.contains("sample_f(transformers top-k 50)"),
+        fix.contains("TopP") && fix.contains("sample_f(HfTopK::new(&logits, 50, 0.6))"),
         "{fix}"
     );
     assert!(!fix.contains("TopKThenTopP"), "{fix}");

@@ -51,6 +51,10 @@ fn headless(browser: &str, profile: &Path, page: &Path, args: &[&str]) -> (Strin
 }
 
 #[test]
+#[cfg_attr(
+    not(has_chromium),
+    ignore = "needs a Chromium on the PATH (apt-get install chromium)"
+)]
 fn html_report_renders_in_chromium() {
     let Some(browser) = chromium() else {
         assert!(

@@ -14,3 +14,4 @@ mod robustness;
 mod speculative;
 mod tokens;
 mod trace;
+mod trust;

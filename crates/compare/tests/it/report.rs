@@ -169,7 +169,9 @@ fn text_report_is_a_readable_table() {
     assert!(s.contains("why: default top-k 50"), "{s}");
     // The fix is translate's exact recipe, proven on these logits.
     assert!(
-        s.contains("fix: use Sampling::All { temperature: 0.7 } + sample_f(transformers top-k 50)"),
+        s.contains(
+            "fix: use Sampling::All { temperature: 0.7 } + sample_f(HfTopK::new(&logits, 50, 0.7))"
+        ),
         "{s}"
     );
     assert!(s.contains("why: top-k then top-p"), "{s}");
@@ -258,7 +260,7 @@ fn a_pair_without_transformers_is_explained_through_it() {
         assert_eq!(
             row.fix.as_deref(),
             Some(
-                "use Sampling::TopP { p: 0.9, temperature: 0.7 } + sample_f(transformers top-k 40)"
+                "use Sampling::TopP { p: 0.9, temperature: 0.7 } + sample_f(HfTopK::new(&logits, 40, 0.7))"
             ),
             "{pair}"
         );

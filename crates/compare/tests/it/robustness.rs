@@ -383,13 +383,14 @@ fn nan_and_infinities_are_refused_with_their_index() {
             r#"{"logits": [0, "-Infinity"]}"#,
             "`logits[1]` must be a finite number or the string \"-inf\", got \"-Infinity\"",
         ),
+        // Python's json.dumps writes these (read as "nan" and "inf").
         (
             r#"{"logits": [0, NaN]}"#,
-            "invalid record: expected value at line 1 column 16",
+            "`logits[1]` must be a finite number or the string \"-inf\", got \"nan\"",
         ),
         (
             r#"{"logits": [0, Infinity]}"#,
-            "invalid record: expected value at line 1 column 16",
+            "`logits[1]` must be a finite number or the string \"-inf\", got \"inf\"",
         ),
         (
             r#"{"logits": [0, 1e999]}"#,

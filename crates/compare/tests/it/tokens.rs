@@ -6,11 +6,20 @@ use compare::commands::report::Report;
 use crate::cli::{compare, text};
 use crate::report::fixture;
 
+/// The first four tokens of SmolLM2's vocab.json, as a vocabulary file: the
+/// records here have four logits, and `--vocab` must have one token per logit.
 fn vocab() -> String {
-    format!(
+    let full = format!(
         "{}/../../fixtures/smollm2/vocab.json",
         env!("CARGO_MANIFEST_DIR")
-    )
+    );
+    let tokens: Vec<String> =
+        serde_json::from_slice(&std::fs::read(full).expect("vocab.json")).expect("JSON");
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("tokens-vocab");
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    let path = dir.join(format!("vocab4-{}.json", std::process::id()));
+    std::fs::write(&path, serde_json::to_vec(&tokens[..4]).expect("JSON")).expect("write");
+    path.display().to_string()
 }
 
 #[test]

@@ -302,6 +302,10 @@ fn kwargs_override_and_port_params_are_used() {
 }
 
 #[test]
+#[cfg_attr(
+    not(has_model),
+    ignore = "needs the SmolLM2 GGUF in .cache/models/ (scripts/fetch-model.sh)"
+)]
 fn candle_port_logits_distance_recomputes_from_exported_logits() {
     if !model_or_skip("candle_port_logits_distance_recomputes_from_exported_logits") {
         return;
@@ -425,6 +429,10 @@ fn edited_trace(
 }
 
 #[test]
+#[cfg_attr(
+    not(has_model),
+    ignore = "needs the SmolLM2 GGUF in .cache/models/ (scripts/fetch-model.sh)"
+)]
 fn a_trace_from_another_model_is_detected() {
     let other = "0".repeat(64);
     let (dir, trace) = edited_trace("other-model", "poem_t07_default", |meta, _| {
@@ -470,6 +478,10 @@ fn a_trace_with_another_vocabulary_size_is_refused() {
 }
 
 #[test]
+#[cfg_attr(
+    not(has_model),
+    ignore = "needs the SmolLM2 GGUF in .cache/models/ (scripts/fetch-model.sh)"
+)]
 fn a_prompt_longer_than_the_context_window_is_refused() {
     if !model_or_skip("a_prompt_longer_than_the_context_window_is_refused") {
         return;

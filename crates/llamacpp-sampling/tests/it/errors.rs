@@ -105,3 +105,21 @@ fn the_penalty_window_includes_the_prompt() {
     .expect("runs");
     assert_eq!(d.kept(), &[0]);
 }
+
+#[test]
+fn a_seed_without_draws_replays_the_one_token_the_server_samples() {
+    // llama-server samples one token per step with the request's seed: the
+    // first of the N tokens a fresh chain with that seed returns.
+    let logits = [3.0, 2.0, 2.0, 1.0];
+    let one = run(json!({"seed": 42}), &logits, &[]).expect("runs");
+    let five = run(json!({"seed": 42, "draws": 5}), &logits, &[]).expect("runs");
+    let first = five.tokens().expect("five tokens")[0];
+    assert_eq!(one.tokens(), Some(&[first][..]));
+    // No seed, or -1 (a random seed per request): nothing to replay.
+    for v in [json!({}), json!({"seed": -1})] {
+        assert_eq!(run(v, &logits, &[]).expect("runs").tokens(), None);
+    }
+    // An explicit count still wins.
+    let none = run(json!({"seed": 42, "draws": 0}), &logits, &[]).expect("runs");
+    assert_eq!(none.tokens(), Some(&[][..]));
+}

@@ -30,7 +30,10 @@ mod summary;
 pub(crate) mod text;
 
 pub(crate) use schema::text_fields;
-pub use schema::{Draws, FragileRow, Penalty, Report, Row, Summary, TokenRow, TopToken, Verdict};
+pub use schema::{
+    Draws, FragileRow, IgnoredFlag, Penalty, Report, Row, Summary, TokenRow, TopToken,
+    TransformersWarning, Verdict,
+};
 pub use select::DEFAULT_SETTINGS;
 
 /// Version of the JSON document (`docs/report-schema.md`).
@@ -105,6 +108,21 @@ fn run_with(
     on_fixture: &mut dyn FnMut(&[Row]) -> io::Result<()>,
 ) -> anyhow::Result<Outcome> {
     let kwargs = select::kwargs(args)?;
+    let transformers_warning = match &kwargs {
+        Some(kwargs) => {
+            let config = args
+                .generation_config
+                .as_deref()
+                .map(hf_sampling::GenerationConfig::from_path)
+                .transpose()?;
+            TransformersWarning::for_kwargs(kwargs, config.as_ref())
+        }
+        None => None,
+    };
+    if let Some(w) = &transformers_warning {
+        // Best effort: stderr is for people; the JSON carries it too.
+        let _ = w.write(text::wrap_width(), &mut io::stderr());
+    }
     let pairs = select::pairs(&args.pairs, registry)?;
     let pairs = match &kwargs {
         Some(_) => select::computed_reference(pairs, registry),
@@ -157,6 +175,18 @@ fn run_with(
                 rows.extend(case.setting_rows(&run, &pairs, &row_args)?);
             }
             None => {
+                let missing = select::missing_settings(fx, args);
+                if !missing.is_empty() {
+                    if progress {
+                        eprint!("\r\x1b[2K");
+                    }
+                    eprintln!(
+                        "note: {} does not record {}; skipped there ({})",
+                        fx.name,
+                        missing.join(", "),
+                        fx.path.display()
+                    );
+                }
                 for setting in select::settings(fx, *default_settings, args) {
                     let run = rows::Run::recorded(setting);
                     rows.extend(case.setting_rows(&run, &pairs, &row_args)?);
@@ -180,6 +210,7 @@ fn run_with(
             schema: SCHEMA,
             summary,
             rows,
+            transformers_warning,
         },
     })
 }

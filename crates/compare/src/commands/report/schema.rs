@@ -17,6 +17,73 @@ pub struct Report {
     pub summary: Summary,
     /// One row per (fixture, setting, pair[, penalty window]).
     pub rows: Vec<Row>,
+    /// What transformers warns about `--kwargs` that set sampling flags without
+    /// `do_sample=True` (it then decodes greedily); absent when it warns about nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transformers_warning: Option<TransformersWarning>,
+}
+
+/// transformers' warning for sampling flags it ignores because `do_sample` is
+/// not `True` (`GenerationConfig.validate`, transformers 5.23.0).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TransformersWarning {
+    /// The WARNING-level message, as transformers logs it.
+    pub message: String,
+    /// Each ignored flag with transformers' INFO-level detail.
+    pub flags: Vec<IgnoredFlag>,
+}
+
+/// One flag of a [`TransformersWarning`].
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IgnoredFlag {
+    /// The flag (`temperature`, `top_p`, ...).
+    pub flag: String,
+    /// transformers' detail for it.
+    pub detail: String,
+}
+
+impl TransformersWarning {
+    /// transformers' warning for these generate kwargs (and generation
+    /// config), if it gives one.
+    pub fn for_kwargs(
+        kwargs: &Map<String, Value>,
+        config: Option<&hf_sampling::GenerationConfig>,
+    ) -> Option<Self> {
+        let flags = hf_sampling::ignored_sampling_flags(kwargs, config);
+        Some(Self {
+            message: hf_sampling::ignored_flags_warning(&flags)?,
+            flags: flags
+                .into_iter()
+                .map(|f| IgnoredFlag {
+                    flag: f.name.to_string(),
+                    detail: f.detail,
+                })
+                .collect(),
+        })
+    }
+
+    /// The warning for people (stderr), wrapped to `width` columns.
+    pub fn write(&self, width: usize, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        let names: Vec<&str> = self.flags.iter().map(|f| f.flag.as_str()).collect();
+        super::text::wrapped(
+            out,
+            width,
+            "warning: ",
+            4,
+            &format!(
+                "without `do_sample=True` transformers decodes greedily (the argmax) and ignores \
+                 {}; transformers 5.23.0 warns: {}",
+                names.join(", "),
+                self.message
+            ),
+        )?;
+        for f in &self.flags {
+            super::text::wrapped(out, width, &format!("  - `{}`: ", f.flag), 6, &f.detail)?;
+        }
+        Ok(())
+    }
 }
 
 /// Counts over all rows.

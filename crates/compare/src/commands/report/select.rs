@@ -162,6 +162,17 @@ pub(super) fn check_settings<'f>(
     Ok(())
 }
 
+/// The `--settings` names `fx` does not record: the report skips them on
+/// this fixture (another fixture records them, or [`check_settings`] would
+/// have refused them), and says so on stderr.
+pub(super) fn missing_settings<'a>(fx: &Fixture, args: &'a ReportArgs) -> Vec<&'a str> {
+    args.settings
+        .iter()
+        .map(String::as_str)
+        .filter(|name| !fx.settings.iter().any(|s| s.name == *name))
+        .collect()
+}
+
 /// Why a report has no rows, in words.
 pub(super) fn why_nothing(
     fixtures: &[(Fixture, Option<SettingNames>)],

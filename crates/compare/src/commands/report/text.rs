@@ -173,7 +173,7 @@ pub(crate) fn wrapped(
 /// `first` then `words` separated by spaces, wrapped to `width` columns
 /// between words (a word may hold spaces: a token's `" M" (372) 1.99e-3`
 /// is never split, so the spaces of a token stay as they are).
-fn wrap_words<'w>(
+pub(crate) fn wrap_words<'w>(
     out: &mut dyn Write,
     width: usize,
     first: &str,
