@@ -6,6 +6,24 @@ use serde_json::Value;
 
 use crate::{Report, Verdict};
 
+/// `label` then `text` broken after commas into lines of at most 100
+/// characters, continued under the text.
+fn wrapped(out: &mut dyn Write, label: &str, text: &str) -> io::Result<()> {
+    const WIDTH: usize = 100;
+    let indent = " ".repeat(label.chars().count());
+    let mut line = label.to_string();
+    let mut fresh = true;
+    for piece in text.split_inclusive(',') {
+        if !fresh && line.chars().count() + piece.chars().count() > WIDTH {
+            writeln!(out, "{line}")?;
+            line = indent.clone();
+        }
+        line.push_str(piece);
+        fresh = false;
+    }
+    writeln!(out, "{line}")
+}
+
 fn figure(x: Option<f64>) -> String {
     x.map_or_else(|| "-".to_string(), |x| format!("{x:.2e}"))
 }
@@ -98,7 +116,7 @@ pub fn write_text(report: &Report, out: &mut dyn Write) -> io::Result<()> {
             )?;
             writeln!(out, "      route: {}", c.endpoint)?;
             if let Some(params) = &c.params {
-                writeln!(out, "      params: {params}")?;
+                wrapped(out, "      params: ", &params.to_string())?;
             }
             if let Some(e) = &c.error {
                 writeln!(out, "      error: {e}")?;

@@ -1,0 +1,78 @@
+//! `compare probe`: measure a running server over HTTP and name the
+//! semantics that explain it. The work is `server_probe`'s; this file reads
+//! the arguments, makes one call and prints the report (docs/probe.md).
+
+use std::io::Write;
+
+use anyhow::{Context, bail};
+use parity_core::AnySemantics;
+use server_probe::{Api, Options, Recording};
+
+use crate::cli::{Format, ProbeArgs};
+
+/// Probes the server (or replays a recording) and writes the report.
+pub fn run(
+    args: &ProbeArgs,
+    semantics: &[Box<dyn AnySemantics>],
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
+    let report = match &args.replay {
+        Some(path) => {
+            let bytes = parity_core::fixture::read_at_most(path, 1 << 30)
+                .with_context(|| format!("--replay: reading {}", path.display()))?
+                .map_err(|_| anyhow::anyhow!("--replay: {} is over 1 GiB", path.display()))?;
+            let recording: Recording = serde_json::from_slice(&bytes).with_context(|| {
+                format!("--replay: {} is not a probe recording", path.display())
+            })?;
+            server_probe::replay(&recording, semantics)?
+        }
+        None => {
+            let options = options(args)?;
+            let (report, recording) = server_probe::probe(&options, semantics)?;
+            if let Some(path) = &args.record {
+                let text = serde_json::to_string(&recording)?;
+                std::fs::write(path, text + "\n")
+                    .with_context(|| format!("--record: writing {}", path.display()))?;
+            }
+            report
+        }
+    };
+    match args.format {
+        Format::Json => {
+            serde_json::to_writer_pretty(&mut *out, &report)?;
+            writeln!(out)?;
+        }
+        Format::Text => server_probe::write_text(&report, out)?,
+    }
+    Ok(())
+}
+
+fn options(args: &ProbeArgs) -> anyhow::Result<Options> {
+    let (Some(server), Some(api)) = (&args.server, &args.api) else {
+        bail!("give --server URL and --api llama-server|openai|ollama (or --replay FILE)");
+    };
+    let prompt_ids = match &args.prompt_ids {
+        None => None,
+        Some(text) => Some(
+            serde_json::from_str::<Vec<i64>>(text)
+                .with_context(|| format!("--prompt-ids is not a JSON array of ids: {text}"))?,
+        ),
+    };
+    let requests = args
+        .request
+        .iter()
+        .map(|r| super::json_object_arg("--request", r))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    Ok(Options {
+        server: server.clone(),
+        api: Api::parse(api)?,
+        model: args.model.clone(),
+        prompt: args.prompt.clone(),
+        prompt_ids,
+        requests,
+        samples: args.samples,
+        seed: args.seed,
+        top: args.top,
+        timeout_secs: args.timeout,
+    })
+}
