@@ -44,6 +44,9 @@ pub enum Command {
     Beam(BeamArgs),
     /// Along a recorded transformers generation, compare a real port's logits and sampling per token.
     Trace(TraceArgs),
+    /// Measure a running server (llama-server, Ollama, OpenAI-compatible) over HTTP and name the
+    /// semantics that explain what it samples from (docs/probe.md).
+    Probe(ProbeArgs),
 }
 
 /// Output format.
@@ -483,4 +486,50 @@ pub struct TraceArgs {
     /// [steps, V] f32).
     #[arg(long, value_name = "DIR")]
     pub export_logits: Option<PathBuf>,
+}
+
+/// Arguments of `compare probe` (docs/probe.md).
+#[derive(Debug, Args)]
+pub struct ProbeArgs {
+    /// The server's base URL, e.g. http://127.0.0.1:8080 (plain HTTP; nothing else is contacted).
+    #[arg(long, value_name = "URL", required_unless_present = "replay")]
+    pub server: Option<String>,
+    /// The server's API: llama-server, openai (any OpenAI-compatible server) or ollama.
+    #[arg(long, value_name = "API", required_unless_present = "replay")]
+    pub api: Option<String>,
+    /// The model name requests carry (OpenAI: default the first of /v1/models; Ollama: required).
+    #[arg(long, value_name = "NAME")]
+    pub model: Option<String>,
+    /// The prompt as text (llama-server tokenizes it as /completion does).
+    #[arg(long, value_name = "TEXT", conflicts_with = "prompt_ids")]
+    pub prompt: Option<String>,
+    /// The prompt as a JSON array of token ids.
+    #[arg(long, value_name = "JSON")]
+    pub prompt_ids: Option<String>,
+    /// A request's sampling fields as a JSON object in the API's own names; repeat for more.
+    #[arg(long, value_name = "JSON", required_unless_present = "replay")]
+    pub request: Vec<String>,
+    /// Draw N single-token samples per request (distinct seeds) instead of asking for
+    /// post-sampling probabilities (the only way on OpenAI-compatible servers and Ollama).
+    #[arg(long, value_name = "N")]
+    pub samples: Option<usize>,
+    /// Seed of the first request; sample i uses seed + i.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Raw top log-probabilities to ask for (default: the whole vocabulary on llama-server, 20
+    /// elsewhere).
+    #[arg(long, value_name = "K")]
+    pub top: Option<usize>,
+    /// Seconds to wait for each answer.
+    #[arg(long, value_name = "SECONDS", default_value_t = 60)]
+    pub timeout: u64,
+    /// Write everything the server returned (and the exact request bodies) to FILE.
+    #[arg(long, value_name = "FILE", conflicts_with = "replay")]
+    pub record: Option<PathBuf>,
+    /// Re-run a recorded probe offline from FILE (no server).
+    #[arg(long, value_name = "FILE")]
+    pub replay: Option<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Format,
 }

@@ -124,6 +124,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Trace(args) => {
             commands::trace::run(&args, &registry::all(None), &mut out).map(|()| false)?
         }
+        Command::Probe(args) => {
+            commands::probe::run(&args, &registry::all(None), &mut out).map(|()| false)?
+        }
     };
     out.flush()?;
     match out.error {

@@ -5,6 +5,7 @@ pub mod beam;
 pub mod bench;
 pub mod diff;
 pub mod dist;
+pub mod probe;
 pub mod report;
 pub mod request;
 pub mod semantics;

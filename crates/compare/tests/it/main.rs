@@ -7,6 +7,7 @@ mod cli;
 mod differential;
 mod fragile;
 mod html;
+mod probe;
 mod registry;
 mod report;
 mod request;
