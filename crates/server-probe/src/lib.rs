@@ -20,8 +20,9 @@
 //!    probabilities, or a G-test p-value against the samples.
 //!
 //! The candidates are the registry's semantics whose routes fit the API
-//! (llama-server: `llama.cpp`; Ollama: `ollama`, `ollama-go`, `ollama-mlx`;
-//! OpenAI-compatible: every route), plus transformers'
+//! (llama-server: `llama.cpp`; Ollama: the native routes of `ollama`,
+//! `ollama-go`, `ollama-mlx`; OpenAI-compatible: every `/v1/` route), plus
+//! transformers'
 //! `generate(**request)` (`hf-rust`'s first route) and, on llama-server,
 //! `llama.cpp` with temperature moved first in its chain — the two
 //! explanations people usually assume. The distance from what the server
@@ -571,7 +572,7 @@ fn fits(api: Api, semantics: &str, endpoint: &str) -> bool {
         Api::Ollama => {
             matches!(semantics, "ollama" | "ollama-go" | "ollama-mlx") && !endpoint.contains("/v1/")
         }
-        Api::Openai => true,
+        Api::Openai => endpoint.contains("/v1/"),
     }
 }
 

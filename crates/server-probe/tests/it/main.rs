@@ -350,3 +350,48 @@ fn a_wrong_api_a_refused_request_and_a_dead_server_are_errors() {
         .to_string();
     assert!(e.contains("connection refused"), "{e}");
 }
+
+/// A one-connection server on 127.0.0.1 that answers every request with
+/// `answer` (or never answers when `None`), for the transport's errors.
+fn misbehaving(answer: Option<&'static str>) -> String {
+    use std::io::{Read, Write};
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    std::thread::spawn(move || {
+        if let Ok((mut s, _)) = listener.accept() {
+            let mut buf = [0u8; 4096];
+            let _ = s.read(&mut buf);
+            match answer {
+                Some(a) => {
+                    let _ = s.write_all(a.as_bytes());
+                }
+                None => std::thread::sleep(Duration::from_secs(5)),
+            }
+        }
+    });
+    format!("http://127.0.0.1:{port}")
+}
+
+#[test]
+fn non_json_truncated_and_silent_answers_are_errors() {
+    let run = |url: String| {
+        let mut o = options(&url, vec![json!({})], None);
+        o.timeout_secs = 1;
+        server_probe::probe(&o, &registry())
+            .unwrap_err()
+            .to_string()
+    };
+    let e = run(misbehaving(Some(
+        "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello",
+    )));
+    assert!(e.contains("the answer is not JSON"), "{e}");
+    let e = run(misbehaving(Some(
+        "HTTP/1.1 200 OK\r\nContent-Length: 100\r\nConnection: close\r\n\r\n{\"status\": \"o",
+    )));
+    assert!(
+        e.contains("truncated") || e.contains("closed the connection"),
+        "{e}"
+    );
+    let e = run(misbehaving(None));
+    assert!(e.contains("no answer within 1 s"), "{e}");
+}
