@@ -290,26 +290,40 @@ fn samples_name_llama_cpp_and_rule_out_temperature_first() {
     }
     let guard = server();
     let url = guard.as_ref().map(|s| s.url.clone()).unwrap_or_default();
-    let request = json!({"temperature": 2.0, "min_p": 0.1, "top_k": 0, "top_p": 1.0});
-    let o = options(&url, vec![request], Some(400));
+    // min_p before temperature (llama.cpp) against temperature first, at
+    // T = 2; and llama-server's defaults against transformers' defaults.
+    let requests = vec![
+        json!({"temperature": 2.0, "min_p": 0.1, "top_k": 0, "top_p": 1.0}),
+        json!({}),
+    ];
+    let o = options(&url, requests, Some(400));
     let (report, _) = server_probe::probe(&o, &registry()).expect("probe");
-    let p = &report.probes[0];
-    assert_eq!(p.mode, "samples");
-    let by = |label: &str| {
-        p.candidates
-            .iter()
-            .find(|c| c.label() == label)
-            .unwrap_or_else(|| panic!("no candidate {label}: {p:#?}"))
-    };
-    for c in &p.candidates {
-        eprintln!("{}: p = {:?}, {:?}", c.label(), c.p_value, c.verdict);
-    }
-    let right = by("llama.cpp").p_value.expect("p");
-    assert!(right > 0.01, "llama.cpp p = {right}");
-    for wrong in ["llama.cpp[temperature first]", "hf-rust"] {
-        let pv = by(wrong).p_value.expect("p");
-        assert!(pv < 1e-6, "{wrong} p = {pv}");
-        assert_eq!(by(wrong).verdict, Verdict::RuledOut);
+    for p in &report.probes {
+        assert_eq!(p.mode, "samples");
+        assert_eq!(p.samples, Some(400));
+        let by = |label: &str| {
+            p.candidates
+                .iter()
+                .find(|c| c.label() == label)
+                .unwrap_or_else(|| panic!("no candidate {label}: {p:#?}"))
+        };
+        for c in &p.candidates {
+            eprintln!(
+                "{:?}: {}: p = {:?}, {:?}",
+                p.request,
+                c.label(),
+                c.p_value,
+                c.verdict
+            );
+        }
+        let right = by("llama.cpp").p_value.expect("p");
+        assert!(right > 0.01, "llama.cpp p = {right}");
+        assert_eq!(p.explained_by, ["llama.cpp"]);
+        for wrong in ["llama.cpp[temperature first]", "hf-rust"] {
+            let pv = by(wrong).p_value.expect("p");
+            assert!(pv < 1e-6, "{wrong} p = {pv}");
+            assert_eq!(by(wrong).verdict, Verdict::RuledOut);
+        }
     }
 }
 
