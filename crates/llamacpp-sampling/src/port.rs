@@ -7,7 +7,7 @@
 use std::path::Path;
 
 use parity_core::Error;
-use parity_core::trace::{Port, Trace, TensorFile, beside, read_bounded};
+use parity_core::trace::{Port, TensorFile, Trace, beside, read_bounded};
 
 /// The format tag of llama.cpp's logits beside a trace.
 pub const LLAMACPP_FORMAT: &str = "sampling-parity-trace-llamacpp/1";

@@ -136,7 +136,10 @@ pub fn translation(
         Ok(request) => {
             let flags = cli_flags(&request);
             let mut json = Map::new();
-            json.insert("llama_server_request".into(), Value::Object(request.clone()));
+            json.insert(
+                "llama_server_request".into(),
+                Value::Object(request.clone()),
+            );
             json.insert("llama_cli_flags".into(), json!(flags));
             json.insert("unmatched".into(), json!([]));
             json.insert("recipe".into(), json!(RECIPE));

@@ -340,4 +340,3 @@ pub fn parse_trace(path: &Path, data: &[u8]) -> Result<Trace> {
         scores,
     })
 }
-
