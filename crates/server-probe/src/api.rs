@@ -17,9 +17,10 @@
 //!
 //! OpenAI-compatible (`/v1/completions`): `logprobs: K` returns the top K
 //! log-probabilities keyed by token text (vLLM writes `token_id:N` with
-//! `return_tokens_as_token_ids`, which the probe reads as ids); servers cap
-//! K (OpenAI 5, vLLM `--max-logprobs`, default 20). No post-sampling view:
-//! the probe draws samples.
+//! `return_tokens_as_token_ids`, which the probe reads as ids), or, from
+//! llama-server's OpenAI endpoint, in the chat format (`content[0]` with
+//! ids); servers cap K (OpenAI 5, vLLM `--max-logprobs`, default 20). No
+//! post-sampling view: the probe draws samples.
 //!
 //! Ollama (`/api/generate`, raw prompt): `logprobs: true, top_logprobs: K`
 //! (K at most 20); sampling fields go in `options`. No post-sampling view.
@@ -338,10 +339,21 @@ impl<'t> Session<'t> {
                 let own = json!({"max_tokens": 1, "logprobs": k, "temperature": 0, "seed": seed});
                 let body = self.body(&none, prompt, own);
                 let answer = self.ok("/v1/completions", Some(&body))?;
-                let top = answer
+                let logprobs = answer
                     .get("choices")
                     .and_then(|c| c.get(0))
-                    .and_then(|c| c.pointer("/logprobs/top_logprobs/0"))
+                    .and_then(|c| c.get("logprobs"));
+                // llama-server answers in the chat format (a `content` list
+                // with ids), vLLM and OpenAI in the legacy one (a map from
+                // token text to log-probability).
+                if let Some(first) = logprobs
+                    .and_then(|l| l.pointer("/content/0"))
+                    .and_then(Value::as_object)
+                {
+                    return entries(first, "top_logprobs", "logprob", "/v1/completions");
+                }
+                let top = logprobs
+                    .and_then(|l| l.pointer("/top_logprobs/0"))
                     .and_then(Value::as_object)
                     .ok_or_else(|| {
                         Error::new("/v1/completions: no `choices[0].logprobs.top_logprobs[0]` (does the server return logprobs?)")
@@ -437,6 +449,12 @@ impl<'t> Session<'t> {
                 let body = self.body(request, prompt, own);
                 let answer = self.ok("/v1/completions", Some(&body))?;
                 let choice = answer.get("choices").and_then(|c| c.get(0));
+                if let Some(id) = choice
+                    .and_then(|c| c.pointer("/logprobs/content/0/id"))
+                    .and_then(Value::as_i64)
+                {
+                    return Ok(Key::Id(id));
+                }
                 choice
                     .and_then(|c| c.pointer("/logprobs/tokens/0"))
                     .or_else(|| choice.and_then(|c| c.get("text")))

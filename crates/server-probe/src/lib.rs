@@ -91,7 +91,7 @@ pub struct Options {
     /// Seed of the first request; sample i uses `seed + i`.
     pub seed: u64,
     /// How many raw top log-probabilities to ask for (default: the whole
-    /// vocabulary on llama-server, 20 elsewhere).
+    /// vocabulary on llama-server, 20 elsewhere, the usual cap).
     pub top: Option<usize>,
     /// Seconds to wait for each answer.
     pub timeout_secs: u64,
@@ -307,9 +307,8 @@ pub fn run(
         _ => prompt.clone(),
     };
     let k = match (options.top, info.n_vocab, options.api.max_top()) {
-        (Some(k), _, Some(cap)) => k.min(cap),
-        (Some(k), Some(n), None) => k.min(n),
-        (Some(k), None, None) => k,
+        (Some(k), Some(n), _) => k.min(n),
+        (Some(k), None, _) => k,
         (None, Some(n), _) => n,
         (None, None, cap) => cap.unwrap_or(20),
     };
@@ -602,10 +601,8 @@ fn candidates<'s>(
                     variant: None,
                     prepared: r.params.map_err(|e| e.to_string()),
                 });
-                if api != Api::Openai {
-                    out.push(routed);
-                    continue;
-                }
+                out.push(routed);
+                continue;
             }
             if !fits(api, name, route.endpoint) {
                 continue;

@@ -51,7 +51,7 @@ pub fn write_text(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         )?,
         _ => writeln!(
             out,
-            "raw distribution: {} entries (token texts; prompt ids {})",
+            "raw distribution: {} entries (vocabulary size not given; prompt ids {})",
             report.raw_entries,
             if report.prompt_ids.is_some() {
                 "known"

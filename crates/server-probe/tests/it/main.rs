@@ -409,3 +409,25 @@ fn non_json_truncated_and_silent_answers_are_errors() {
     let e = run(misbehaving(None));
     assert!(e.contains("no answer within 1 s"), "{e}");
 }
+
+/// The OpenAI dialect against llama-server's own `/v1/completions` (a real
+/// OpenAI-compatible server): samples, the raw top 200 by id.
+#[test]
+fn the_openai_dialect_names_llama_cpp_behind_llama_servers_v1() {
+    if !available("the_openai_dialect_names_llama_cpp_behind_llama_servers_v1") {
+        return;
+    }
+    let guard = server();
+    let url = guard.as_ref().map(|s| s.url.clone()).unwrap_or_default();
+    let mut o = options(&url, vec![json!({"temperature": 1.0})], Some(200));
+    o.api = Api::Openai;
+    o.top = Some(200);
+    let (report, _) = server_probe::probe(&o, &registry()).expect("probe");
+    let p = &report.probes[0];
+    assert_eq!(report.n_vocab, None);
+    assert!(report.model.is_some());
+    assert_eq!(p.explained_by, ["llama.cpp"], "{p:#?}");
+    for c in p.candidates.iter().filter(|c| c.semantics == "hf-rust") {
+        assert_eq!(c.verdict, Verdict::RuledOut, "{c:?}");
+    }
+}
