@@ -10,7 +10,8 @@
 # machine reports AVX-512/AMX that trap with "illegal instruction"), no libcurl.
 #
 # Output: <repo>/.cache/llama-server/0.3.36/llama-server (.cache is git-ignored).
-# Idempotent: skips everything when that binary is already there. Prints the
+# Idempotent: skips everything when that binary is already there, or copies
+# the one a previous run cached machine-wide (~/.cache/sampling-parity/). Prints the
 # binary path on stdout and the build time on stderr. If the machine has no
 # cmake, the PyPI package `cmake` is installed into a private venv under
 # .cache/llama-server/ (nothing else is installed).
@@ -29,8 +30,20 @@ dest="$dest_dir/llama-server"
 python="${PYTHON:-python3}"
 jobs="${JOBS:-2}"
 
+# A machine-wide copy outlives a checkout (CI runs in a fresh clone on the
+# machine that built it): reuse it, keyed by the same version.
+machine="${XDG_CACHE_HOME:-$HOME/.cache}/sampling-parity/llama-server/$VERSION/llama-server"
+
 if [[ -x "$dest" ]]; then
     echo "build-llama-server.sh: $dest already built" >&2
+    echo "$dest"
+    exit 0
+fi
+if [[ -x "$machine" ]]; then
+    mkdir -p "$dest_dir"
+    cp "$machine" "$dest.part"
+    mv "$dest.part" "$dest"
+    echo "build-llama-server.sh: copied the build cached in $machine" >&2
     echo "$dest"
     exit 0
 fi
@@ -90,6 +103,8 @@ nice -n 10 "$cmake_bin" --build "$build" --config Release --target llama-server 
 
 cp "$build/bin/llama-server" "$dest.part"
 mv "$dest.part" "$dest"
+mkdir -p "$(dirname "$machine")"
+cp "$dest" "$machine.part" && mv "$machine.part" "$machine" || true
 end=$(date +%s)
 echo "build-llama-server.sh: built $dest in $((end - start)) s" >&2
 echo "$dest"

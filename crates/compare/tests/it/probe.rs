@@ -145,6 +145,10 @@ impl Drop for Server {
 }
 
 #[test]
+#[cfg_attr(
+    not(has_llama_server),
+    ignore = "needs llama-server and the SmolLM2 GGUF (scripts/build-llama-server.sh, scripts/fetch-model.sh)"
+)]
 fn a_live_llama_server_is_explained_by_llama_cpp() {
     let binary = repo().join(".cache/llama-server/0.3.36/llama-server");
     let model = repo().join(".cache/models/SmolLM2-135M-Instruct.Q4_1.gguf");

@@ -213,6 +213,10 @@ pub(crate) fn check_post_sampling(report: &Report) {
 }
 
 #[test]
+#[cfg_attr(
+    not(has_llama_server),
+    ignore = "needs llama-server and the SmolLM2 GGUF (scripts/build-llama-server.sh, scripts/fetch-model.sh)"
+)]
 fn post_sampling_names_llama_cpp_on_every_request() {
     if !available("post_sampling_names_llama_cpp_on_every_request") {
         return;
@@ -284,6 +288,10 @@ fn post_sampling_names_llama_cpp_on_every_request() {
 }
 
 #[test]
+#[cfg_attr(
+    not(has_llama_server),
+    ignore = "needs llama-server and the SmolLM2 GGUF (scripts/build-llama-server.sh, scripts/fetch-model.sh)"
+)]
 fn samples_name_llama_cpp_and_rule_out_temperature_first() {
     if !available("samples_name_llama_cpp_and_rule_out_temperature_first") {
         return;
@@ -328,6 +336,10 @@ fn samples_name_llama_cpp_and_rule_out_temperature_first() {
 }
 
 #[test]
+#[cfg_attr(
+    not(has_llama_server),
+    ignore = "needs llama-server and the SmolLM2 GGUF (scripts/build-llama-server.sh, scripts/fetch-model.sh)"
+)]
 fn a_wrong_api_a_refused_request_and_a_dead_server_are_errors() {
     if !available("a_wrong_api_a_refused_request_and_a_dead_server_are_errors") {
         return;
@@ -413,6 +425,10 @@ fn non_json_truncated_and_silent_answers_are_errors() {
 /// The OpenAI dialect against llama-server's own `/v1/completions` (a real
 /// OpenAI-compatible server): samples, the raw top 200 by id.
 #[test]
+#[cfg_attr(
+    not(has_llama_server),
+    ignore = "needs llama-server and the SmolLM2 GGUF (scripts/build-llama-server.sh, scripts/fetch-model.sh)"
+)]
 fn the_openai_dialect_names_llama_cpp_behind_llama_servers_v1() {
     if !available("the_openai_dialect_names_llama_cpp_behind_llama_servers_v1") {
         return;
