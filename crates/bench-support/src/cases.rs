@@ -59,9 +59,20 @@ mod tests {
     #[test]
     fn the_cases_resolve_to_the_settings_they_name() {
         let cases = bench_cases();
-        let by = |id: &str| cases.iter().find(|c| c.id == id).expect("case").ours.clone();
+        let by = |id: &str| {
+            cases
+                .iter()
+                .find(|c| c.id == id)
+                .expect("case")
+                .ours
+                .clone()
+        };
         assert_eq!(by("t07").temperature, 0.7);
-        assert_eq!(by("t07").top_k, None, "top_k 0 keeps transformers' default 50 off");
+        assert_eq!(
+            by("t07").top_k,
+            None,
+            "top_k 0 keeps transformers' default 50 off"
+        );
         assert_eq!(by("k40").top_k, Some(40));
         assert_eq!((by("k40p09").top_k, by("k40p09").top_p), (Some(40), 0.9));
         assert_eq!(by("minp005").min_p, Some(0.05));

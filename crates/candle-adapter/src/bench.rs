@@ -44,9 +44,7 @@ impl CandleBench {
         context: &[u32],
     ) -> candle_core::Result<Self> {
         let params = literal(kwargs);
-        let penalty = params
-            .repeat_penalty
-            .map(|rp| (rp.penalty as f32, context));
+        let penalty = params.repeat_penalty.map(|rp| (rp.penalty as f32, context));
         Self::new(seed, &params.sampling, logits, penalty)
     }
 

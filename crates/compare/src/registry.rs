@@ -87,8 +87,11 @@ pub fn ollama_model_params(
     let text = String::from_utf8(bytes)
         .with_context(|| format!("--ollama-model-params: {} is not UTF-8", path.display()))?;
     if text.trim_start().starts_with('{') {
-        return crate::commands::json_object_arg(&format!("--ollama-model-params {}", path.display()), &text)
-            .map(Some);
+        return crate::commands::json_object_arg(
+            &format!("--ollama-model-params {}", path.display()),
+            &text,
+        )
+        .map(Some);
     }
     llamacpp_sampling::ollama::model_params_from_show(&text)
         .with_context(|| format!("--ollama-model-params: {}", path.display()))
@@ -193,7 +196,10 @@ pub fn with_names_in_help(command: clap::Command) -> clap::Command {
         })
         .mut_subcommand("diff", |c| {
             c.mut_arg("pairs", |a| {
-                add(a, format!("[default: {DEFAULT_DIFF_PAIR}] {semantics_list}"))
+                add(
+                    a,
+                    format!("[default: {DEFAULT_DIFF_PAIR}] {semantics_list}"),
+                )
             })
         })
         .mut_subcommand("dist", |c| {
@@ -202,13 +208,19 @@ pub fn with_names_in_help(command: clap::Command) -> clap::Command {
         .mut_subcommand("trace", |c| {
             let ports: Vec<_> = ports().iter().map(|p| p.name()).collect();
             c.mut_arg("port", |a| {
-                add(a, format!("[default: {DEFAULT_PORT}] [ports: {}]", ports.join(", ")))
+                add(
+                    a,
+                    format!("[default: {DEFAULT_PORT}] [ports: {}]", ports.join(", ")),
+                )
             })
             .mut_arg("port_semantics", |a| add(a, semantics_list.clone()))
         })
         .mut_subcommand("translate", |c| {
             c.mut_arg("to", |a| {
-                add(a, format!("[default: {DEFAULT_TRANSLATION}] [engines: {translators}]"))
+                add(
+                    a,
+                    format!("[default: {DEFAULT_TRANSLATION}] [engines: {translators}]"),
+                )
             })
         })
 }

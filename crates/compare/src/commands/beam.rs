@@ -798,7 +798,10 @@ fn candle_beams(
     eprint!("\r\x1b[2K");
     match args.format {
         Format::Json => {
-            serde_json::to_writer_pretty(&mut *out, &json!({ "schema": super::report::SCHEMA, "candle": rows }))?;
+            serde_json::to_writer_pretty(
+                &mut *out,
+                &json!({ "schema": super::report::SCHEMA, "candle": rows }),
+            )?;
             writeln!(out)?;
         }
         Format::Text => {

@@ -98,7 +98,10 @@ fn exact_setups(
             .and_then(|name| registry.iter().position(|s| s.info().name == name))
             .unwrap_or(i)
     };
-    pairs.into_iter().map(|(l, r)| (exact(l), exact(r))).collect()
+    pairs
+        .into_iter()
+        .map(|(l, r)| (exact(l), exact(r)))
+        .collect()
 }
 
 /// The record's rows for people, wrapped at [`wrap_width`] (without the

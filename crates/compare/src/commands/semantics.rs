@@ -34,7 +34,10 @@ pub fn run(
                     })
                 })
                 .collect();
-            serde_json::to_writer_pretty(&mut *out, &json!({ "schema": SCHEMA, "semantics": list }))?;
+            serde_json::to_writer_pretty(
+                &mut *out,
+                &json!({ "schema": SCHEMA, "semantics": list }),
+            )?;
             writeln!(out)?;
         }
         Format::Text => {

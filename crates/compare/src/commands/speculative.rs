@@ -309,7 +309,8 @@ fn write_json(
             json!({"target": side_json(&pair.target), "draft": draft, "fixtures": fixtures})
         })
         .collect();
-    let doc = json!({"schema": super::report::SCHEMA, "k": k, "exact_tv": EXACT_TV, "pairs": pairs});
+    let doc =
+        json!({"schema": super::report::SCHEMA, "k": k, "exact_tv": EXACT_TV, "pairs": pairs});
     serde_json::to_writer_pretty(&mut *out, &doc)?;
     writeln!(out)?;
     Ok(())

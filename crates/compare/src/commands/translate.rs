@@ -16,9 +16,9 @@ use parity_core::{
 use serde_json::{Map, Value, json};
 
 use super::report::rows::{Case, verdict};
-use super::report::{SCHEMA, TransformersWarning, Verdict};
 use super::report::select;
 use super::report::text::{wrap_width, wrapped};
+use super::report::{SCHEMA, TransformersWarning, Verdict};
 use crate::cli::{Format, TranslateArgs};
 use crate::registry;
 
@@ -34,8 +34,8 @@ pub fn run(
     out: &mut dyn Write,
 ) -> anyhow::Result<()> {
     let kwargs = super::json_object_arg("--kwargs", &args.kwargs)?;
-    let params = hf_sampling::resolve(&kwargs, config)
-        .context("transformers would refuse these kwargs")?;
+    let params =
+        hf_sampling::resolve(&kwargs, config).context("transformers would refuse these kwargs")?;
     let processors = params
         .processor_names()
         .context("transformers would refuse these kwargs")?;

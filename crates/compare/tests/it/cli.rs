@@ -318,7 +318,10 @@ fn bench_json_rows_have_the_documented_fields() {
     );
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
-    assert_eq!((v["schema"].as_u64(), v["engine"].as_str()), (Some(2), Some("candle")));
+    assert_eq!(
+        (v["schema"].as_u64(), v["engine"].as_str()),
+        (Some(2), Some("candle"))
+    );
     let rows = v["rows"].as_array().expect("rows");
     assert!(rows.len() >= 6, "{rows:?}");
     for row in rows {

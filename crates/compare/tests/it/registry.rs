@@ -60,7 +60,10 @@ impl Semantics for Greedy {
         request: &Map<String, Value>,
         _: Option<&Map<String, Value>>,
     ) -> Vec<Route<()>> {
-        vec![Route::new("greedy-server /v1/chat/completions", Ok(())).ignoring_all_but(request, |_| false)]
+        vec![
+            Route::new("greedy-server /v1/chat/completions", Ok(()))
+                .ignoring_all_but(request, |_| false),
+        ]
     }
     /// Greedy decoding is the toy's only setup: it matches transformers
     /// exactly when transformers decodes greedily.
@@ -71,7 +74,9 @@ impl Semantics for Greedy {
     ) -> Option<Result<Translation, Error>> {
         let greedy = kwargs.get("do_sample") != Some(&Value::Bool(true));
         Some(Ok(Translation {
-            lines: vec![TranslationLine::Plain(format!("greedy-server: exact = {greedy}"))],
+            lines: vec![TranslationLine::Plain(format!(
+                "greedy-server: exact = {greedy}"
+            ))],
             json: Map::new(),
             params: greedy.then(Map::new),
         }))
@@ -133,7 +138,10 @@ fn a_toy_semantics_is_one_module_and_one_registry_line() {
         .filter(|r| r.right == "greedy")
         .collect();
     assert_eq!(greedy.len(), 1, "one tie fixture, one setting");
-    assert_eq!((greedy[0].left.as_str(), greedy[0].kept_right), ("hf", Some(1)));
+    assert_eq!(
+        (greedy[0].left.as_str(), greedy[0].kept_right),
+        ("hf", Some(1))
+    );
 
     // semantics: listed with its role.
     let mut out = Vec::new();

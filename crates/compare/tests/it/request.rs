@@ -75,7 +75,10 @@ fn one_request_every_server_on_hand_computed_logits() {
     // mlx_lm.server is greedy too unless the request sends a temperature
     // (its default is 0.0); this one does: all four kept.
     assert_eq!(
-        cell(&a, "mlx_lm.server 0.32.2 /v1/chat/completions (and /v1/completions)")["kept"]
+        cell(
+            &a,
+            "mlx_lm.server 0.32.2 /v1/chat/completions (and /v1/completions)"
+        )["kept"]
             .as_u64(),
         Some(4)
     );

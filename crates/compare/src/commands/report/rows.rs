@@ -160,10 +160,7 @@ impl<'a> CaseRows<'a> {
         let mut rows = Vec::new();
         // transformers' own side, for pairs that leave it out (a row between
         // two other semantics is explained through it).
-        let reference = self
-            .registry
-            .iter()
-            .position(|s| s.role().is_reference());
+        let reference = self.registry.iter().position(|s| s.role().is_reference());
         for &(l, r) in pairs {
             for i in [l, r].into_iter().chain(reference) {
                 sides.entry(i).or_insert_with(|| self.side(i, setting));
@@ -382,8 +379,7 @@ impl<'a> CaseRows<'a> {
             penalty_window: variant.and_then(|v| v.penalty_window),
             // A side run with variants shows its penalty scope even where
             // it agrees.
-            show_penalty: variant.is_some()
-                || r.prepared.is_some_and(|p| !p.variants().is_empty()),
+            show_penalty: variant.is_some() || r.prepared.is_some_and(|p| !p.variants().is_empty()),
             kept_left: None,
             kept_right: None,
             max_abs_diff: None,
@@ -485,13 +481,11 @@ impl<'a> CaseRows<'a> {
                 .count()
         };
         let (missed_ids, missed_in_prompt) =
-            variant
-                .and_then(|v| v.penalty_window)
-                .map_or((0, 0), |n| {
-                    self.case
-                        .context
-                        .missed_by_window(n, self.case.logits.len())
-                });
+            variant.and_then(|v| v.penalty_window).map_or((0, 0), |n| {
+                self.case
+                    .context
+                    .missed_by_window(n, self.case.logits.len())
+            });
         Some(Penalty {
             context_len: self.case.context.input_ids().len(),
             changed_left: changed(pl),

@@ -4,8 +4,8 @@
 use std::path::PathBuf;
 
 use anyhow::{Context, bail};
-use parity_core::{AnySemantics, Role};
 use parity_core::fixture::{self, Fixture, FixtureKind, Setting};
+use parity_core::{AnySemantics, Role};
 use serde_json::{Map, Value};
 
 use crate::cli::ReportArgs;
