@@ -49,6 +49,13 @@ fn main() {
     if on_path(&BROWSERS) || ci {
         println!("cargo::rustc-cfg=has_chromium");
     }
+    let server = Path::new(SERVER);
+    if let Some(dir) = server.parent().filter(|d| d.is_dir()) {
+        println!("cargo::rerun-if-changed={}", dir.display());
+    }
+    if ci || (server.is_file() && model.is_file()) {
+        println!("cargo::rustc-cfg=has_llama_server");
+    }
 }
 
 /// Whether any of `names` is a file in a folder of the PATH; each folder is
