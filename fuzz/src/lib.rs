@@ -493,3 +493,23 @@ pub fn hf_sampler(data: &[u8]) {
         }
     }
 }
+
+/// Target `probe_replay`: the bytes as a `compare probe --replay` recording
+/// (`server_probe::Recording` JSON) replayed against the registry. A file
+/// that is not a recording is refused by serde; a recording whose answers
+/// make no sense (missing fields, probabilities out of range, a vocabulary
+/// that disagrees, ...) must give an error with a message, never a panic,
+/// and a report's figures must be in range.
+pub fn probe_replay(data: &[u8]) {
+    let Ok(recording) = serde_json::from_slice::<server_probe::Recording>(data) else {
+        return;
+    };
+    let registry = compare::registry::all(None);
+    match server_probe::replay(&recording, &registry) {
+        Err(e) => assert!(!e.to_string().is_empty(), "empty error replaying {recording:?}"),
+        Ok(report) => {
+            let text = serde_json::to_string(&report).expect("a report serialises");
+            assert!(!text.contains("NaN"), "NaN in a report: {text}");
+        }
+    }
+}

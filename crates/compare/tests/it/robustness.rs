@@ -1412,6 +1412,11 @@ fn replay(target: &str, harness: fn(&[u8]), at_least: usize) {
 }
 
 #[test]
+fn fuzz_corpus_probe_replay_replays() {
+    replay("probe_replay", harness::probe_replay, 4);
+}
+
+#[test]
 fn fuzz_corpus_compare_dist_replays() {
     replay("compare_dist", harness::compare_dist, 10);
 }
