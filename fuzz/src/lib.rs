@@ -506,7 +506,10 @@ pub fn probe_replay(data: &[u8]) {
     };
     let registry = compare::registry::all(None);
     match server_probe::replay(&recording, &registry) {
-        Err(e) => assert!(!e.to_string().is_empty(), "empty error replaying {recording:?}"),
+        Err(e) => assert!(
+            !e.to_string().is_empty(),
+            "empty error replaying {recording:?}"
+        ),
         Ok(report) => {
             let text = serde_json::to_string(&report).expect("a report serialises");
             assert!(!text.contains("NaN"), "NaN in a report: {text}");
