@@ -458,41 +458,52 @@ fn write_text(out: &mut dyn Write, r: &TraceReport, vocab: Option<&Vocab>) -> an
         one_line(&r.prompt).as_ref(),
         s.steps
     )?;
+    let width = super::report::text::wrap_width();
     if let Some(text) = &r.text {
-        writeln!(out, "  text: {}", one_line(text))?;
+        super::report::text::wrapped(out, width, "  text: ", 4, &one_line(text))?;
     }
-    let kw = serde_json::to_string(&r.kwargs)?;
-    match s.scores_match {
-        Some(n) => writeln!(
-            out,
-            "  transformers: generate(**{kw}); hf-rust reproduces the recorded scores at {n}/{} steps",
+    // Spaces after commas let the JSON wrap; it stays valid JSON.
+    let kw = serde_json::to_string(&r.kwargs)?.replace(',', ", ");
+    let transformers = match s.scores_match {
+        Some(n) => format!(
+            "generate(**{kw}); hf-rust reproduces the recorded scores at {n}/{} steps",
             s.steps
-        )?,
-        None => writeln!(
-            out,
-            "  transformers: hf-rust with {kw} (--kwargs: not the recorded setting)"
-        )?,
-    }
-    writeln!(
-        out,
-        "  port: {} logits, sampled by `{}`{}",
+        ),
+        None => format!("hf-rust with {kw} (--kwargs: not the recorded setting)"),
+    };
+    super::report::text::wrapped(out, width, "  transformers: ", 4, &transformers)?;
+    let port = format!(
+        "{} logits, sampled by `{}`{}",
         r.port,
         r.port_semantics,
         r.port_setup
             .as_deref()
-            .map(|d| format!(": {d}"))
+            .map(|d| format!(": {}", d.replace(',', ", ")))
             .unwrap_or_default()
-    )?;
+    );
+    super::report::text::wrapped(out, width, "  port: ", 4, &port)?;
+    // Within 100 columns: every figure is at most 7 characters (`4.29e-2`),
+    // the kept counts at most 12 (`50/50/49152*`).
     writeln!(
         out,
-        "  step  token            max|Δlogit|  argmax          TV raw    logits  sampling     total  kept T/T'/P     P(div)"
+        "  {:>4} {:<12} {:>11} {:<11} {:>8} {:>8} {:>8} {:>8} {:>12} {:>7}",
+        "step",
+        "token",
+        "max|Δlogit|",
+        "argmax",
+        "TV raw",
+        "logits",
+        "sampling",
+        "total",
+        "kept T/T'/P",
+        "P(div)"
     )?;
     for row in &r.rows {
         let tok = vocab
             .and_then(|v| v.token(row.token as usize))
             .map(|t| format!("{:?}", one_line(t).as_ref()))
             .unwrap_or_default();
-        let tok: String = tok.chars().take(16).collect();
+        let tok: String = tok.chars().take(12).collect();
         let argmax = if row.argmax == row.port_argmax {
             "same".to_string()
         } else {
@@ -500,7 +511,7 @@ fn write_text(out: &mut dyn Write, r: &TraceReport, vocab: Option<&Vocab>) -> an
         };
         writeln!(
             out,
-            "  {:>4}  {:<16} {:>11}  {:<13} {:>9} {:>9} {:>9} {:>9}  {:>13} {:>10}",
+            "  {:>4} {:<12} {:>11} {:<11} {:>8} {:>8} {:>8} {:>8} {:>12} {:>7}",
             row.step,
             tok,
             sci(row.max_abs_logit_diff),
@@ -529,9 +540,8 @@ fn write_text(out: &mut dyn Write, r: &TraceReport, vocab: Option<&Vocab>) -> an
                 .join(", ")
         }
     };
-    writeln!(
-        out,
-        "  mean/max: max|Δlogit| {}/{}, TV raw {}/{}, logits {}/{}, sampling {}/{}, total {}/{}",
+    let means = format!(
+        "max|Δlogit| {}/{}, TV raw {}/{}, logits {}/{}, sampling {}/{}, total {}/{}",
         sci(s.max_abs_logit_diff.mean),
         sci(s.max_abs_logit_diff.max),
         sci(s.tv_raw.mean),
@@ -542,19 +552,23 @@ fn write_text(out: &mut dyn Write, r: &TraceReport, vocab: Option<&Vocab>) -> an
         sci(s.sampling.max),
         sci(s.total.mean),
         sci(s.total.max)
-    )?;
-    writeln!(
-        out,
-        "  argmax flips at steps: {}; kept set changes (*) at steps: {}",
+    );
+    super::report::text::wrapped(out, width, "  mean/max: ", 4, &means)?;
+    let changes = format!(
+        "{}; kept set changes (*) at steps: {}",
         list(&s.argmax_flips),
         list(&s.kept_set_changes)
-    )?;
-    writeln!(
-        out,
-        "  P(text diverges within {} tokens, best coupling): {} from the logits alone, {} as the port runs",
-        s.steps,
+    );
+    super::report::text::wrapped(out, width, "  argmax flips at steps: ", 4, &changes)?;
+    let diverges = format!(
+        "{} from the logits alone, {} as the port runs",
         sci(s.p_diverged_logits),
         sci(s.p_diverged)
-    )?;
+    );
+    let label = format!(
+        "  P(text diverges within {} tokens, best coupling): ",
+        s.steps
+    );
+    super::report::text::wrapped(out, width, &label, 4, &diverges)?;
     Ok(())
 }

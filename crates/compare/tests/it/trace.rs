@@ -530,3 +530,16 @@ fn a_prompt_longer_than_the_context_window_is_refused() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The text report fits in 100 columns: the table's columns are sized for
+/// 7-character figures, and the header and summary lines wrap (long JSON at
+/// its commas).
+#[test]
+fn text_fits_in_100_columns() {
+    let out = compare(&["trace", "--port", "llama.cpp"], "");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let t = text(&out.stdout);
+    assert!(t.contains("  step token"), "{t}");
+    let wide: Vec<&str> = t.lines().filter(|l| l.chars().count() > 100).collect();
+    assert!(wide.is_empty(), "{wide:#?}");
+}
