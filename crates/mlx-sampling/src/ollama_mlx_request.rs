@@ -51,6 +51,8 @@ use serde_json::{Map, Value};
 
 use parity_core::{Error, REQUEST_FIELDS_NOT_SAMPLING, Route};
 
+use ollama_sampling::openai::{self, chat_options};
+
 use crate::ollama_mlx::{OllamaMlxParams, check_other, parse_over};
 
 /// `/v1/chat/completions`.
@@ -75,70 +77,10 @@ pub(crate) const SAMPLER_OPTIONS: &[&str] = &[
     "seed",
 ];
 
-/// The Go type and the JSON text of a value, for a decoding error.
-fn decode_error(strukt: &str, field: &str, val: &Value, go_type: &str) -> Error {
-    let kind = match val {
-        Value::Bool(_) => "bool".to_string(),
-        Value::String(_) => "string".to_string(),
-        Value::Array(_) => "array".to_string(),
-        Value::Object(_) => "object".to_string(),
-        Value::Number(n) => format!("number {n}"),
-        Value::Null => "null".to_string(),
-    };
-    Error::new(format_args!(
-        "`{field}` = {val}: Ollama answers 400 (json: cannot unmarshal {kind} into Go struct field {strukt}.{field} of type {go_type})"
-    ))
-}
-
-/// One field of an OpenAI body as Go's decoder reads it into `go_type`
-/// (absent or null: `None`). An `int` takes only an integer literal; a
-/// `float32` only a number finite as a float32.
-fn field(
-    request: &Map<String, Value>,
-    strukt: &str,
-    name: &str,
-    go_type: &str,
-) -> Result<Option<Value>, Error> {
-    let Some(v) = request.get(name).filter(|v| !v.is_null()) else {
-        return Ok(None);
-    };
-    let ok = match go_type {
-        "int" => v.as_i64().is_some(),
-        "float32" => v.as_f64().is_some_and(|f| (f as f32).is_finite()),
-        _ => v.as_f64().is_some(),
-    };
-    if ok {
-        Ok(Some(v.clone()))
-    } else {
-        Err(decode_error(strukt, name, v, go_type))
-    }
-}
-
-/// `FromChatRequest`'s options.
-fn chat_options(request: &Map<String, Value>) -> Result<Map<String, Value>, Error> {
-    const S: &str = "ChatCompletionRequest";
-    let mut o = Map::new();
-    // openai.go: `options["temperature"] = 1.0` / `options["top_p"] = 1.0` when nil
-    for name in ["temperature", "top_p"] {
-        let v = field(request, S, name, "float64")?.unwrap_or(Value::from(1.0));
-        o.insert(name.into(), v);
-    }
-    if let Some(v) = field(request, S, "seed", "int")? {
-        o.insert("seed".into(), v);
-    }
-    for name in ["frequency_penalty", "presence_penalty"] {
-        if let Some(v) = field(request, S, name, "float64")? {
-            o.insert(name.into(), v);
-        }
-    }
-    Ok(o)
-}
-
-/// `FromCompleteRequest`'s options.
+/// `FromCompleteRequest`'s options, after the check fb3076099's openai.go
+/// adds: a `stop` list item that is not a string is
+/// `fmt.Errorf("invalid type for 'stop' field: %T", s)` (a 400).
 fn completion_options(request: &Map<String, Value>) -> Result<Map<String, Value>, Error> {
-    const S: &str = "CompletionRequest";
-    // openai.go FromCompleteRequest: a `stop` list item that is not a string
-    // is `fmt.Errorf("invalid type for 'stop' field: %T", s)` (a 400).
     if let Some(Value::Array(items)) = request.get("stop")
         && let Some(bad) = items.iter().find(|v| !v.is_string())
     {
@@ -155,23 +97,7 @@ fn completion_options(request: &Map<String, Value>) -> Result<Map<String, Value>
             Value::Array(items.clone())
         )));
     }
-    let mut o = Map::new();
-    let t = field(request, S, "temperature", "float32")?.unwrap_or(Value::from(1.0));
-    o.insert("temperature".into(), t);
-    if let Some(v) = field(request, S, "seed", "int")? {
-        o.insert("seed".into(), v);
-    }
-    // openai.go: `options["frequency_penalty"] = r.FrequencyPenalty` (a plain float32)
-    for name in ["frequency_penalty", "presence_penalty"] {
-        let v = field(request, S, name, "float32")?.unwrap_or(Value::from(0.0));
-        o.insert(name.into(), v);
-    }
-    // openai.go: `if r.TopP != 0.0 { ... } else { options["top_p"] = 1.0 }`
-    let p = field(request, S, "top_p", "float32")?
-        .filter(|v| v.as_f64() != Some(0.0))
-        .unwrap_or(Value::from(1.0));
-    o.insert("top_p".into(), p);
-    Ok(o)
+    openai::completion_options(request)
 }
 
 /// A native request's options: the `options` object, or else the body's

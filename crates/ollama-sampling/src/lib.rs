@@ -104,6 +104,7 @@
 
 mod fragile;
 pub mod go;
+pub mod openai;
 mod options;
 mod request;
 pub mod sampler;

@@ -1,0 +1,87 @@
+//! Ollama's OpenAI-compatible layer (`openai/openai.go`, `FromChatRequest`
+//! and `FromCompleteRequest`): how a `/v1/chat/completions` or
+//! `/v1/completions` body becomes Ollama options, with Go's JSON decoder's
+//! type checks and its 400 texts. The same at f63eea3d2 (the Go engine) and
+//! fb3076099 (v0.33.0-rc2, the MLX runner, which mlx-sampling's `ollama-mlx`
+//! routes call these for); the engines differ only in what their runner
+//! does with the options.
+
+use parity_core::Error;
+use serde_json::{Map, Value};
+
+/// The Go type a JSON value must decode into, named for the error.
+pub fn decode_error(strukt: &str, field: &str, val: &Value, go_type: &str) -> Error {
+    let kind = match val {
+        Value::Bool(_) => "bool".to_string(),
+        Value::String(_) => "string".to_string(),
+        Value::Array(_) => "array".to_string(),
+        Value::Object(_) => "object".to_string(),
+        Value::Number(n) => format!("number {n}"),
+        Value::Null => "null".to_string(),
+    };
+    Error::new(format_args!(
+        "`{field}` = {val}: Ollama answers 400 (json: cannot unmarshal {kind} into Go struct field {strukt}.{field} of type {go_type})"
+    ))
+}
+
+/// A `*float64` / `*float32` / `*int` field of an OpenAI request body, as Go's
+/// JSON decoder reads it: absent or null → `None`.
+pub fn field(
+    request: &Map<String, Value>,
+    strukt: &str,
+    name: &str,
+    go_type: &str,
+) -> Result<Option<Value>, Error> {
+    let Some(v) = request.get(name).filter(|v| !v.is_null()) else {
+        return Ok(None);
+    };
+    let ok = match go_type {
+        "int" => v.as_i64().is_some(),
+        "float32" => v.as_f64().is_some_and(|f| (f as f32).is_finite()),
+        _ => v.as_f64().is_some(),
+    };
+    if ok {
+        Ok(Some(v.clone()))
+    } else {
+        Err(decode_error(strukt, name, v, go_type))
+    }
+}
+
+/// `FromChatRequest`'s options for a chat-completions body.
+pub fn chat_options(request: &Map<String, Value>) -> Result<Map<String, Value>, Error> {
+    const S: &str = "ChatCompletionRequest";
+    let mut options = Map::new();
+    for name in ["temperature", "top_p"] {
+        let v = field(request, S, name, "float64")?.unwrap_or(Value::from(1.0));
+        options.insert(name.into(), v);
+    }
+    if let Some(v) = field(request, S, "seed", "int")? {
+        options.insert("seed".into(), v);
+    }
+    for name in ["frequency_penalty", "presence_penalty"] {
+        if let Some(v) = field(request, S, name, "float64")? {
+            options.insert(name.into(), v);
+        }
+    }
+    Ok(options)
+}
+
+/// `FromCompleteRequest`'s options for a completions body.
+pub fn completion_options(request: &Map<String, Value>) -> Result<Map<String, Value>, Error> {
+    const S: &str = "CompletionRequest";
+    let mut options = Map::new();
+    let t = field(request, S, "temperature", "float32")?.unwrap_or(Value::from(1.0));
+    options.insert("temperature".into(), t);
+    if let Some(v) = field(request, S, "seed", "int")? {
+        options.insert("seed".into(), v);
+    }
+    for name in ["frequency_penalty", "presence_penalty"] {
+        let v = field(request, S, name, "float32")?.unwrap_or(Value::from(0.0));
+        options.insert(name.into(), v);
+    }
+    let p = field(request, S, "top_p", "float32")?
+        .filter(|v| v.as_f64() != Some(0.0))
+        .unwrap_or(Value::from(1.0));
+    options.insert("top_p".into(), p);
+    Ok(options)
+}
