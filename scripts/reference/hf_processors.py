@@ -183,6 +183,21 @@ def edge_settings() -> list[tuple[str, dict]]:
         ("decay", dict(g, exponential_decay_length_penalty=[1, 1.5], eos_token_id=[4, 3], **n)),
         ("decay_sample", dict(s, exponential_decay_length_penalty=[0, 2.0], eos_token_id=4, **n)),
         ("decay_no_eos", dict(g, exponential_decay_length_penalty=[1, 1.5], max_new_tokens=2)),
+        # the length penalty and a forced eos under warpers: both count from
+        # the prompt, so only the forced eos is left at max_length - 1.
+        ("decay_forced_top_p", dict(do_sample=True, top_p=0.9, exponential_decay_length_penalty=[1, 1.5],
+                                    forced_eos_token_id=4, eos_token_id=4, max_new_tokens=4)),
+        ("decay_forced_t07", dict(do_sample=True, temperature=0.7, exponential_decay_length_penalty=[0, 2.0],
+                                  forced_eos_token_id=[3, 4], eos_token_id=[4, 3], max_new_tokens=4)),
+        # generate's own checks: no pad token and eos [] (pad = eos[0]), and
+        # max_length not above the prompt's length.
+        ("eos_empty", dict(g, eos_token_id=[], max_new_tokens=2)),
+        ("eos_empty_sample", dict(s, eos_token_id=[], max_new_tokens=2)),
+        ("eos_empty_pad", dict(g, eos_token_id=[], pad_token_id=0, max_new_tokens=2)),
+        ("max_length_at_prompt", dict(g, max_length=5)),
+        ("max_length_below_prompt", dict(s, max_length=3)),
+        ("max_length_above_prompt", dict(g, max_length=6)),
+        ("max_length_float", dict(g, max_length=5.0)),
         # post-processing
         ("renorm", dict(g, renormalize_logits=True, max_new_tokens=2)),
         ("renorm_t07_k3", dict(do_sample=True, temperature=0.7, top_k=3, renormalize_logits=True, max_new_tokens=3)),

@@ -73,6 +73,32 @@ pub(crate) fn build(
     let eos = c.eos_token_id.as_deref();
     let mut list = Vec::new();
 
+    // generate's checks before any processor exists (transformers 5.23.0,
+    // generation/utils.py). `_prepare_special_tokens`: with no pad token,
+    // `pad_token_tensor = eos_token_tensor[0]`, an IndexError on `[]`.
+    if eos.is_some_and(<[i64]>::is_empty) && !c.pad_token_id_set {
+        return Err(invalid(
+            "eos_token_id",
+            "index 0 is out of bounds for dimension 0 with size 0 (`eos_token_id` is [] and \
+             `pad_token_id` is unset: generate takes the pad token from `eos_token_id[0]`)"
+                .into(),
+        ));
+    }
+    // `_validate_generated_length`, after `_prepare_generated_length` set
+    // `max_length` (`max_new_tokens` + prompt, or 20 + prompt by default).
+    let max_length = c.max_length_at(prompt_len);
+    if prompt_len as f64 >= max_length {
+        return Err(invalid(
+            "max_length",
+            format!(
+                "Input length of input_ids is {prompt_len}, but `max_length` is set to {}. This \
+                 can lead to unexpected behavior. You should consider increasing `max_length` or, \
+                 better yet, setting `max_new_tokens`.",
+                c.max_length_repr(prompt_len)
+            ),
+        ));
+    }
+
     // GenerationConfig.validate, 2.7.
     if let Some(suppressed) = &c.suppress_tokens {
         let forced = [

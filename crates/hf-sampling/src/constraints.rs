@@ -42,12 +42,15 @@ pub struct Constraints {
     /// `eos_token_id` (an int or a list); `None` when unset. Min-length rules,
     /// the length penalty and the bad-words eos filter need it.
     pub eos_token_id: Option<Vec<i64>>,
+    /// Whether `pad_token_id` is set (kwargs or config). Without it generate
+    /// takes the pad token from `eos_token_id[0]`, which fails on `[]`.
+    pub pad_token_id_set: bool,
     /// `max_length` as set (kwargs or config); `None` = transformers' default
     /// of 20 new tokens. (A Python number: transformers compares lengths
     /// with it, so a float works there too.)
-    pub max_length: Option<f64>,
+    pub max_length: Option<Number>,
     /// `max_new_tokens`; takes precedence over `max_length`.
-    pub max_new_tokens: Option<f64>,
+    pub max_new_tokens: Option<Number>,
     /// `min_length` (default 0) as the JSON number given (an int or a float).
     pub min_length: Option<Number>,
     /// `min_new_tokens` as the JSON number given.
@@ -163,12 +166,13 @@ impl Constraints {
         if let Some(v) = set("eos_token_id") {
             c.eos_token_id = Some(ids("eos_token_id", v)?);
         }
+        c.pad_token_id_set = set("pad_token_id").is_some();
         for (key, slot) in [
             ("max_length", &mut c.max_length),
             ("max_new_tokens", &mut c.max_new_tokens),
         ] {
             if let Some(v) = set(key) {
-                *slot = Some(number(key, v)?.as_f64().unwrap_or(f64::NAN));
+                *slot = Some(number(key, v)?);
             }
         }
         if let Some(v) = set("forced_bos_token_id") {
@@ -231,10 +235,25 @@ impl Constraints {
     /// model's `max_position_embeddings`, which a record does not carry.)
     pub fn max_length_at(&self, prompt_len: usize) -> f64 {
         let n = prompt_len as f64;
-        match (self.max_new_tokens, self.max_length) {
-            (Some(m), _) => m + n,
-            (None, Some(m)) => m,
+        let f = |m: &Number| m.as_f64().unwrap_or(f64::NAN);
+        match (&self.max_new_tokens, &self.max_length) {
+            (Some(m), _) => f(m) + n,
+            (None, Some(m)) => f(m),
             (None, None) => 20.0 + n,
+        }
+    }
+
+    /// [`Self::max_length_at`] as Python prints it (a float stays a float).
+    pub(crate) fn max_length_repr(&self, prompt_len: usize) -> String {
+        let float = match (&self.max_new_tokens, &self.max_length) {
+            (Some(m), _) | (None, Some(m)) => m.is_f64(),
+            (None, None) => false,
+        };
+        let x = self.max_length_at(prompt_len);
+        if float {
+            float_repr(x)
+        } else {
+            format!("{x:.0}")
         }
     }
 }

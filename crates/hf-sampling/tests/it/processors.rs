@@ -263,6 +263,7 @@ fn every_rejected_setting_is_rejected() {
                 "sequence_bias",
                 "`min_length`",
                 "`eos_token_id`",
+                "`max_length`",
                 "out of bounds",
                 "top_h",
                 "NoneType",
@@ -275,4 +276,111 @@ fn every_rejected_setting_is_rejected() {
         }
     }
     assert!(n >= 15, "{n}");
+}
+
+/// generate's own checks, before any processor (issue #27): `eos_token_id:
+/// []` with no pad token (`pad_token_tensor = eos_token_tensor[0]`, an
+/// IndexError) and `max_length` not above the prompt (`_validate_generated_length`'s
+/// ValueError). Each is refused with transformers' own words; with a pad
+/// token, `[]` is accepted (and replayed by the test above).
+#[test]
+fn generate_refuses_an_empty_eos_list_and_a_max_length_within_the_prompt() {
+    let (_, f) = files()
+        .into_iter()
+        .find(|(n, _)| n == "edge_v8")
+        .expect("edge_v8");
+    let config = GenerationConfig::from_json_str(&f.meta["generation_config"]).expect("config");
+    let prompt = f.i64s("input_ids").expect("input_ids");
+    let logits = [2.0f32, 1.0, 0.5, 0.0, -1.0, 3.0, 1.5, -0.5];
+    let names = [
+        "eos_empty",
+        "eos_empty_sample",
+        "max_length_at_prompt",
+        "max_length_below_prompt",
+        "max_length_float",
+    ];
+    let rejected = f.json("rejected");
+    for name in names {
+        let r = rejected
+            .as_array()
+            .expect("rejected")
+            .iter()
+            .find(|r| r["name"] == name)
+            .unwrap_or_else(|| panic!("{name}: transformers accepted it"));
+        let hf = r["error"].as_str().expect("error");
+        // "ValueError: <message>" / "IndexError: <message>"
+        let (_, message) = hf.split_once(": ").expect("Type: message");
+        let err = resolve(&kwargs_of(r), Some(&config))
+            .and_then(|p| process_at(&logits, &prompt, prompt.len(), &p))
+            .err()
+            .unwrap_or_else(|| panic!("{name}: accepted; transformers said {hf}"))
+            .to_string();
+        assert!(
+            err.contains(message),
+            "{name}:\n  ours: {err}\n  hf:   {hf}"
+        );
+    }
+    let accepted = f.json("settings");
+    for name in ["eos_empty_pad", "max_length_above_prompt"] {
+        assert!(
+            accepted
+                .as_array()
+                .expect("settings")
+                .iter()
+                .any(|s| s["name"] == name),
+            "{name}: transformers refused it"
+        );
+    }
+}
+
+/// The length penalty and a forced eos count generated tokens from the
+/// prompt, not from the context (issue #27: a step where transformers leaves
+/// only the eos finite and a replay "keeps another token"). At the recorded
+/// last step (`max_length - 1`) transformers keeps the forced eos alone, and
+/// so does hf-rust given the prompt length; read as a first step (the whole
+/// context taken as the prompt, what a record without `prompt_len` means)
+/// neither processor acts yet and other tokens stay finite.
+#[test]
+fn the_length_penalty_and_forced_eos_count_from_the_prompt() {
+    let (_, f) = files()
+        .into_iter()
+        .find(|(n, _)| n == "edge_v8")
+        .expect("edge_v8");
+    let config = GenerationConfig::from_json_str(&f.meta["generation_config"]).expect("config");
+    let prompt_len: usize = f.meta["prompt_len"].parse().expect("prompt_len");
+    // (setting, how many forced ids)
+    for (name, forced) in [("decay_forced_top_p", 1), ("decay_forced_t07", 2)] {
+        let setting = f
+            .json("settings")
+            .as_array()
+            .expect("settings")
+            .iter()
+            .find(|s| s["name"] == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("{name} recorded"));
+        let params = resolve(&kwargs_of(&setting), Some(&config)).expect("accepted");
+        let (shape, flat) = f.f32s(&format!("logits.{name}")).expect("logits");
+        let logits: Vec<Vec<f32>> = flat.chunks(shape[1]).map(<[f32]>::to_vec).collect();
+        let want = scores(&f, name, &logits);
+        let sequence = f.i64s(&format!("sequence.{name}")).expect("sequence");
+        let last = want.len() - 1;
+        assert_eq!(last, 3, "{name}: generation reached max_length - 1");
+        let finite = |s: &[f32]| s.iter().filter(|x| x.is_finite()).count();
+        assert_eq!(
+            finite(&want[last]),
+            forced,
+            "{name}: transformers forced the eos"
+        );
+        let ctx = &sequence[..prompt_len + last];
+        let counted = process_at(&logits[last], ctx, prompt_len, &params).expect("step");
+        assert_eq!(
+            counted.scores, want[last],
+            "{name}: counted from the prompt"
+        );
+        let first = process_at(&logits[last], ctx, ctx.len(), &params).expect("step");
+        assert!(
+            finite(&first.scores) > forced,
+            "{name}: as a first step, more than the eos is kept"
+        );
+    }
 }
