@@ -15,17 +15,24 @@
 use std::io::Cursor;
 use std::path::Path;
 
-use compare::cli::DistArgs;
+use comparison::cli::DistArgs;
 use serde_json::Value;
+
+/// Every engine `compare` has, as its commands get them.
+fn engines() -> comparison::Engines {
+    compare::registry::engines(None, &compare::registry::Options::default())
+        .expect("the registry builds without options")
+}
 
 /// Tolerance on the sum of a distribution's probabilities (hf-sampling sums
 /// f32 values; 1e-3 is far above its rounding for the input sizes fuzzed).
 const SUM_TOLERANCE: f64 = 1e-3;
 
 /// Target `compare_dist`: the bytes as a `compare dist` JSON-lines batch, run
-/// through `compare::commands::dist::run` under every semantics.
+/// through `comparison::dist::run` under every semantics.
 pub fn compare_dist(data: &[u8]) {
-    let registry = compare::registry::all(None);
+    let engines = engines();
+    let registry = &engines.semantics;
     for semantics in registry.iter().map(|s| s.info().name) {
         let args = DistArgs {
             semantics: semantics.to_string(),
@@ -33,9 +40,8 @@ pub fn compare_dist(data: &[u8]) {
             vocab: None,
         };
         let (mut out, mut err) = (Vec::new(), Vec::new());
-        let summary =
-            compare::commands::dist::run(&args, &registry, Cursor::new(data), &mut out, &mut err)
-                .unwrap_or_else(|e| panic!("{semantics:?}: in-memory I/O failed: {e:#}"));
+        let summary = comparison::dist::run(&args, &engines, Cursor::new(data), &mut out, &mut err)
+            .unwrap_or_else(|e| panic!("{semantics:?}: in-memory I/O failed: {e:#}"));
         let out = String::from_utf8(out).expect("stdout is UTF-8");
         let err = String::from_utf8(err).expect("stderr is UTF-8");
         let lines: Vec<&str> = out.lines().collect();
@@ -72,7 +78,8 @@ pub fn compare_dist(data: &[u8]) {
 /// them. A route is params or a non-empty refusal; what it ignores is among
 /// the request's fields; an answer is a real distribution.
 pub fn compare_request(data: &[u8]) {
-    let registry = compare::registry::all(None);
+    let engines = engines();
+    let registry = &engines.semantics;
     let text = String::from_utf8_lossy(data);
     for line in text.lines() {
         let Ok(Value::Object(object)) = serde_json::from_str::<Value>(line) else {
@@ -95,7 +102,7 @@ pub fn compare_request(data: &[u8]) {
         let logits = parity_core::Logits::from_f32(&logits);
         let ids: Vec<i64> = Vec::new();
         let context = parity_core::Context::new(&ids, None).expect("empty context");
-        for semantics in &registry {
+        for semantics in registry {
             for route in semantics.prepare_request(&request, None) {
                 let name = route.endpoint;
                 let nested = request.get("options").and_then(Value::as_object);
@@ -127,12 +134,13 @@ pub fn compare_request(data: &[u8]) {
 }
 
 /// Target `compare_diff`: the bytes as a `compare diff` JSON-lines batch
-/// (params read as generate kwargs) through `compare::commands::diff::run`,
+/// (params read as generate kwargs) through `comparison::diff::run`,
 /// every pair against transformers, both setups (literal and exact). Every record gets
 /// one line; an answer's rows carry figures in range.
 pub fn compare_diff(data: &[u8]) {
-    use compare::cli::{DiffArgs, Format, Setup};
-    let registry = compare::registry::all(None);
+    use comparison::cli::{DiffArgs, Format, Setup};
+    let engines = engines();
+    let registry = &engines.semantics;
     for setup in [Setup::Literal, Setup::Exact] {
         let args = DiffArgs {
             pairs: vec!["hf:hf-rust".into(), "hf:candle".into(), "hf:spec".into()],
@@ -144,7 +152,7 @@ pub fn compare_diff(data: &[u8]) {
         };
         let (mut out, mut err) = (Vec::new(), Vec::new());
         let (summary, _) =
-            compare::commands::diff::run(&args, &registry, Cursor::new(data), &mut out, &mut err)
+            comparison::diff::run(&args, &engines, Cursor::new(data), &mut out, &mut err)
                 .unwrap_or_else(|e| panic!("{setup:?}: in-memory I/O failed: {e:#}"));
         let out = String::from_utf8(out).expect("stdout is UTF-8");
         let lines: Vec<&str> = out.lines().collect();
@@ -363,14 +371,16 @@ pub fn token_piece(data: &[u8]) {
 /// whose params are a JSON object that semantics accepts; an accepted
 /// perturbation has a finite scale >= 0; an error quotes the argument's flag.
 pub fn speculative_args(data: &[u8]) {
-    use compare::commands::speculative::{parse_perturb, parse_side};
+    use comparison::speculative::{parse_perturb, parse_side};
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
-    let registry = compare::registry::all(None);
-    match parse_side("--target", text, &registry) {
+    let engines = engines();
+    let registry = &engines.semantics;
+    match parse_side("--target", text, registry) {
         Ok(side) => {
-            let semantics = compare::registry::find(&registry, &side.semantics)
+            let semantics = engines
+                .find(&side.semantics)
                 .unwrap_or_else(|e| panic!("accepted an unknown semantics: {e}"));
             assert!(
                 semantics.prepare(&side.params).is_ok(),
@@ -504,8 +514,9 @@ pub fn probe_replay(data: &[u8]) {
     let Ok(recording) = serde_json::from_slice::<server_probe::Recording>(data) else {
         return;
     };
-    let registry = compare::registry::all(None);
-    match server_probe::replay(&recording, &registry) {
+    let engines = engines();
+    let registry = &engines.semantics;
+    match server_probe::replay(&recording, registry) {
         Err(e) => assert!(
             !e.to_string().is_empty(),
             "empty error replaying {recording:?}"

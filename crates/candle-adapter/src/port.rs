@@ -7,9 +7,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use parity_core::Error;
-use parity_core::trace::{Port, Trace};
+use parity_core::trace::{Port, PrefixModel, Trace};
 
-use crate::model::{Expected, ModelError, QuantizedLlama};
+use crate::model::{Expected, ModelError, PrefixCache, QuantizedLlama};
 
 /// The model the bundled traces were recorded from.
 pub const MODEL_NAME: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
@@ -47,6 +47,35 @@ impl CandlePort {
             )),
             e => Error::new(e),
         })
+    }
+}
+
+/// candle's prefix logits for a search: [`PrefixCache`] (each prefix one
+/// token past its parent's KV cache, as a generation loop runs it).
+struct CandlePrefixes(PrefixCache);
+
+impl PrefixModel for CandlePrefixes {
+    fn vocab_size(&self) -> usize {
+        self.0.model().vocab_size()
+    }
+
+    fn logits(&mut self, ids: &[i64]) -> Result<Vec<f32>, Error> {
+        let ids: Vec<u32> = ids
+            .iter()
+            .enumerate()
+            .map(|(i, &t)| {
+                u32::try_from(t).map_err(|_| {
+                    Error::new(format_args!(
+                        "ids[{i}] = {t} is not a token id (candle takes u32 ids)"
+                    ))
+                })
+            })
+            .collect::<Result<_, _>>()?;
+        self.0.logits(&ids).map_err(Error::new)
+    }
+
+    fn clear(&mut self) {
+        self.0.clear();
     }
 }
 
@@ -96,5 +125,34 @@ impl Port for CandlePort {
                 trace.path.display()
             ))
         })
+    }
+
+    fn prefix_model(
+        &self,
+        model: Option<&Path>,
+        gguf_sha256: &str,
+        progress: &mut dyn FnMut(&str),
+    ) -> Option<Result<Box<dyn PrefixModel>, Error>> {
+        let path = model.map_or_else(default_model_path, Path::to_path_buf);
+        progress(&format!("loading {}", path.display()));
+        let expected = Expected {
+            sha256: Some(gguf_sha256),
+            vocab_size: None,
+        };
+        Some(
+            QuantizedLlama::load(&path, &expected)
+                .map(|m| Box::new(CandlePrefixes(PrefixCache::new(m))) as Box<dyn PrefixModel>)
+                .map_err(|e| match e {
+                    ModelError::NotFound { path } => Error::new(format_args!(
+                        "model file {} not found. Fetch it with\n    {}/scripts/fetch-model.sh\nor pass --model FILE",
+                        path.display(),
+                        repo_root().display()
+                    )),
+                    e @ ModelError::WrongHash { .. } => Error::new(format_args!(
+                        "{e}; the recordings were made with {MODEL_NAME} (scripts/fetch-model.sh fetches it)"
+                    )),
+                    e => Error::new(e),
+                }),
+        )
     }
 }

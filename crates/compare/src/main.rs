@@ -2,20 +2,26 @@
 //! and maps outcomes to exit statuses (see the library crate docs).
 
 use std::io::{self, IsTerminal, Write};
+use std::path::Path;
 use std::process::ExitCode;
 
 use clap::{CommandFactory, FromArgMatches};
 
-use compare::cli::{Cli, Command, ReportArgs};
-use compare::{commands, registry};
+use compare::cli::{Cli, Command};
+use compare::registry;
+use comparison::cli::ReportArgs;
+use comparison::{
+    Progress, beam, bench, diff, dist, probe, report, request, semantics, speculative, ties, trace,
+    translate,
+};
 
 fn main() -> ExitCode {
-    let matches = registry::with_names_in_help(Cli::command()).get_matches();
+    let matches = registry::with_registry(Cli::command()).get_matches();
     let cli = match Cli::from_arg_matches(&matches) {
         Ok(cli) => cli,
         Err(e) => e.exit(),
     };
-    match run(cli) {
+    match registry::Options::from_matches(&matches).and_then(|options| run(cli, &options)) {
         Ok(code) => code,
         Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS,
         Err(err) => {
@@ -43,8 +49,10 @@ fn chain_text(err: &anyhow::Error) -> String {
     text
 }
 
-fn run(cli: Cli) -> anyhow::Result<ExitCode> {
-    let progress = io::stderr().is_terminal();
+/// Runs one command: its engines from the registry, one library call, its
+/// verdict (`true`: exit 1).
+fn run(cli: Cli, options: &registry::Options) -> anyhow::Result<ExitCode> {
+    let mut progress = Progress::new(Box::new(io::stderr()), io::stderr().is_terminal());
     let command = cli
         .command
         .unwrap_or_else(|| Command::Report(ReportArgs::default()));
@@ -59,34 +67,25 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         keep_going: verdict,
         error: None,
     };
+    let engines = |config: Option<&Path>| -> anyhow::Result<_> {
+        let config = registry::generation_config(config)?;
+        let engines = registry::engines(config.as_ref(), options)?;
+        Ok((config, engines))
+    };
     let failed = match command {
         Command::Report(args) => {
-            let config = registry::generation_config(args.generation_config.as_deref())?;
-            let semantics = registry::all(config.as_ref());
-            let outcome = commands::report::run_to(&args, &semantics, progress, &mut out)?;
-            outcome.over_threshold()
+            let (_, engines) = engines(args.generation_config.as_deref())?;
+            report::run_to(&args, &engines, &mut progress, &mut out)?.over_threshold()
         }
         Command::Dist(args) => {
-            let config = registry::generation_config(args.generation_config.as_deref())?;
-            let semantics = registry::all(config.as_ref());
-            let summary = commands::dist::run(
-                &args,
-                &semantics,
-                io::stdin().lock(),
-                &mut out,
-                io::stderr(),
-            )?;
+            let (_, engines) = engines(args.generation_config.as_deref())?;
+            let summary = dist::run(&args, &engines, io::stdin().lock(), &mut out, io::stderr())?;
             summary.failed > 0
         }
         Command::Diff(args) => {
-            let semantics = registry::all(None);
-            let (summary, differing) = commands::diff::run(
-                &args,
-                &semantics,
-                io::stdin().lock(),
-                &mut out,
-                io::stderr(),
-            )?;
+            let (_, engines) = engines(None)?;
+            let (summary, differing) =
+                diff::run(&args, &engines, io::stdin().lock(), &mut out, io::stderr())?;
             // Like `report`: a run that compares nothing must not pass a check.
             anyhow::ensure!(
                 summary.records > 0,
@@ -95,38 +94,31 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             summary.failed > 0 || (args.fail_on.is_some() && differing > 0)
         }
         Command::Request(args) => {
-            let config = registry::generation_config(args.generation_config.as_deref())?;
-            let model = registry::ollama_model_params(args.ollama_model_params.as_deref())?;
-            let semantics = registry::with_ollama_model_params(config.as_ref(), model.as_ref())?;
-            commands::request::run(&args, config.as_ref(), &semantics, &mut out).map(|()| false)?
+            let (config, engines) = engines(args.generation_config.as_deref())?;
+            request::run(&args, config.as_ref(), &engines, &mut out).map(|()| false)?
         }
         Command::Translate(args) => {
-            let config = registry::generation_config(args.generation_config.as_deref())?;
-            let model = registry::ollama_model_params(args.ollama_model_params.as_deref())?;
-            let semantics = registry::with_ollama_model_params(config.as_ref(), model.as_ref())?;
-            commands::translate::run(&args, config.as_ref(), &semantics, &mut out)
+            let (config, engines) = engines(args.generation_config.as_deref())?;
+            translate::run(&args, config.as_ref(), &engines, &mut progress, &mut out)
                 .map(|()| false)?
         }
         Command::Bench(args) => {
-            commands::bench::run(&args, &mut out, &mut io::stderr()).map(|()| false)?
+            let (_, engines) = engines(None)?;
+            bench::run(&args, &engines.bench, &mut out, &mut io::stderr()).map(|()| false)?
         }
-        Command::Ties(args) => {
-            commands::ties::run(&args, &registry::all(None), &mut out).map(|()| false)?
-        }
+        Command::Ties(args) => ties::run(&args, &engines(None)?.1, &mut out).map(|()| false)?,
         Command::Semantics(args) => {
-            commands::semantics::run(&args, &registry::all(None), &mut out).map(|()| false)?
+            semantics::run(&args, &engines(None)?.1, &mut out).map(|()| false)?
         }
         Command::Speculative(args) => {
-            commands::speculative::run(&args, &registry::all(None), &mut out, &mut io::stderr())
+            speculative::run(&args, &engines(None)?.1, &mut out, &mut io::stderr())
                 .map(|()| false)?
         }
-        Command::Beam(args) => commands::beam::run(&args, &mut out)?,
+        Command::Beam(args) => beam::run(&args, &engines(None)?.1, &mut progress, &mut out)?,
         Command::Trace(args) => {
-            commands::trace::run(&args, &registry::all(None), &mut out).map(|()| false)?
+            trace::run(&args, &engines(None)?.1, &mut progress, &mut out).map(|()| false)?
         }
-        Command::Probe(args) => {
-            commands::probe::run(&args, &registry::all(None), &mut out).map(|()| false)?
-        }
+        Command::Probe(args) => probe::run(&args, &engines(None)?.1, &mut out).map(|()| false)?,
     };
     out.flush()?;
     match out.error {

@@ -1,12 +1,16 @@
-//! Every semantics `compare` knows, in one list.
+//! Every engine `compare` knows, in one list: the one place in this crate
+//! that names one.
 //!
 //! Adding an engine: implement [`parity_core::Semantics`] in its own crate
-//! or module, then add one line to [`all`] (docs/architecture.md). `dist`,
-//! `diff`, `report --pairs` and `semantics` find it from here.
+//! or module, then add one line to [`all`] (docs/architecture.md). Every
+//! command reaches it from here through [`comparison::Engines`]; what it
+//! offers (a reference role, a translation, requests) it says itself.
 
 use std::path::Path;
 
 use anyhow::Context;
+use clap::{Arg, ArgMatches};
+use comparison::{BenchEngine, Defaults, Engines};
 use hf_sampling::GenerationConfig;
 use parity_core::AnySemantics;
 
@@ -35,7 +39,7 @@ pub fn all(generation_config: Option<&GenerationConfig>) -> Vec<Box<dyn AnySeman
 /// [`all`], with a model's published Ollama parameters (`ollama show
 /// --parameters`, as a JSON object) layered under the requests of the
 /// Ollama engines that read them, as Ollama layers them.
-pub fn with_ollama_model_params(
+fn with_ollama_model_params(
     generation_config: Option<&GenerationConfig>,
     ollama_model_params: Option<&serde_json::Map<String, serde_json::Value>>,
 ) -> anyhow::Result<Vec<Box<dyn AnySemantics>>> {
@@ -68,12 +72,12 @@ pub fn with_ollama_model_params(
 
 /// Reads `--ollama-model-params JSON|FILE`: a JSON object, or a file holding
 /// one or the text `ollama show --parameters` prints.
-pub fn ollama_model_params(
+fn ollama_model_params(
     arg: Option<&str>,
 ) -> anyhow::Result<Option<serde_json::Map<String, serde_json::Value>>> {
     let Some(arg) = arg else { return Ok(None) };
     if arg.trim_start().starts_with('{') {
-        return crate::commands::json_object_arg("--ollama-model-params", arg).map(Some);
+        return json_object_arg("--ollama-model-params", arg).map(Some);
     }
     let path = Path::new(arg);
     let bytes = parity_core::fixture::read_at_most(path, 1 << 20)
@@ -87,26 +91,44 @@ pub fn ollama_model_params(
     let text = String::from_utf8(bytes)
         .with_context(|| format!("--ollama-model-params: {} is not UTF-8", path.display()))?;
     if text.trim_start().starts_with('{') {
-        return crate::commands::json_object_arg(
-            &format!("--ollama-model-params {}", path.display()),
-            &text,
-        )
-        .map(Some);
+        return json_object_arg(&format!("--ollama-model-params {}", path.display()), &text)
+            .map(Some);
     }
     llamacpp_sampling::ollama::model_params_from_show(&text)
         .with_context(|| format!("--ollama-model-params: {}", path.display()))
         .map(Some)
 }
 
-/// The engine `compare translate` writes for when `--to` is not given.
-pub const DEFAULT_TRANSLATION: &str = "candle";
+/// The engines every command reaches: [`all`] (with the model's Ollama
+/// parameters layered in, when given), the trace ports, the benchmarked
+/// engine and the defaults.
+pub fn engines(
+    generation_config: Option<&GenerationConfig>,
+    options: &Options,
+) -> anyhow::Result<Engines> {
+    Ok(Engines {
+        semantics: with_ollama_model_params(
+            generation_config,
+            options.ollama_model_params.as_ref(),
+        )?,
+        ports: ports(),
+        bench: BenchEngine {
+            name: "candle",
+            step: bench_step,
+        },
+        defaults: DEFAULTS,
+    })
+}
 
-/// The port `compare trace` compares with transformers when `--port` is not
-/// given.
-pub const DEFAULT_PORT: &str = "candle";
+/// The engine a command picks when the user names none.
+pub const DEFAULTS: Defaults = Defaults {
+    translation: "candle",
+    port: "candle",
+    diff_pair: "hf:candle",
+};
 
-/// The ports `compare trace --port` takes: a model run here, or logits an
-/// engine recorded beside the trace.
+/// The ports `compare trace --port` and `compare beam --port` take: a model
+/// run here, or logits an engine recorded beside the trace.
 pub fn ports() -> Vec<Box<dyn parity_core::trace::Port>> {
     vec![
         Box::new(candle_adapter::port::CandlePort::default()),
@@ -114,37 +136,48 @@ pub fn ports() -> Vec<Box<dyn parity_core::trace::Port>> {
     ]
 }
 
-/// The real engine `compare bench` times our sampler against.
-pub const BENCH_ENGINE: &str = "candle";
-
-/// One real sampling step of [`BENCH_ENGINE`], set up as a literal port of
-/// generate `kwargs` over fixed `logits` (the penalty, when the kwargs set
-/// one, over `context`): each call draws one token.
-pub fn bench_step<'a>(
+/// One real sampling step of candle, set up as a literal port of generate
+/// `kwargs` over fixed `logits` (the penalty, when the kwargs set one, over
+/// `context`): each call draws one token.
+fn bench_step(
     kwargs: &serde_json::Map<String, serde_json::Value>,
     logits: &[f32],
     context: &[u32],
-) -> anyhow::Result<Box<dyn FnMut() -> anyhow::Result<u32> + 'a>> {
+) -> anyhow::Result<Box<dyn FnMut() -> anyhow::Result<u32>>> {
     let mut lp = candle_adapter::bench::CandleBench::literal(1, kwargs, logits, context)
         .context("building candle's LogitsProcessor")?;
     Ok(Box::new(move || Ok(lp.sample()?)))
 }
 
-/// The pair `compare diff` compares when `--pairs` is not given.
-pub const DEFAULT_DIFF_PAIR: &str = "hf:candle";
-
-/// The semantics that offer a translation (`compare translate --to`).
-pub fn translators(registry: &[Box<dyn AnySemantics>]) -> Vec<&'static str> {
-    let options = parity_core::TranslateOptions { context_len: 1 };
-    registry
-        .iter()
-        .filter(|s| s.translate(&serde_json::Map::new(), &options).is_some())
-        .map(|s| s.info().name)
-        .collect()
+/// What the command line says about the engines themselves, beyond each
+/// command's options: the flags [`with_registry`] adds.
+#[derive(Debug, Default)]
+pub struct Options {
+    /// `--ollama-model-params`, read.
+    pub ollama_model_params: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
-/// The names in [`all`], comma-separated, for error messages.
-pub fn names() -> String {
+impl Options {
+    /// Reads the registry's flags from the matches of `subcommand`.
+    pub fn from_matches(matches: &ArgMatches) -> anyhow::Result<Self> {
+        let Some((_, sub)) = matches.subcommand() else {
+            return Ok(Self::default());
+        };
+        let arg = sub
+            .try_get_one::<String>(OLLAMA_MODEL_PARAMS)
+            .ok()
+            .flatten()
+            .map(String::as_str);
+        Ok(Self {
+            ollama_model_params: ollama_model_params(arg)?,
+        })
+    }
+}
+
+const OLLAMA_MODEL_PARAMS: &str = "ollama-model-params";
+
+/// The names in [`all`], comma-separated.
+fn names() -> String {
     all(None)
         .iter()
         .map(|s| s.info().name)
@@ -152,38 +185,52 @@ pub fn names() -> String {
         .join(", ")
 }
 
-/// Looks a semantics up by name.
-pub fn find<'r>(
-    registry: &'r [Box<dyn AnySemantics>],
-    name: &str,
-) -> anyhow::Result<&'r dyn AnySemantics> {
-    registry
-        .iter()
-        .find(|s| s.info().name == name)
-        .map(|s| &**s)
-        .with_context(|| {
-            let known: Vec<_> = registry.iter().map(|s| s.info().name).collect();
-            format!("unknown semantics {name:?} (known: {})", known.join(", "))
-        })
+/// A name from the registry; anything else is a usage error listing them.
+fn semantics_name(name: &str) -> Result<String, String> {
+    let known = names();
+    if known.split(", ").any(|n| n == name) {
+        Ok(name.to_string())
+    } else {
+        Err(format!("unknown semantics (known: {known})"))
+    }
 }
 
-/// `compare`'s clap command with the lists that come from the registry
-/// written into its help: the semantics `--pairs`, `--semantics`,
-/// `--port-semantics` and `--target`/`--draft` take, the engines
-/// `translate --to` takes, and the defaults.
-pub fn with_names_in_help(command: clap::Command) -> clap::Command {
-    let registry = all(None);
-    let names = registry
-        .iter()
-        .map(|s| s.info().name)
-        .collect::<Vec<_>>()
-        .join(", ");
-    let translators = translators(&registry).join(", ");
-    let add = |arg: clap::Arg, text: String| {
+/// `compare`'s clap command with what comes from the registry: the lists of
+/// names in the help (the semantics `--pairs`, `--semantics`,
+/// `--port-semantics` and `--target`/`--draft` take, the ports, the engines
+/// `translate --to` takes, and the defaults), the parsers that check a
+/// semantics' name, and `--ollama-model-params` on `request` and
+/// `translate`.
+pub fn with_registry(command: clap::Command) -> clap::Command {
+    let engines = Engines {
+        semantics: all(None),
+        ports: ports(),
+        bench: BenchEngine {
+            name: "candle",
+            step: bench_step,
+        },
+        defaults: DEFAULTS,
+    };
+    let names = engines.names();
+    let translators = engines.translators().join(", ");
+    let port_names: Vec<_> = engines.ports.iter().map(|p| p.name()).collect();
+    let port_names = port_names.join(", ");
+    let add = |arg: Arg, text: String| {
         let help = arg.get_help().map(ToString::to_string).unwrap_or_default();
         arg.help(format!("{help} {text}"))
     };
     let semantics_list = format!("[semantics: {names}]");
+    let ollama = |help: &'static str| {
+        Arg::new(OLLAMA_MODEL_PARAMS)
+            .long(OLLAMA_MODEL_PARAMS)
+            .value_name("JSON|FILE")
+            .help(help)
+    };
+    let Defaults {
+        translation,
+        port,
+        diff_pair,
+    } = DEFAULTS;
     command
         .long_about(None)
         .about(format!(
@@ -196,32 +243,43 @@ pub fn with_names_in_help(command: clap::Command) -> clap::Command {
         })
         .mut_subcommand("diff", |c| {
             c.mut_arg("pairs", |a| {
-                add(
-                    a,
-                    format!("[default: {DEFAULT_DIFF_PAIR}] {semantics_list}"),
-                )
+                add(a, format!("[default: {diff_pair}] {semantics_list}"))
             })
         })
         .mut_subcommand("dist", |c| {
-            c.mut_arg("semantics", |a| add(a, semantics_list.clone()))
+            c.mut_arg("semantics", |a| {
+                add(a.value_parser(semantics_name), semantics_list.clone())
+            })
         })
         .mut_subcommand("trace", |c| {
-            let ports: Vec<_> = ports().iter().map(|p| p.name()).collect();
             c.mut_arg("port", |a| {
-                add(
-                    a,
-                    format!("[default: {DEFAULT_PORT}] [ports: {}]", ports.join(", ")),
-                )
+                add(a, format!("[default: {port}] [ports: {port_names}]"))
             })
-            .mut_arg("port_semantics", |a| add(a, semantics_list.clone()))
+            .mut_arg("port_semantics", |a| {
+                add(a.value_parser(semantics_name), semantics_list.clone())
+            })
+        })
+        .mut_subcommand("beam", |c| {
+            c.mut_arg("port", |a| add(a, format!("[ports: {port_names}]")))
         })
         .mut_subcommand("translate", |c| {
             c.mut_arg("to", |a| {
                 add(
                     a,
-                    format!("[default: {DEFAULT_TRANSLATION}] [engines: {translators}]"),
+                    format!("[default: {translation}] [engines: {translators}]"),
                 )
             })
+            .arg(ollama(
+                "The model's own Ollama parameters (see `compare request --help`), for `--to` an \
+                 Ollama engine.",
+            ))
+        })
+        .mut_subcommand("request", |c| {
+            c.arg(ollama(
+                "The model's own Ollama parameters (its Modelfile PARAMETERs): a JSON object, or a \
+                 file holding one or what `ollama show --parameters` prints. Ollama layers them \
+                 between its defaults and the request.",
+            ))
         })
 }
 
@@ -229,4 +287,13 @@ pub fn with_names_in_help(command: clap::Command) -> clap::Command {
 pub fn generation_config(path: Option<&Path>) -> anyhow::Result<Option<GenerationConfig>> {
     path.map(|p| GenerationConfig::from_path(p).with_context(|| format!("reading {}", p.display())))
         .transpose()
+}
+
+/// A flag's value that must be a JSON object: parsed, or an error naming the
+/// flag and quoting the text.
+fn json_object_arg(
+    flag: &str,
+    text: &str,
+) -> anyhow::Result<serde_json::Map<String, serde_json::Value>> {
+    serde_json::from_str(text).with_context(|| format!("{flag} is not a JSON object: {text}"))
 }

@@ -51,6 +51,32 @@ pub trait Port: Send + Sync {
         model: Option<&Path>,
         progress: &mut dyn FnMut(&str),
     ) -> Result<Vec<Vec<f32>>>;
+
+    /// The model this port runs here, for a search over prefixes (`compare
+    /// beam --port`); `None` for a port whose logits were recorded, which
+    /// has no logits for prefixes nobody ran. `model` is the user's `--model
+    /// FILE`; `gguf_sha256` names the model the recordings were made with.
+    fn prefix_model(
+        &self,
+        model: Option<&Path>,
+        gguf_sha256: &str,
+        progress: &mut dyn FnMut(&str),
+    ) -> Option<Result<Box<dyn PrefixModel>>> {
+        let _ = (model, gguf_sha256, progress);
+        None
+    }
+}
+
+/// A model that gives the logits for the token after any prefix, in the order
+/// a search asks for them (a tree of prefixes, each its parent plus a
+/// token). It may keep state between calls, such as a KV cache per prefix.
+pub trait PrefixModel {
+    /// Vocabulary size.
+    fn vocab_size(&self) -> usize;
+    /// The float32 logits of the token after `ids`.
+    fn logits(&mut self, ids: &[i64]) -> Result<Vec<f32>>;
+    /// Forgets stored state (between independent searches).
+    fn clear(&mut self);
 }
 
 /// The bundled traces: the `fixtures/traces/*.safetensors` whose stem has no

@@ -6,7 +6,7 @@
 //! trace_reference.py, docs/fixtures.md) holds, per generated token, the
 //! context, transformers' raw logits, the processed scores it drew from and
 //! the token. The port's logits for the same contexts come from the real
-//! port, a [`parity_core::trace::Port`] of the registry (`registry::ports`):
+//! port, a [`parity_core::trace::Port`] of the registry ([`Engines::ports`]):
 //! a model run here, or logits an engine recorded beside the trace
 //! (`NAME.PORT.safetensors`). Each port lives in its engine's crate.
 //!
@@ -20,7 +20,6 @@
 
 use std::io::Write;
 use std::path::Path;
-use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
 use parity_core::metrics::{Comparison, argmax_first, max_logit_diff, softmax_f64};
@@ -31,36 +30,8 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::cli::{Format, TraceArgs};
-use crate::registry;
-
-/// Prints progress to stderr once a run has taken over a second, at most
-/// twice a second.
-struct Progress {
-    start: Instant,
-    last: Option<Instant>,
-}
-
-impl Progress {
-    fn new() -> Self {
-        Self {
-            start: Instant::now(),
-            last: None,
-        }
-    }
-
-    fn tick(&mut self, what: &str) {
-        let now = Instant::now();
-        if now.duration_since(self.start) < Duration::from_secs(1)
-            || self
-                .last
-                .is_some_and(|l| now.duration_since(l) < Duration::from_millis(500))
-        {
-            return;
-        }
-        self.last = Some(now);
-        eprintln!("compare trace: {what}");
-    }
-}
+use crate::engines::find;
+use crate::{Engines, Progress};
 
 /// One step of a trace.
 #[derive(Debug, Clone, Serialize)]
@@ -188,7 +159,7 @@ pub fn compare_trace(
         .context("the registry has no computed reference (Role::ReferenceComputed)")?
         .prepare(kwargs)
         .context("transformers would refuse these kwargs")?;
-    let port_sem = crate::registry::find(registry, port_semantics)?;
+    let port_sem = find(registry, port_semantics)?;
     let port = match port_params {
         Some(p) => port_sem
             .prepare(p)
@@ -289,23 +260,25 @@ struct Document<'a> {
 /// Runs `compare trace`.
 pub fn run(
     args: &TraceArgs,
-    registry: &[Box<dyn AnySemantics>],
+    engines: &Engines,
+    progress: &mut Progress,
     out: &mut dyn Write,
 ) -> anyhow::Result<()> {
-    let ports = registry::ports();
-    let port_name = args.port.as_deref().unwrap_or(registry::DEFAULT_PORT);
-    let port = ports
+    let registry = &engines.semantics[..];
+    let port_name = args.port.as_deref().unwrap_or(engines.defaults.port);
+    let port = engines
+        .ports
         .iter()
         .find(|p| p.name() == port_name)
         .with_context(|| {
-            let names: Vec<_> = ports.iter().map(|p| p.name()).collect();
+            let names: Vec<_> = engines.ports.iter().map(|p| p.name()).collect();
             format!("unknown --port {port_name:?} (ports: {})", names.join(", "))
         })?;
     let port_semantics = args
         .port_semantics
         .clone()
         .unwrap_or_else(|| port.semantics().to_string());
-    registry::find(registry, &port_semantics)?;
+    find(registry, &port_semantics)?;
     let kwargs_override = args
         .kwargs
         .as_deref()
@@ -331,7 +304,6 @@ pub fn run(
         .map(|f| load_trace(f).map_err(anyhow::Error::msg))
         .collect::<anyhow::Result<Vec<_>>>()?;
     let vocab = Vocab::load(&parity_core::fixture::bundled_dir().join("smollm2/vocab.json")).ok();
-    let mut progress = Progress::new();
     let mut reports = Vec::new();
     for trace in &traces {
         let steps = match args.steps {
@@ -345,7 +317,7 @@ pub fn run(
         };
         let logits = port
             .logits(trace, steps, args.model.as_deref(), &mut |what| {
-                progress.tick(what)
+                progress.say(what)
             })
             .map_err(anyhow::Error::msg)?;
         if let Some(dir) = &args.export_logits {
@@ -355,7 +327,7 @@ pub fn run(
             Some(k) => (k.clone(), *k == trace.kwargs),
             None => (trace.kwargs.clone(), true),
         };
-        progress.tick(&format!("{}: distributions", trace.name));
+        progress.say(&format!("{}: distributions", trace.name));
         let (rows, summary, port_setup) = compare_trace(
             trace,
             &logits,

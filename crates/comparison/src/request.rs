@@ -19,6 +19,7 @@ use serde_json::{Map, Value};
 use super::report::rows::Case;
 use super::report::select;
 use super::report::text::{wrap_width, wrapped};
+use crate::Engines;
 use crate::cli::{Format, RequestArgs};
 use hf_sampling::GenerationConfig;
 
@@ -83,9 +84,10 @@ pub struct Answer {
 pub fn run(
     args: &RequestArgs,
     config: Option<&GenerationConfig>,
-    semantics: &[Box<dyn AnySemantics>],
+    engines: &Engines,
     out: &mut dyn Write,
 ) -> anyhow::Result<()> {
+    let semantics = &engines.semantics[..];
     let request = match serde_json::from_str::<Value>(&args.request) {
         Ok(Value::Object(m)) => m,
         Ok(other) => bail!("the request must be a JSON object, got {other}"),

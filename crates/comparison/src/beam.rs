@@ -15,7 +15,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
-use candle_adapter::model::{Expected, PrefixCache, QuantizedLlama};
+use parity_core::trace::PrefixModel;
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 use tutorial_sampling::beam::{
@@ -23,8 +23,10 @@ use tutorial_sampling::beam::{
     first_difference, log_softmax, transformers_beam_search, tutorial_beam_search,
 };
 
+use crate::Engines;
+use crate::Progress;
 use crate::cli::{BeamArgs, EarlyStoppingArg, Format};
-use crate::commands::report::select;
+use crate::report::select;
 
 /// Scores within this of the recording count as reproduced (transformers'
 /// float32 `log_softmax` against the replay's f64-then-f32 one).
@@ -353,7 +355,12 @@ pub fn kwargs(args: &BeamArgs) -> anyhow::Result<Map<String, Value>> {
 }
 
 /// Runs the command; `Ok(true)` when a recording was not reproduced (exit 1).
-pub fn run(args: &BeamArgs, out: &mut dyn Write) -> anyhow::Result<bool> {
+pub fn run(
+    args: &BeamArgs,
+    engines: &Engines,
+    progress: &mut Progress,
+    out: &mut dyn Write,
+) -> anyhow::Result<bool> {
     let (toy_path, smollm2_path) = recording_paths()?;
     let toy = load(&toy_path)?;
     let smollm2 = load(&smollm2_path)?;
@@ -364,8 +371,8 @@ pub fn run(args: &BeamArgs, out: &mut dyn Write) -> anyhow::Result<bool> {
             out,
         );
     }
-    if args.candle {
-        return candle_beams(args, &smollm2, out).map(|()| false);
+    if let Some(port) = &args.port {
+        return port_beams(args, port, engines, &smollm2, progress, out).map(|()| false);
     }
     let kwargs = kwargs(args)?;
     let mut cases = Vec::new();
@@ -687,59 +694,57 @@ fn replay_all(
     Ok(failed)
 }
 
-/// SmolLM2 through candle-transformers' quantized llama, prefix by prefix
-/// on the KV cache of its parent (`candle_adapter::model::PrefixCache`, as a
-/// generation loop runs it), its logits turned into the float32
-/// `log_softmax` beam search adds. The same search as the recordings, on
-/// candle's logits.
-struct CandleLm {
-    model: std::cell::RefCell<PrefixCache>,
+/// A port's model, prefix by prefix as the search asks (a port keeps what
+/// it can between calls: candle's runs each prefix one token past its
+/// parent's KV cache), its logits turned into the float32 `log_softmax`
+/// beam search adds. The same search as the recordings, on the port's logits.
+struct PortLm {
+    model: std::cell::RefCell<Box<dyn PrefixModel>>,
 }
 
-impl LanguageModel for CandleLm {
+impl LanguageModel for PortLm {
     fn vocab_size(&self) -> usize {
-        self.model.borrow().model().vocab_size()
+        self.model.borrow().vocab_size()
     }
 
     fn log_probs(&self, ids: &[i64]) -> Result<Vec<f32>, BeamError> {
-        let ids: Vec<u32> = ids
-            .iter()
-            .map(|&t| u32::try_from(t).map_err(|_| BeamError::NegativeId(t)))
-            .collect::<Result<_, _>>()?;
+        if let Some(&t) = ids.iter().find(|&&t| t < 0) {
+            return Err(BeamError::NegativeId(t));
+        }
         let logits = self
             .model
             .borrow_mut()
-            .logits(&ids)
+            .logits(ids)
             .map_err(|e| BeamError::Model(e.to_string()))?;
         log_softmax(&logits, ids.len())
     }
 }
 
-/// One `--candle` row (fields in the JSON's alphabetical key order; scores
+/// One `--port` row (fields in the JSON's alphabetical key order; scores
 /// widened to f64 as `serde_json::Value` holds them).
 #[derive(Serialize)]
-struct CandleRow<'a> {
-    candle_scores: Vec<f64>,
+struct PortRow<'a> {
     /// Per beam: the first generated position that differs (`None`: same).
     first_difference: Vec<Option<usize>>,
     kwargs: &'a Map<String, Value>,
     max_score_diff: f64,
+    port_scores: Vec<f64>,
     prompt: &'a str,
     same_sequences: bool,
     transformers_scores: Vec<f64>,
 }
 
-/// `--candle`: each SmolLM2 recording's search rerun on candle's logits,
-/// beside the beams transformers returned.
-fn candle_beams(
+/// `--port NAME`: each SmolLM2 recording's search rerun on the port's
+/// logits, beside the beams transformers returned.
+fn port_beams(
     args: &BeamArgs,
+    port_name: &str,
+    engines: &Engines,
     recordings: &[Recorded],
+    progress: &mut Progress,
     out: &mut dyn Write,
 ) -> anyhow::Result<()> {
-    let path = args
-        .model
-        .clone()
-        .unwrap_or_else(candle_adapter::port::default_model_path);
+    let port = engines.port(port_name)?;
     // The recording's header names the GGUF it was made from.
     let recordings: Vec<&Recorded> = recordings
         .iter()
@@ -749,28 +754,21 @@ fn candle_beams(
         .first()
         .and_then(|r| r.gguf_sha256.as_deref())
         .context("the SmolLM2 beam recording names no `gguf_sha256` in its header")?;
-    let model = QuantizedLlama::load(
-        &path,
-        &Expected {
-            sha256: Some(sha),
-            vocab_size: None,
-        },
-    )
-    .with_context(|| {
-        format!(
-            "--candle needs SmolLM2 at {} (fetch it with scripts/fetch-model.sh, or pass --model)",
-            path.display()
-        )
-    })?;
-    let lm = CandleLm {
-        model: std::cell::RefCell::new(PrefixCache::new(model)),
+    let model = port
+        .prefix_model(args.model.as_deref(), sha, &mut |m| progress.say(m))
+        .with_context(|| {
+            format!("--port {port_name} has recorded logits only; a search needs a model run here")
+        })?
+        .with_context(|| format!("--port {port_name}: loading the model"))?;
+    let lm = PortLm {
+        model: std::cell::RefCell::new(model),
     };
     let mut rows = Vec::new();
     for rec in recordings {
         lm.model.borrow_mut().clear();
-        eprint!("\r{} {} ...", rec.name, kwargs_text(&rec.kwargs));
+        progress.say(&format!("{} {} ...", rec.name, kwargs_text(&rec.kwargs)));
         let got = transformers_beam_search(&lm, &rec.prompt, &rec.config)
-            .with_context(|| format!("{}: beam search on candle's logits", rec.origin))?;
+            .with_context(|| format!("{}: beam search on {port_name}'s logits", rec.origin))?;
         let parts: Vec<Option<usize>> = got
             .sequences
             .iter()
@@ -785,29 +783,29 @@ fn candle_beams(
             .map(|(a, b)| (a - b).abs())
             .fold(0.0f32, f32::max);
         let widen = |s: &[f32]| s.iter().map(|&x| f64::from(x)).collect();
-        rows.push(CandleRow {
-            candle_scores: widen(&got.scores),
+        rows.push(PortRow {
             first_difference: parts,
             kwargs: &rec.kwargs,
             max_score_diff: f64::from(max_score_diff),
+            port_scores: widen(&got.scores),
             prompt: &rec.name,
             same_sequences: same,
             transformers_scores: widen(&rec.scores),
         });
     }
-    eprint!("\r\x1b[2K");
+    progress.done();
     match args.format {
         Format::Json => {
             serde_json::to_writer_pretty(
                 &mut *out,
-                &json!({ "schema": super::report::SCHEMA, "candle": rows }),
+                &json!({ "schema": crate::report::SCHEMA, "port": port_name, "beams": rows }),
             )?;
             writeln!(out)?;
         }
         Format::Text => {
             writeln!(
                 out,
-                "SmolLM2 beam search on candle's Q4_1 logits against transformers' recorded beams"
+                "SmolLM2 beam search on {port_name}'s logits against transformers' recorded beams"
             )?;
             for r in &rows {
                 let parts: Vec<String> = r

@@ -21,6 +21,7 @@ use anyhow::bail;
 use parity_core::{AnySemantics, Fixture, Vocab};
 
 use crate::cli::{ReportArgs, ReportFormat};
+use crate::{Engines, Progress};
 
 mod html;
 pub(crate) mod rows;
@@ -60,8 +61,8 @@ impl Outcome {
 /// JSON and HTML, the whole document at the end.
 pub fn run_to(
     args: &ReportArgs,
-    registry: &[Box<dyn AnySemantics>],
-    progress: bool,
+    engines: &Engines,
+    progress: &mut Progress,
     out: &mut dyn Write,
 ) -> anyhow::Result<Outcome> {
     let width = text::wrap_width();
@@ -77,7 +78,7 @@ pub fn run_to(
         }
         Ok(())
     };
-    let outcome = run_with(args, registry, progress, &mut on_fixture)?;
+    let outcome = run_with(args, &engines.semantics, progress, &mut on_fixture)?;
     match args.format {
         ReportFormat::Json => {
             serde_json::to_writer_pretty(&mut *out, &outcome.report)?;
@@ -92,19 +93,19 @@ pub fn run_to(
     Ok(outcome)
 }
 
-/// Runs the report with the semantics in `registry`, writing nothing.
+/// Runs the report with the semantics of `engines`, writing nothing.
 pub fn run(
     args: &ReportArgs,
-    registry: &[Box<dyn AnySemantics>],
-    progress: bool,
+    engines: &Engines,
+    progress: &mut Progress,
 ) -> anyhow::Result<Outcome> {
-    run_with(args, registry, progress, &mut |_| Ok(()))
+    run_with(args, &engines.semantics, progress, &mut |_| Ok(()))
 }
 
 fn run_with(
     args: &ReportArgs,
     registry: &[Box<dyn AnySemantics>],
-    progress: bool,
+    progress: &mut Progress,
     on_fixture: &mut dyn FnMut(&[Row]) -> io::Result<()>,
 ) -> anyhow::Result<Outcome> {
     let kwargs = select::kwargs(args)?;
@@ -121,7 +122,7 @@ fn run_with(
     };
     if let Some(w) = &transformers_warning {
         // Best effort: stderr is for people; the JSON carries it too.
-        let _ = w.write(text::wrap_width(), &mut io::stderr());
+        let _ = w.write(text::wrap_width(), progress.notes());
     }
     let pairs = select::pairs(&args.pairs, registry)?;
     let pairs = match &kwargs {
@@ -153,9 +154,7 @@ fn run_with(
     let mut rows = Vec::new();
     let mut vocabs: HashMap<PathBuf, Vocab> = HashMap::new();
     for (i, (fx, default_settings)) in fixtures.iter().enumerate() {
-        if progress {
-            eprint!("\r[{}/{}] {}        ", i + 1, fixtures.len(), fx.name);
-        }
+        progress.say(&format!("[{}/{}] {}", i + 1, fixtures.len(), fx.name));
         let vocab = match &fx.model {
             Some(m) => Some(match vocabs.entry(m.vocab.clone()) {
                 Entry::Occupied(e) => &*e.into_mut(),
@@ -177,15 +176,12 @@ fn run_with(
             None => {
                 let missing = select::missing_settings(fx, args);
                 if !missing.is_empty() {
-                    if progress {
-                        eprint!("\r\x1b[2K");
-                    }
-                    eprintln!(
+                    progress.note(&format!(
                         "note: {} does not record {}; skipped there ({})",
                         fx.name,
                         missing.join(", "),
                         fx.path.display()
-                    );
+                    ));
                 }
                 for setting in select::settings(fx, *default_settings, args) {
                     let run = rows::Run::recorded(setting);
@@ -193,14 +189,10 @@ fn run_with(
                 }
             }
         }
-        if progress {
-            eprint!("\r\x1b[2K");
-        }
+        progress.done();
         on_fixture(&rows[start..])?;
     }
-    if progress {
-        eprint!("\r\x1b[2K");
-    }
+    progress.done();
     if rows.is_empty() {
         bail!("nothing compared: {}", select::why_nothing(&fixtures, args));
     }

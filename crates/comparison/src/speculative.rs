@@ -13,10 +13,11 @@ use parity_core::{AnySemantics, Context, Fixture, Logits};
 use serde_json::{Map, Value, json};
 use tutorial_sampling::speculative::{self, Speculative};
 
+use crate::Engines;
 use crate::cli::{Format, SpeculativeArgs};
-use crate::commands::report::select;
-use crate::commands::report::text::wrapped;
-use crate::registry;
+use crate::engines::{find, names};
+use crate::report::select;
+use crate::report::text::wrapped;
 
 pub use tutorial_sampling::speculative::EXACT_TV;
 
@@ -65,7 +66,7 @@ pub fn parse_side(
     let Some(semantics) = semantics else {
         bail!(
             "{flag}: unknown semantics {name:?} in {text:?} (known: {})",
-            registry::names()
+            names(registry)
         );
     };
     let params: Value = serde_json::from_str(params)
@@ -147,10 +148,11 @@ struct Case {
 /// writes the tables; hints (a one-token target or draft) go to `err`.
 pub fn run(
     args: &SpeculativeArgs,
-    registry: &[Box<dyn AnySemantics>],
+    engines: &Engines,
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> anyhow::Result<()> {
+    let registry = &engines.semantics[..];
     if args.k == 0 {
         bail!("--k: K = 0, but speculative decoding needs at least one draft token");
     }
@@ -187,8 +189,8 @@ pub fn run(
 
     let mut results = Vec::new();
     for pair in &pairs {
-        let target = registry::find(registry, &pair.target.semantics)?;
-        let draft = registry::find(registry, &pair.draft.semantics)?;
+        let target = find(registry, &pair.target.semantics)?;
+        let draft = find(registry, &pair.draft.semantics)?;
         let mut cases = Vec::new();
         for fx in &fixtures {
             let dfx = draft_fixture.as_ref().unwrap_or(fx);

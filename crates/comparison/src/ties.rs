@@ -17,6 +17,7 @@ use parity_core::semantics::Context as Ids;
 use parity_core::{AnySemantics, Distribution, DrawCheck, DrawOptions, Vocab};
 
 use super::report::{SCHEMA, text_fields};
+use crate::Engines;
 use crate::cli::{Format, TiesArgs};
 
 /// One semantics on the tie.
@@ -27,11 +28,8 @@ struct Answer {
 
 /// Prints each semantics' kept set and probabilities, with real draw counts
 /// where the engine can be run.
-pub fn run(
-    args: &TiesArgs,
-    registry: &[Box<dyn AnySemantics>],
-    out: &mut dyn Write,
-) -> anyhow::Result<()> {
+pub fn run(args: &TiesArgs, engines: &Engines, out: &mut dyn Write) -> anyhow::Result<()> {
+    let registry = &engines.semantics[..];
     let logits = &args.logits;
     if logits.is_empty() {
         bail!("--logits must not be empty");

@@ -5,17 +5,14 @@
 use std::io::Write;
 
 use anyhow::{Context, bail};
-use parity_core::AnySemantics;
 use server_probe::{Api, Options, Recording};
 
+use crate::Engines;
 use crate::cli::{Format, ProbeArgs};
 
 /// Probes the server (or replays a recording) and writes the report.
-pub fn run(
-    args: &ProbeArgs,
-    semantics: &[Box<dyn AnySemantics>],
-    out: &mut dyn Write,
-) -> anyhow::Result<()> {
+pub fn run(args: &ProbeArgs, engines: &Engines, out: &mut dyn Write) -> anyhow::Result<()> {
+    let semantics = &engines.semantics[..];
     let report = match &args.replay {
         Some(path) => {
             let bytes = parity_core::fixture::read_at_most(path, 1 << 30)

@@ -70,7 +70,7 @@ pub(crate) fn pairs(
 pub(super) fn kwargs(args: &ReportArgs) -> anyhow::Result<Option<Map<String, Value>>> {
     args.kwargs
         .as_deref()
-        .map(|text| crate::commands::json_object_arg("--kwargs", text))
+        .map(|text| crate::json_object_arg("--kwargs", text))
         .transpose()
 }
 

@@ -7,20 +7,20 @@ use parity_core::{AnySemantics, Context, Distribution, Precision, Record, Vocab}
 
 use super::report::text_fields;
 
+use crate::Engines;
 use crate::cli::DistArgs;
-use crate::registry;
 
 /// Runs the batch with a semantics from `registry` (built with the
 /// `--generation-config` the args name); returns how it went (exit status 1
 /// if any record failed).
 pub fn run<R: BufRead, W: Write, E: Write>(
     args: &DistArgs,
-    registry: &[Box<dyn AnySemantics>],
+    engines: &Engines,
     input: R,
     out: W,
     err: E,
 ) -> anyhow::Result<Summary> {
-    let semantics = registry::find(registry, &args.semantics)?;
+    let semantics = engines.find(&args.semantics)?;
     if args.generation_config.is_some() && !semantics.reads_generation_config() {
         anyhow::bail!(
             "--generation-config: {} does not read a model's generation_config.json",

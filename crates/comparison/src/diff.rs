@@ -15,17 +15,19 @@ use parity_core::{AnySemantics, Context, Record, Vocab};
 use super::report::rows::{Case, CaseRows, RowArgs, Run};
 use super::report::text::{pair_label, wrap_width, wrap_words, wrapped};
 use super::report::{Row, Verdict, select};
+use crate::Engines;
 use crate::cli::{DiffArgs, Format, Setup};
 
 /// Runs the batch; returns how it went and how many rows differ.
 pub fn run<R: BufRead, W: Write, E: Write>(
     args: &DiffArgs,
-    registry: &[Box<dyn AnySemantics>],
+    engines: &Engines,
     input: R,
     out: W,
     err: E,
 ) -> anyhow::Result<(Summary, usize)> {
-    let default = [crate::registry::DEFAULT_DIFF_PAIR.to_string()];
+    let registry = &engines.semantics[..];
+    let default = [engines.defaults.diff_pair.to_string()];
     let specs = if args.pairs.is_empty() {
         &default[..]
     } else {

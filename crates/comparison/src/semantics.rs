@@ -5,18 +5,14 @@ use std::io::Write;
 
 use serde_json::json;
 
-use parity_core::AnySemantics;
-
 use super::report::SCHEMA;
 use super::report::text::{wrap_width, wrapped};
+use crate::Engines;
 use crate::cli::{Format, SemanticsArgs};
 
 /// Prints the list.
-pub fn run(
-    args: &SemanticsArgs,
-    all: &[Box<dyn AnySemantics>],
-    out: &mut dyn Write,
-) -> anyhow::Result<()> {
+pub fn run(args: &SemanticsArgs, engines: &Engines, out: &mut dyn Write) -> anyhow::Result<()> {
+    let all = &engines.semantics;
     match args.format {
         Format::Json => {
             let list: Vec<_> = all

@@ -20,7 +20,7 @@ use super::report::select;
 use super::report::text::{wrap_width, wrapped};
 use super::report::{SCHEMA, TransformersWarning, Verdict};
 use crate::cli::{Format, TranslateArgs};
-use crate::registry;
+use crate::{Engines, Progress};
 
 /// Prints the translation of `args.kwargs` (and the optional generation
 /// config) for the engine `--to` names: whatever its semantics'
@@ -30,7 +30,8 @@ use crate::registry;
 pub fn run(
     args: &TranslateArgs,
     config: Option<&GenerationConfig>,
-    registry: &[Box<dyn AnySemantics>],
+    engines: &Engines,
+    progress: &mut Progress,
     out: &mut dyn Write,
 ) -> anyhow::Result<()> {
     let kwargs = super::json_object_arg("--kwargs", &args.kwargs)?;
@@ -43,10 +44,11 @@ pub fn run(
     let warning = TransformersWarning::for_kwargs(&kwargs, config);
     if let Some(w) = &warning {
         // Best effort: stderr is for people; the JSON carries it too.
-        let _ = w.write(wrap_width(), &mut std::io::stderr());
+        let _ = w.write(wrap_width(), progress.notes());
     }
-    let to = args.to.as_deref().unwrap_or(registry::DEFAULT_TRANSLATION);
-    let engine = registry::find(registry, to)?;
+    let registry = &engines.semantics[..];
+    let to = args.to.as_deref().unwrap_or(engines.defaults.translation);
+    let engine = engines.find(to)?;
     // The resolved values as kwargs: what transformers really runs with.
     let mut full = params.as_kwargs();
     for (key, value) in &kwargs {
@@ -60,7 +62,7 @@ pub fn run(
         .with_context(|| {
             format!(
                 "{to} has no translation (--to takes one of: {})",
-                registry::translators(registry).join(", ")
+                engines.translators().join(", ")
             )
         })?
         .context("cannot translate")?;

@@ -1,6 +1,6 @@
 //! `compare bench`: a quick per-token timing of `hf_sampling::HfSampler`
 //! (transformers' exact distribution) beside a real engine's sampler (the
-//! registry's [`crate::registry::BENCH_ENGINE`], set up as a literal port of
+//! registry's bench engine ([`crate::Engines::bench`]), set up as a literal port of
 //! the same kwargs) on the same synthetic heavy-tailed logits, on the user's
 //! machine.
 //!
@@ -27,7 +27,7 @@ use serde::Serialize;
 use serde_json::Map;
 
 use super::report::SCHEMA;
-use crate::registry::{BENCH_ENGINE, bench_step};
+use crate::BenchEngine;
 
 use crate::cli::{BenchArgs, Format};
 
@@ -72,7 +72,8 @@ fn median_us(mut f: impl FnMut() -> anyhow::Result<()>, reps: usize) -> anyhow::
 }
 
 /// Time every setting at every vocabulary size.
-pub fn measure(args: &BenchArgs) -> anyhow::Result<Vec<BenchRow>> {
+pub fn measure(args: &BenchArgs, engine: &BenchEngine) -> anyhow::Result<Vec<BenchRow>> {
+    let (bench_step, name) = (engine.step, engine.name);
     let vocabs: &[usize] = if args.vocab.is_empty() {
         &DEFAULT_VOCABS
     } else {
@@ -118,9 +119,9 @@ pub fn measure(args: &BenchArgs) -> anyhow::Result<Vec<BenchRow>> {
                 reps,
             )
             .with_context(|| format!("our sampler, setting {id}, V = {v}"))?;
-            let mut engine = bench_step(&case.kwargs, &logits, &ctx_u32)?;
-            let engine_us = median_us(|| engine().map(|_| ()), reps)
-                .with_context(|| format!("{BENCH_ENGINE}, setting {id}, V = {v}"))?;
+            let mut step = bench_step(&case.kwargs, &logits, &ctx_u32)?;
+            let engine_us = median_us(|| step().map(|_| ()), reps)
+                .with_context(|| format!("{name}, setting {id}, V = {v}"))?;
             rows.push(row(id, ours_us, engine_us));
         }
     }
@@ -131,18 +132,20 @@ pub fn measure(args: &BenchArgs) -> anyhow::Result<Vec<BenchRow>> {
 /// (the level our sampler ran at is named on stderr as well).
 pub fn run(
     args: &BenchArgs,
+    engine: &BenchEngine,
     out: &mut dyn std::io::Write,
     err: &mut dyn std::io::Write,
 ) -> anyhow::Result<()> {
     let level = args.dispatch.level();
     writeln!(err, "compare bench: our sampler runs at {level}")?;
-    let rows = measure(args)?;
-    write_rows(&rows, level, args.format, out)
+    let rows = measure(args, engine)?;
+    write_rows(&rows, level, engine.name, args.format, out)
 }
 
 fn write_rows(
     rows: &[BenchRow],
     dispatch: &'static str,
+    engine: &'static str,
     format: Format,
     out: &mut dyn std::io::Write,
 ) -> anyhow::Result<()> {
@@ -151,7 +154,7 @@ fn write_rows(
             let report = Report {
                 schema: SCHEMA,
                 dispatch,
-                engine: BENCH_ENGINE,
+                engine,
                 rows,
             };
             serde_json::to_writer(&mut *out, &report)?;
@@ -164,7 +167,7 @@ fn write_rows(
                 "vocab",
                 "setting",
                 "ours µs",
-                format!("{BENCH_ENGINE} µs"),
+                format!("{engine} µs"),
                 "ratio"
             )?;
             for r in rows {
@@ -177,64 +180,4 @@ fn write_rows(
         }
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn json_rows_have_the_documented_fields() -> anyhow::Result<()> {
-        let args = BenchArgs {
-            vocab: vec![2_000],
-            format: Format::Json,
-            reps: 3,
-            dispatch: hf_sampling::Dispatch::Baseline,
-        };
-        let (mut out, mut err) = (Vec::new(), Vec::new());
-        run(&args, &mut out, &mut err)?;
-        let doc: serde_json::Value = serde_json::from_slice(&out)?;
-        assert_eq!(doc["schema"], 2);
-        assert_eq!(doc["engine"], BENCH_ENGINE);
-        assert_eq!(doc["dispatch"], "baseline");
-        assert_eq!(
-            String::from_utf8(err)?,
-            "compare bench: our sampler runs at baseline\n"
-        );
-        let rows = doc["rows"].as_array().context("rows")?;
-        assert_eq!(rows.len(), 7);
-        for r in rows {
-            let keys: Vec<&str> = r
-                .as_object()
-                .context("row")?
-                .keys()
-                .map(|k| k.as_str())
-                .collect();
-            assert_eq!(keys.len(), 5, "{keys:?}");
-            for k in ["vocab", "setting", "ours_us", "engine_us", "ratio"] {
-                assert!(r.get(k).is_some(), "missing {k}");
-            }
-            assert!(r["ours_us"].as_f64().context("ours_us")? > 0.0);
-        }
-        Ok(())
-    }
-
-    #[test]
-    fn text_is_a_table() -> anyhow::Result<()> {
-        let rows = vec![BenchRow {
-            vocab: 10,
-            setting: "k40".into(),
-            ours_us: 1.0,
-            engine_us: 10.0,
-            ratio: 10.0,
-        }];
-        let mut out = Vec::new();
-        write_rows(&rows, "baseline", Format::Text, &mut out)?;
-        let text = String::from_utf8(out)?;
-        assert!(
-            text.lines().nth(1).is_some_and(|l| l.contains("10.0×")),
-            "{text}"
-        );
-        Ok(())
-    }
 }

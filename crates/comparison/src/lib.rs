@@ -1,5 +1,24 @@
-//! One module per subcommand. Each takes its parsed arguments and writers, so
-//! tests and `main` drive them the same way.
+//! The comparison library behind `compare`: everything a command does
+//! between parsing its arguments and printing, over any registry of
+//! semantics.
+//!
+//! It holds the rows and their verdict rule (once, with its tolerance), pair
+//! selection, proven fixes, summaries, the trace and beam comparisons and the
+//! speculative table; each command's output, as a typed document (JSON,
+//! docs/report-schema.md) and as text (and HTML for `report`). It names no
+//! engine: the binary's registry hands it an [`Engines`] (every semantics,
+//! every port, the defaults), and each semantics says what it is, what it
+//! offers and why it differs through `parity_core::Semantics`.
+//!
+//! [`cli`] holds each command's options; they derive clap's `Args` so the
+//! binary flattens them into its command line, but nothing here reads one.
+//! Library code returns errors; only the binary prints them.
+
+#![deny(missing_docs)]
+
+pub mod cli;
+mod engines;
+mod progress;
 
 pub mod beam;
 pub mod bench;
@@ -13,6 +32,9 @@ pub mod speculative;
 pub mod ties;
 pub mod trace;
 pub mod translate;
+
+pub use engines::{BenchEngine, BenchStep, Defaults, Engines};
+pub use progress::Progress;
 
 /// `--vocab` must have one token per logit: a vocabulary of another model
 /// would label every token wrongly. The error names the file and both sizes.
