@@ -6,6 +6,7 @@ mod check;
 mod cli;
 mod differential;
 mod fragile;
+mod helpers;
 mod html;
 mod probe;
 mod registry;

@@ -3,15 +3,7 @@
 
 use compare::commands::report::{Report, Row, Verdict};
 
-use crate::cli::{compare, text};
-
-/// A bundled fixture file, as an absolute path.
-pub fn fixture(name: &str) -> String {
-    format!(
-        "{}/../../fixtures/{name}.safetensors",
-        env!("CARGO_MANIFEST_DIR")
-    )
-}
+use crate::helpers::{compare, fixture, text};
 
 fn json_report(args: &[&str]) -> (Option<i32>, Report) {
     let mut all = vec!["report", "--format", "json", "--draws", "300"];
