@@ -2,6 +2,7 @@
 //! reading what it wrote.
 
 use std::io::Write;
+use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 
 /// The `compare` binary under test.
@@ -101,3 +102,50 @@ pub fn fixture(name: &str) -> String {
         env!("CARGO_MANIFEST_DIR")
     )
 }
+
+/// The repository root as the tests spell it, and as it is on disk.
+fn repo_roots() -> [String; 2] {
+    let spelled = format!("{}/../..", env!("CARGO_MANIFEST_DIR"));
+    let canonical = Path::new(&spelled)
+        .canonicalize()
+        .expect("repository root")
+        .display()
+        .to_string();
+    [spelled, canonical]
+}
+
+/// Runs `compare ARGS` on `stdin`; returns the command line and its exit
+/// code, stdout and stderr as one text, with the repository root written
+/// `[REPO]` (so a checkout elsewhere gives the same text).
+pub fn run_for_snapshot(args: &[&str], stdin: &str) -> (String, String) {
+    let out = compare(args, stdin);
+    let mut got = format!(
+        "exit code: {}\n----- stdout -----\n{}----- stderr -----\n{}",
+        out.status
+            .code()
+            .map_or_else(|| "none (signal)".to_string(), |c| c.to_string()),
+        text(&out.stdout),
+        text(&out.stderr),
+    );
+    let mut command = format!("compare {}", args.join(" "));
+    for root in repo_roots() {
+        got = got.replace(&root, "[REPO]");
+        command = command.replace(&root, "[REPO]");
+    }
+    (command, got)
+}
+
+/// `snapshot!(NAME, ARGS, STDIN)`: runs `compare ARGS` on `STDIN` and checks
+/// its exit code, stdout and stderr against `snapshots/NAME.snap` (insta),
+/// the command line in the snapshot's header.
+macro_rules! snapshot {
+    ($name:expr, $args:expr, $stdin:expr $(,)?) => {{
+        let (command, got) = $crate::helpers::run_for_snapshot($args, $stdin);
+        let mut settings = insta::Settings::clone_current();
+        settings.set_prepend_module_to_snapshot(false);
+        settings.set_omit_expression(true);
+        settings.set_description(command);
+        settings.bind(|| insta::assert_snapshot!($name, got));
+    }};
+}
+pub(crate) use snapshot;
