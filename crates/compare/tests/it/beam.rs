@@ -7,7 +7,7 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
-use crate::cli::{compare, text};
+use crate::helpers::{compare, text};
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures")
@@ -115,7 +115,7 @@ fn default_comparison_on_the_toy_models_and_smollm2() {
 }
 
 fn usage_error(args: &[&str], expected: &str) {
-    crate::cli::usage_error("beam", args, expected);
+    crate::helpers::usage_error("beam", args, expected);
 }
 
 #[test]

@@ -3,8 +3,7 @@
 
 use compare::commands::report::Verdict;
 
-use crate::cli::{compare, text};
-use crate::report::fixture;
+use crate::helpers::{compare, fixture, text};
 
 #[test]
 fn a_misspelt_setting_is_a_usage_error_listing_the_recorded_ones() {

@@ -1,45 +1,6 @@
 //! `compare dist`, `translate` and `ties` end to end.
 
-use std::io::Write;
-use std::process::{Command, Output, Stdio};
-
-pub fn compare(args: &[&str], stdin: &str) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_compare"))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("compare runs");
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(stdin.as_bytes())
-        .expect("write stdin");
-    child.wait_with_output().expect("compare finishes")
-}
-
-/// `compare COMMAND ARGS...` must be a usage error: exit 2, nothing on
-/// stdout, `expected` in the message.
-pub fn usage_error(command: &str, args: &[&str], expected: &str) {
-    let mut all = vec![command];
-    all.extend_from_slice(args);
-    let out = compare(&all, "");
-    assert_eq!(
-        out.status.code(),
-        Some(2),
-        "{args:?}: {}",
-        text(&out.stderr)
-    );
-    assert!(out.stdout.is_empty(), "{args:?}");
-    let err = text(&out.stderr);
-    assert!(err.contains(expected), "{args:?}: {err}");
-}
-
-pub fn text(bytes: &[u8]) -> String {
-    String::from_utf8(bytes.to_vec()).expect("utf-8 output")
-}
+use crate::helpers::{compare, text};
 
 #[test]
 fn dist_hf_keeps_top_k_ties() {

@@ -6,8 +6,7 @@
 use compare::commands::report::{Report, Row, Verdict};
 use parity_core::FragileKind;
 
-use crate::cli::{compare, text};
-use crate::report::fixture;
+use crate::helpers::{compare, fixture, text};
 
 fn json_report(args: &[&str]) -> (Option<i32>, Report) {
     let mut all = vec!["report", "--format", "json", "--draws", "0"];

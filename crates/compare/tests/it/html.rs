@@ -12,7 +12,7 @@ use std::process::Command;
 
 use compare::commands::report::Report;
 
-use crate::cli::{compare, text};
+use crate::helpers::{compare, text};
 
 /// The first Chromium on the PATH.
 fn chromium() -> Option<&'static str> {

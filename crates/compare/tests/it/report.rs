@@ -3,15 +3,7 @@
 
 use compare::commands::report::{Report, Row, Verdict};
 
-use crate::cli::{compare, text};
-
-/// A bundled fixture file, as an absolute path.
-pub fn fixture(name: &str) -> String {
-    format!(
-        "{}/../../fixtures/{name}.safetensors",
-        env!("CARGO_MANIFEST_DIR")
-    )
-}
+use crate::helpers::{compare, fixture, snapshot, text};
 
 fn json_report(args: &[&str]) -> (Option<i32>, Report) {
     let mut all = vec!["report", "--format", "json", "--draws", "300"];
@@ -199,36 +191,21 @@ fn unreadable_fixture_is_exit_2_naming_the_file() {
     assert!(out.stdout.is_empty());
 }
 
-/// The text report, whole, for rows that involve no random draw (so every
-/// number is deterministic). Regenerate after an intended change with
-/// `UPDATE_SNAPSHOTS=1 cargo test -p compare --test it snapshot`.
+/// Pins the text report, whole, for rows that involve no random draw (so every
+/// number is deterministic): ties_3221, hf against hf-rust and the spec.
 #[test]
 fn snapshot_of_a_deterministic_text_report() {
-    let file = fixture("edge/ties_3221");
-    let out = compare(
+    snapshot!(
+        "report_ties_3221",
         &[
             "report",
             "--pairs",
             "hf:hf-rust,hf:spec",
             "--settings",
             "top_k2,top_k3,greedy,p09",
-            &file,
+            &fixture("edge/ties_3221"),
         ],
         "",
-    );
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    let path = format!(
-        "{}/tests/it/snapshots/ties_3221.txt",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    let got = text(&out.stdout);
-    if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
-        std::fs::write(&path, &got).expect("write snapshot");
-    }
-    let want = std::fs::read_to_string(&path).expect("snapshot file");
-    assert_eq!(
-        got, want,
-        "text report changed; if intended, rerun with UPDATE_SNAPSHOTS=1 and review the diff"
     );
 }
 

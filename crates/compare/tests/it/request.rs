@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use crate::cli::{compare, text};
+use crate::helpers::{compare, text};
 
 const TIES: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -163,7 +163,7 @@ fn bad_requests_are_usage_errors() {
         ("{temperature", "the request is not JSON"),
         (r#"{"temperature": -1}"#, "refuses the request"),
     ] {
-        crate::cli::usage_error("request", &[request, TIES], message);
+        crate::helpers::usage_error("request", &[request, TIES], message);
     }
 }
 

@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use crate::cli::{compare, text};
+use crate::helpers::{compare, text};
 
 const T07: &str = r#"hf:{"do_sample":true,"temperature":0.7,"top_k":0}"#;
 const K40P09: &str = r#"hf:{"do_sample":true,"temperature":0.7,"top_k":40,"top_p":0.9}"#;
@@ -221,7 +221,7 @@ fn a_greedy_hf_side_gets_a_hint() {
 }
 
 fn usage_error(args: &[&str], expected: &str) {
-    crate::cli::usage_error("speculative", args, expected);
+    crate::helpers::usage_error("speculative", args, expected);
 }
 
 #[test]

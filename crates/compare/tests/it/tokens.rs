@@ -3,8 +3,7 @@
 
 use compare::commands::report::Report;
 
-use crate::cli::{compare, text};
-use crate::report::fixture;
+use crate::helpers::{compare, fixture, text};
 
 /// The first four tokens of SmolLM2's vocab.json, as a vocabulary file: the
 /// records here have four logits, and `--vocab` must have one token per logit.

@@ -12,7 +12,7 @@ use safetensors::{Dtype, SafeTensors};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use crate::cli::{compare, text};
+use crate::helpers::{compare, text};
 
 fn traces_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/traces")

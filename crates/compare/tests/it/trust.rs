@@ -5,30 +5,17 @@
 //! lines wider than the terminal.
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use serde_json::Value;
 
-use crate::cli::{compare, text, usage_error};
+use crate::helpers::{compare, text, usage_error, with_closed_stdout};
 
 /// Runs `compare` with its stdout a pipe whose reading end is closed before
 /// the first byte is written (a reader such as `head -c0`); returns the exit
 /// status and stderr.
 fn with_stdout_closed(args: &[&str], stdin: &str) -> (Option<i32>, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_compare"))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("compare runs");
-    drop(child.stdout.take()); // the reader goes away
-    {
-        use std::io::Write;
-        let mut input = child.stdin.take().expect("stdin");
-        let _ = input.write_all(stdin.as_bytes());
-    }
-    let out = child.wait_with_output().expect("compare finishes");
+    let out = with_closed_stdout(args, stdin.as_bytes());
     (out.status.code(), text(&out.stderr))
 }
 
