@@ -140,7 +140,6 @@ pub fn compare_request(data: &[u8]) {
 pub fn compare_diff(data: &[u8]) {
     use comparison::cli::{DiffArgs, Format, Setup};
     let engines = engines();
-    let registry = &engines.semantics;
     for setup in [Setup::Literal, Setup::Exact] {
         let args = DiffArgs {
             pairs: vec!["hf:hf-rust".into(), "hf:candle".into(), "hf:spec".into()],

@@ -152,7 +152,7 @@ fn usage_errors() {
     usage_error(&["--recorded", "--num-beams", "3"], "cannot be used with");
 }
 
-/// `beam --candle` reruns the 8 SmolLM2 searches on candle's logits, each
+/// `beam --port candle` reruns the 8 SmolLM2 searches on candle's logits, each
 /// prefix one token past its parent's KV cache. On hello_k0 the best beam is
 /// transformers' in every setting and the scores stay within 0.1; on
 /// write_k0 some beam parts in every setting (candle's logits there are 0.5
@@ -163,10 +163,11 @@ fn usage_errors() {
     ignore = "needs the SmolLM2 GGUF in .cache/models/ (scripts/fetch-model.sh)"
 )]
 fn candle_reruns_the_smollm2_searches() {
-    let out = compare(&["beam", "--candle", "--format", "json"], "");
+    let out = compare(&["beam", "--port", "candle", "--format", "json"], "");
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let doc: Value = serde_json::from_slice(&out.stdout).expect("JSON");
-    let rows = doc["candle"].as_array().expect("rows");
+    assert_eq!(doc["port"], "candle");
+    let rows = doc["beams"].as_array().expect("rows");
     assert_eq!(rows.len(), 8);
     for row in rows {
         let parts = row["first_difference"].as_array().expect("per beam");

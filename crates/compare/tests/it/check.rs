@@ -1,7 +1,7 @@
 //! The regression check never passes by checking nothing, and every fix a
 //! report prints is proven on the row's own logits.
 
-use compare::commands::report::Verdict;
+use comparison::report::Verdict;
 
 use crate::helpers::{compare, fixture, text};
 
@@ -80,7 +80,7 @@ fn every_printed_fix_is_proven_on_every_bundled_fixture_and_setting() {
         ],
         "",
     );
-    let report: compare::commands::report::Report = serde_json::from_slice(&out.stdout)
+    let report: comparison::report::Report = serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("{e}: {}", text(&out.stderr)));
     let mut proven = 0;
     for row in &report.rows {

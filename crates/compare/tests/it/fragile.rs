@@ -3,7 +3,7 @@
 //! differences that come from the engines' rules are not; `--ignore-fragile`
 //! passes only rows whose whole difference is fragile.
 
-use compare::commands::report::{Report, Row, Verdict};
+use comparison::report::{Report, Row, Verdict};
 use parity_core::FragileKind;
 
 use crate::helpers::{compare, fixture, text};

@@ -10,7 +10,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use compare::commands::report::Report;
+use comparison::report::Report;
 
 use crate::helpers::{compare, text};
 

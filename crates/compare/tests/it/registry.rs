@@ -3,7 +3,7 @@
 
 use std::io::Cursor;
 
-use compare::cli::{
+use comparison::cli::{
     DistArgs, Format, ReportArgs, RequestArgs, SemanticsArgs, TiesArgs, TranslateArgs,
 };
 use parity_core::metrics::argmax_first;
@@ -85,8 +85,10 @@ impl Semantics for Greedy {
 
 #[test]
 fn a_toy_semantics_is_one_module_and_one_registry_line() {
-    let mut registry = compare::registry::all(None);
-    registry.push(Box::new(Greedy)); // the registry line
+    let mut engines = compare::registry::engines(None, &compare::registry::Options::default())
+        .expect("the registry builds");
+    engines.semantics.push(Box::new(Greedy)); // the registry line
+    let mut progress = comparison::Progress::hidden();
 
     // dist: [1, 3, 3] → the first maximum, index 1.
     let args = DistArgs {
@@ -96,9 +98,8 @@ fn a_toy_semantics_is_one_module_and_one_registry_line() {
     };
     let (mut out, mut err) = (Vec::new(), Vec::new());
     let input = "{\"logits\": [1, 3, 3]}\n{\"logits\": [0], \"params\": {\"k\": 1}}\n";
-    let summary =
-        compare::commands::dist::run(&args, &registry, Cursor::new(input), &mut out, &mut err)
-            .expect("in-memory I/O");
+    let summary = comparison::dist::run(&args, &engines, Cursor::new(input), &mut out, &mut err)
+        .expect("in-memory I/O");
     assert_eq!(summary.failed, 1);
     assert_eq!(
         String::from_utf8(out).expect("utf-8"),
@@ -119,7 +120,7 @@ fn a_toy_semantics_is_one_module_and_one_registry_line() {
         pairs: vec!["hf:greedy".into()],
         ..ReportArgs::default()
     };
-    let outcome = compare::commands::report::run(&args, &registry, false).expect("report runs");
+    let outcome = comparison::report::run(&args, &engines, &mut progress).expect("report runs");
     let row = &outcome.report.rows[0];
     assert_eq!((row.left.as_str(), row.right.as_str()), ("hf", "greedy"));
     assert_eq!((row.kept_left, row.kept_right), (Some(3), Some(1)));
@@ -130,7 +131,7 @@ fn a_toy_semantics_is_one_module_and_one_registry_line() {
         draws: 0,
         ..ReportArgs::default()
     };
-    let outcome = compare::commands::report::run(&args, &registry, false).expect("report runs");
+    let outcome = comparison::report::run(&args, &engines, &mut progress).expect("report runs");
     let greedy: Vec<_> = outcome
         .report
         .rows
@@ -148,7 +149,7 @@ fn a_toy_semantics_is_one_module_and_one_registry_line() {
     let args = SemanticsArgs {
         format: Format::Json,
     };
-    compare::commands::semantics::run(&args, &registry, &mut out).expect("lists");
+    comparison::semantics::run(&args, &engines, &mut out).expect("lists");
     let v: Value = serde_json::from_slice(&out).expect("json");
     let listed = v["semantics"]
         .as_array()
@@ -169,7 +170,7 @@ fn a_toy_semantics_is_one_module_and_one_registry_line() {
         format: Format::Json,
         vocab: None,
     };
-    compare::commands::ties::run(&args, &registry, &mut out).expect("ties");
+    comparison::ties::run(&args, &engines, &mut out).expect("ties");
     let v: Value = serde_json::from_slice(&out).expect("json");
     let toy = v["semantics"]
         .as_array()
@@ -186,10 +187,9 @@ fn a_toy_semantics_is_one_module_and_one_registry_line() {
         request: r#"{"temperature": 0.7}"#.into(),
         fixtures: Vec::new(),
         generation_config: None,
-        ollama_model_params: None,
         format: Format::Json,
     };
-    compare::commands::request::run(&args, None, &registry, &mut out).expect("request");
+    comparison::request::run(&args, None, &engines, &mut out).expect("request");
     let v: Value = serde_json::from_slice(&out).expect("json");
     let endpoint = v["endpoints"]
         .as_array()
@@ -209,10 +209,9 @@ fn a_toy_semantics_is_one_module_and_one_registry_line() {
         to: Some("greedy".into()),
         context_len: 4096,
         generation_config: None,
-        ollama_model_params: None,
         format: Format::Text,
     };
-    compare::commands::translate::run(&args, None, &registry, &mut out).expect("translate");
+    comparison::translate::run(&args, None, &engines, &mut progress, &mut out).expect("translate");
     let text = String::from_utf8(out).expect("utf-8");
     assert!(text.contains("greedy-server: exact = true"), "{text}");
     assert!(

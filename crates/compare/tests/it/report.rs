@@ -1,7 +1,7 @@
 //! `compare report` on the bundled fixtures: the seed article's findings,
 //! the JSON schema and the regression-check exit statuses.
 
-use compare::commands::report::{Report, Row, Verdict};
+use comparison::report::{Report, Row, Verdict};
 
 use crate::helpers::{compare, fixture, snapshot, text};
 

@@ -1,7 +1,7 @@
 //! Tokens shown as text beside their ids in `compare diff` and `compare ties`
 //! with `--vocab`, and in the report's JSON.
 
-use compare::commands::report::Report;
+use comparison::report::Report;
 
 use crate::helpers::{compare, fixture, text};
 
