@@ -57,6 +57,7 @@
 //! `docs/engines/torch-seeded.md`).
 #![deny(missing_docs)]
 
+mod acting;
 mod chain;
 mod constraints;
 mod error;
@@ -71,6 +72,7 @@ mod serve;
 mod torch;
 mod torch_rng;
 
+pub use acting::{Act, Acting};
 pub use constraints::Constraints;
 pub use error::HfError;
 pub use fast::{Dispatch, Distribution, HfSampler, StepPath};
