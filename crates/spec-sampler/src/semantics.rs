@@ -7,8 +7,7 @@
 //! transformers' on the same effective settings.
 
 use parity_core::{
-    Against, Context, Distribution, Error, Explanation, Info, Logits, ParamInfo, Precision,
-    Semantics,
+    Against, Context, Distribution, Error, Explanation, Info, Logits, ParamInfo, Semantics,
 };
 use serde_json::{Map, Value};
 
@@ -95,8 +94,8 @@ impl Semantics for Spec {
         )
         .map_err(Error::new)?;
         let dist = crate::distribution(&input);
-        let token = dist.draw(params.u);
-        Ok(Distribution::new(dist.into_probs(), Precision::F64).with_tokens(vec![token]))
+        let token = crate::draw(dist.probs(), params.u.get());
+        Ok(dist.with_tokens(vec![token]))
     }
 
     fn from_generate(&self, kwargs: &Map<String, Value>) -> Option<Result<Params, Error>> {
