@@ -240,7 +240,7 @@ pub fn translate_kwargs(
 /// itself raises (e.g. temperature 0 while sampling).
 pub fn translate(params: &hf_sampling::GenerationParams) -> Result<Translation, AdapterError> {
     params
-        .processors()
+        .processor_names()
         .map_err(|e| AdapterError::Transformers {
             message: e.to_string(),
         })?;

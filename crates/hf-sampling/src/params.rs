@@ -71,7 +71,7 @@ impl Default for GenerationParams {
 }
 
 /// The sampling keys this crate models.
-pub const SAMPLING_KEYS: [&str; 9] = [
+pub(crate) const SAMPLING_KEYS: [&str; 9] = [
     "do_sample",
     "temperature",
     "top_k",
@@ -351,7 +351,7 @@ impl GenerationParams {
     /// Every sampling value that is not transformers' no-op (`do_sample`
     /// always), in [`SAMPLING_KEYS`] order: what a report prints as the
     /// effective parameters.
-    pub fn sampling_values(&self) -> Map<String, Value> {
+    pub(crate) fn sampling_values(&self) -> Map<String, Value> {
         let mut out = Map::new();
         out.insert("do_sample".into(), Value::from(self.do_sample));
         let acting = self.acting();

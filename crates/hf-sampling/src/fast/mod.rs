@@ -204,7 +204,7 @@ pub struct HfSampler {
 
 impl HfSampler {
     /// A sampler for these parameters. Errors where transformers' processor
-    /// constructors raise (see [`GenerationParams::processors`]).
+    /// constructors raise (see [`GenerationParams::processor_names`]).
     pub fn new(params: &GenerationParams) -> Result<Self, HfError> {
         Ok(Self {
             params: params.clone(),
