@@ -76,7 +76,7 @@ mod torch_rng;
 pub use acting::{Act, Acting};
 pub use constraints::Constraints;
 pub use error::HfError;
-pub use fast::{Dispatch, Distribution, HfSampler, StepPath};
+pub use fast::{Dispatch, HfSampler, SamplerStep, StepPath};
 pub use fragile::fragile;
 pub use params::{
     GenerationConfig, GenerationParams, IgnoredFlag, ignored_flags_warning, ignored_sampling_flags,
