@@ -322,7 +322,8 @@ impl Acting {
 impl GenerationParams {
     /// [`Acting`] for these resolved parameters (and the generation config
     /// values they hold, such as its `eos_token_id`). The kwargs [`crate::resolve`]
-    /// refuses (beam search, guidance, watermarking) or ignores never show.
+    /// refuses (beam search, guidance, watermarking, the encoder processors)
+    /// never show.
     pub fn acting(&self) -> Acting {
         Acting::from_getter(|key| self.resolved_value(key))
     }

@@ -84,9 +84,7 @@ pub(crate) const SAMPLING_KEYS: [&str; 9] = [
 ];
 
 /// `GenerationConfig` attributes that cannot change one step's distribution
-/// for a decoder-only model: accepted and ignored. (`encoder_*` options are
-/// ignored by transformers itself, with a warning, when there are no encoder
-/// input ids.)
+/// for a decoder-only model: accepted and ignored.
 const IGNORED_KEYS: &[&str] = &[
     "early_stopping",
     "max_time",
@@ -105,8 +103,6 @@ const IGNORED_KEYS: &[&str] = &[
     "pad_token_id",
     "bos_token_id",
     "decoder_start_token_id",
-    "encoder_repetition_penalty",
-    "encoder_no_repeat_ngram_size",
     "compile_config",
     "disable_compile",
     "prefill_chunk_size",
@@ -141,6 +137,11 @@ const UNSUPPORTED_KEYS: &[(&str, Neutral)] = &[
     ("speculation_type", Neutral::Null),
     ("use_mtp", Neutral::False),
     ("continuous_batching_config", Neutral::Null),
+    // A decoder-only model's prompt is `encoder_input_ids` (transformers
+    // 5.23.0 generation/utils.py line 2989 passes `inputs_tensor`, the
+    // input ids), so these processors act on it (lines 1449 and 1491).
+    ("encoder_repetition_penalty", Neutral::One),
+    ("encoder_no_repeat_ngram_size", Neutral::NotPositive),
 ];
 
 #[derive(Clone, Copy)]
@@ -149,6 +150,8 @@ enum Neutral {
     Zero,
     One,
     False,
+    /// Any number `<= 0` (a `> 0` test).
+    NotPositive,
 }
 
 impl Neutral {
@@ -158,6 +161,8 @@ impl Neutral {
             (Self::Zero, Value::Number(n)) => n.as_f64() == Some(0.0),
             (Self::One, Value::Number(n)) => n.as_f64() == Some(1.0),
             (Self::False, Value::Bool(b)) => !b,
+            (Self::NotPositive, Value::Number(n)) => n.as_f64().is_some_and(|x| x <= 0.0),
+            (Self::NotPositive, Value::Bool(b)) => !b,
             _ => false,
         }
     }
