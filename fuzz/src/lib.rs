@@ -254,7 +254,7 @@ pub fn spec_line(data: &[u8]) {
     };
     let output = spec_sampler::sample(&input);
     let context = || format!("{}", input.to_json());
-    let v = input.logits().as_slice().len();
+    let v = input.logits().len();
     assert_eq!(
         output.probs.len(),
         v,

@@ -83,7 +83,7 @@ impl HfLogitsProcessor {
     /// per vocabulary entry). Errors where transformers' processor
     /// constructors raise.
     pub fn torch_seeded(seed: u64, params: &GenerationParams) -> Result<Self, HfError> {
-        params.processors()?;
+        params.processor_names()?;
         Ok(Self {
             draw: Draw::Torch {
                 params: params.clone(),

@@ -412,13 +412,14 @@ fn explain(row: &Against<'_>, params: &CandleParams, literal_port: bool) -> Expl
             hf_sampling::rules::top_p_boundary("candle")
         });
     }
-    for (name, on) in [
-        ("min-p", p.min_p.is_some()),
-        ("typical", p.typical_p < 1.0),
-        ("epsilon", 0.0 < p.epsilon_cutoff && p.epsilon_cutoff < 1.0),
-        ("eta", 0.0 < p.eta_cutoff && p.eta_cutoff < 1.0),
+    let acting = p.acting();
+    for (name, kwarg) in [
+        ("min-p", "min_p"),
+        ("typical", "typical_p"),
+        ("epsilon", "epsilon_cutoff"),
+        ("eta", "eta_cutoff"),
     ] {
-        if on && p.do_sample {
+        if acting.acts(kwarg) {
             why.push(format!("candle has no {name} sampling"));
         }
     }

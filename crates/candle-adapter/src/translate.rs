@@ -240,7 +240,7 @@ pub fn translate_kwargs(
 /// itself raises (e.g. temperature 0 while sampling).
 pub fn translate(params: &hf_sampling::GenerationParams) -> Result<Translation, AdapterError> {
     params
-        .processors()
+        .processor_names()
         .map_err(|e| AdapterError::Transformers {
             message: e.to_string(),
         })?;
@@ -317,26 +317,11 @@ pub fn translate(params: &hf_sampling::GenerationParams) -> Result<Translation, 
             )
         }
     };
+    // The warpers candle lacks, when transformers runs them (hf_sampling::Acting).
+    let acting = params.acting();
     let mut supported = true;
-    if let Some(m) = params.min_p {
-        warnings.push(TranslateWarning::Unsupported {
-            name: "min_p",
-            value: m,
-        });
-        supported = false;
-    }
-    if params.typical_p < 1.0 {
-        warnings.push(TranslateWarning::Unsupported {
-            name: "typical_p",
-            value: params.typical_p,
-        });
-        supported = false;
-    }
-    for (name, value) in [
-        ("epsilon_cutoff", params.epsilon_cutoff),
-        ("eta_cutoff", params.eta_cutoff),
-    ] {
-        if value > 0.0 && value < 1.0 {
+    for name in ["min_p", "typical_p", "epsilon_cutoff", "eta_cutoff"] {
+        if let Some(value) = acting.get(name).and_then(|a| a.value.as_f64()) {
             warnings.push(TranslateWarning::Unsupported { name, value });
             supported = false;
         }
@@ -358,7 +343,8 @@ fn processor_warnings(params: &hf_sampling::GenerationParams) -> Vec<TranslateWa
     // port reproduces them by editing the logits tensor before
     // `LogitsProcessor::sample` (candle divides by its temperature after
     // that, as transformers does); the exact recipe then needs that step.
-    let c = &params.constraints;
+    // Which of them run: transformers' rule, read once (hf_sampling::Acting).
+    let acting = params.acting();
     let mut warnings = Vec::new();
     const MASK: &str = "reproducible exactly: set those logits to -inf in the tensor before \
                         LogitsProcessor::sample (candle's softmax gives them probability 0, \
@@ -366,7 +352,7 @@ fn processor_warnings(params: &hf_sampling::GenerationParams) -> Vec<TranslateWa
     const FORCE: &str = "reproducible exactly: at that step every other logit is -inf, so emit \
                          the forced token instead of sampling";
     let mut extra: Vec<(&'static str, &'static str)> = Vec::new();
-    if c.sequence_bias.is_some() {
+    if acting.acts("sequence_bias") {
         extra.push((
             "sequence_bias",
             "reproducible: add the biases to the logits (multi-token ones where their prefix ends \
@@ -374,53 +360,52 @@ fn processor_warnings(params: &hf_sampling::GenerationParams) -> Vec<TranslateWa
              them as transformers does",
         ));
     }
-    if c.no_repeat_ngram_size
-        .as_ref()
-        .and_then(|n| n.as_f64())
-        .is_some_and(|n| n > 0.0)
-    {
+    if acting.acts("no_repeat_ngram_size") {
         extra.push(("no_repeat_ngram_size", MASK));
     }
-    if c.bad_words_ids.is_some() {
+    if acting.acts("bad_words_ids") {
         extra.push(("bad_words_ids", MASK));
     }
-    let min_set = |n: &Option<serde_json::Number>| {
-        n.as_ref().and_then(|n| n.as_f64()).is_some_and(|n| n > 0.0)
-    };
-    if c.eos_token_id.is_some() && (min_set(&c.min_length) || min_set(&c.min_new_tokens)) {
+    let min_length = acting.iter().any(|a| {
+        matches!(
+            a.name,
+            "MinLengthLogitsProcessor" | "MinNewTokensLengthLogitsProcessor"
+        )
+    });
+    if min_length {
         extra.push((
             "min_length/min_new_tokens",
             "reproducible exactly: mask the eos ids (-inf) before LogitsProcessor::sample until \
              the length is reached; candle knows no eos, so the port must count the tokens",
         ));
     }
-    if c.forced_bos_token_id.is_some() {
+    if acting.acts("forced_bos_token_id") {
         extra.push(("forced_bos_token_id", FORCE));
     }
-    if c.forced_eos_token_id.is_some() {
+    if acting.acts("forced_eos_token_id") {
         extra.push(("forced_eos_token_id", FORCE));
     }
-    if c.suppress_tokens.is_some() {
+    if acting.acts("suppress_tokens") {
         extra.push(("suppress_tokens", MASK));
     }
-    if c.begin_suppress_tokens.is_some() {
+    if acting.acts("begin_suppress_tokens") {
         extra.push(("begin_suppress_tokens", MASK));
     }
-    if c.exponential_decay_length_penalty.is_some() {
+    if acting.acts("exponential_decay_length_penalty") {
         extra.push((
             "exponential_decay_length_penalty",
             "reproducible: add |logit| * (factor^k - 1) to the eos logits before \
              LogitsProcessor::sample once k tokens past the start",
         ));
     }
-    if c.remove_invalid_values {
+    if acting.acts("remove_invalid_values") {
         extra.push((
             "remove_invalid_values",
             "reproducible: replace NaN logits by 0 and +-inf by +-f32::MAX before \
              LogitsProcessor::sample",
         ));
     }
-    if c.top_h.is_some() {
+    if acting.acts("top_h") {
         extra.push((
             "top_h",
             "reproducible up to f32 rounding with a sample_f closure: it sees the probabilities \
@@ -431,7 +416,7 @@ fn processor_warnings(params: &hf_sampling::GenerationParams) -> Vec<TranslateWa
     for &(name, how) in &extra {
         warnings.push(TranslateWarning::Processor { name, how });
     }
-    if c.renormalize_logits {
+    if acting.acts("renormalize_logits") {
         warnings.push(TranslateWarning::Processor {
             name: "renormalize_logits",
             how: "nothing to do: a log-softmax changes the scores transformers reports, not the \

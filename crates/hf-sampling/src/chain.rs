@@ -26,6 +26,7 @@
 //! Before any of them, `GenerationConfig.validate` raises when every forced
 //! bos/eos token is also suppressed.
 
+use crate::acting::{below_one, not_one, open_unit};
 use crate::constraints::{bad_words_arg, num_str, sequence_bias_arg};
 use crate::error::HfError;
 use crate::pyfmt;
@@ -135,7 +136,7 @@ pub(crate) fn build(
         });
     }
     let p = params.repetition_penalty;
-    if p != 1.0 {
+    if not_one(p) {
         if !positive(p) {
             return Err(HfError::RepetitionPenalty {
                 value: pyfmt::float_repr(p),
@@ -265,7 +266,7 @@ pub(crate) fn build(
 /// The warpers, built only when sampling, in `_get_logits_processor`'s order.
 fn warpers(params: &GenerationParams, list: &mut Vec<Processor>) -> Result<(), HfError> {
     let t = params.temperature;
-    if t != 1.0 {
+    if not_one(t) {
         if !positive(t) {
             return Err(HfError::Temperature {
                 value: pyfmt::float_repr(t),
@@ -286,7 +287,7 @@ fn warpers(params: &GenerationParams, list: &mut Vec<Processor>) -> Result<(), H
     if let Some(k) = params.top_k.filter(|&k| k != 0) {
         list.push(Processor::TopK { top_k: k });
     }
-    if params.top_p < 1.0 {
+    if below_one(params.top_p) {
         if params.top_p < 0.0 {
             return Err(HfError::TopP {
                 value: pyfmt::float_repr(params.top_p),
@@ -304,7 +305,7 @@ fn warpers(params: &GenerationParams, list: &mut Vec<Processor>) -> Result<(), H
         }
         list.push(Processor::MinP { min_p: m });
     }
-    if params.typical_p < 1.0 {
+    if below_one(params.typical_p) {
         if !positive(params.typical_p) {
             return Err(HfError::TypicalP {
                 value: pyfmt::float_repr(params.typical_p),
@@ -314,12 +315,12 @@ fn warpers(params: &GenerationParams, list: &mut Vec<Processor>) -> Result<(), H
             mass: params.typical_p,
         });
     }
-    if 0.0 < params.epsilon_cutoff && params.epsilon_cutoff < 1.0 {
+    if open_unit(params.epsilon_cutoff) {
         list.push(Processor::Epsilon {
             epsilon: params.epsilon_cutoff,
         });
     }
-    if 0.0 < params.eta_cutoff && params.eta_cutoff < 1.0 {
+    if open_unit(params.eta_cutoff) {
         list.push(Processor::Eta {
             epsilon: params.eta_cutoff,
         });

@@ -35,8 +35,8 @@ use crate::torch;
 
 /// Values of the generate kwargs beyond the sampling ones, as resolved
 /// (kwargs > `generation_config.json` > defaults). Validation happens where
-/// transformers does it: when [`crate::GenerationParams::processors_at`] builds
-/// the processors.
+/// transformers does it: when the processors are built
+/// ([`crate::GenerationParams::processor_names`], [`crate::process_at`]).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Constraints {
     /// `eos_token_id` (an int or a list); `None` when unset. Min-length rules,
@@ -233,7 +233,7 @@ impl Constraints {
     /// `max_length` after `_prepare_generated_length` for a prompt of
     /// `prompt_len` tokens. (transformers also caps the default at the
     /// model's `max_position_embeddings`, which a record does not carry.)
-    pub fn max_length_at(&self, prompt_len: usize) -> f64 {
+    pub(crate) fn max_length_at(&self, prompt_len: usize) -> f64 {
         let n = prompt_len as f64;
         let f = |m: &Number| m.as_f64().unwrap_or(f64::NAN);
         match (&self.max_new_tokens, &self.max_length) {
@@ -395,7 +395,7 @@ pub(crate) fn num_str(n: &Number) -> String {
 /// multi-token sequence whose prefix ends the context, `index_add_` of its bias
 /// at its last token (groups by prefix length, in first-seen order), then
 /// `scores + bias` in f32. Errors for ids `>= V` (checked at the first call).
-pub fn sequence_bias(
+pub(crate) fn sequence_bias(
     scores: &mut [f32],
     input_ids: &[i64],
     biases: &[(Vec<i64>, f32)],
@@ -452,7 +452,7 @@ pub fn sequence_bias(
 /// tokens whose first `n - 1` equal the last `n - 1` tokens of the context,
 /// its last token (ids `>= V` dropped). Nothing before the context has `n`
 /// tokens.
-pub fn banned_ngram_tokens(input_ids: &[i64], n: usize, v: usize, out: &mut Vec<usize>) {
+pub(crate) fn banned_ngram_tokens(input_ids: &[i64], n: usize, v: usize, out: &mut Vec<usize>) {
     out.clear();
     let len = input_ids.len();
     if n == 0 || len < n {
@@ -471,7 +471,7 @@ pub fn banned_ngram_tokens(input_ids: &[i64], n: usize, v: usize, out: &mut Vec<
 
 /// `torch.where(isin(arange(V), ids), -inf, scores)`: ids outside `[0, V)`
 /// match nothing.
-pub fn mask_ids(scores: &mut [f32], ids: &[i64]) {
+pub(crate) fn mask_ids(scores: &mut [f32], ids: &[i64]) {
     let v = scores.len();
     for &id in ids {
         if let Ok(i) = usize::try_from(id)
@@ -484,7 +484,7 @@ pub fn mask_ids(scores: &mut [f32], ids: &[i64]) {
 
 /// `full_like(scores, -inf)` with `scores[id] = 0` for each id (Python
 /// indexing: a negative id counts from the end; out of range raises).
-pub fn force(scores: &mut [f32], ids: &[i64], key: &str) -> Result<(), HfError> {
+pub(crate) fn force(scores: &mut [f32], ids: &[i64], key: &str) -> Result<(), HfError> {
     let v = scores.len();
     let mut at = Vec::with_capacity(ids.len());
     for &id in ids {
@@ -507,7 +507,7 @@ pub fn force(scores: &mut [f32], ids: &[i64], key: &str) -> Result<(), HfError> 
 }
 
 /// `InfNanRemoveLogitsProcessor`: NaN → 0, `+inf` → f32::MAX, `-inf` → f32::MIN.
-pub fn inf_nan_remove(scores: &mut [f32]) {
+pub(crate) fn inf_nan_remove(scores: &mut [f32]) {
     for s in scores {
         if s.is_nan() {
             *s = 0.0;
@@ -523,7 +523,13 @@ pub fn inf_nan_remove(scores: &mut [f32]) {
 /// `penalty = |s_eos| * (float)(factor^(cur_len - start) - 1)` (0 where
 /// `s_eos` is not finite), then `scores + penalties` over the whole row (which
 /// turns `-0.0` into `+0.0`).
-pub fn exponential_decay(scores: &mut [f32], cur_len: usize, start: f64, factor: f64, eos: &[i64]) {
+pub(crate) fn exponential_decay(
+    scores: &mut [f32],
+    cur_len: usize,
+    start: f64,
+    factor: f64,
+    eos: &[i64],
+) {
     let cur = cur_len as f64;
     if cur <= start {
         return;
@@ -546,7 +552,7 @@ pub fn exponential_decay(scores: &mut [f32], cur_len: usize, start: f64, factor:
 }
 
 /// `LogitNormalization`: `scores.log_softmax(dim=-1)`.
-pub fn log_softmax(scores: &mut [f32]) {
+pub(crate) fn log_softmax(scores: &mut [f32]) {
     let out = torch::log_softmax(scores);
     scores.copy_from_slice(&out);
 }
@@ -555,7 +561,7 @@ pub fn log_softmax(scores: &mut [f32]) {
 /// `p = softmax`, `H = -(clamp(log p) * p).sum()`, keep while the cumulative
 /// `-p log p` is `<= H * top_h` (always the first); everything else `-inf`.
 /// Reductions are computed in f64 and rounded (within an ulp of torch's).
-pub fn top_h(scores: &mut [f32], top_h: f64) {
+pub(crate) fn top_h(scores: &mut [f32], top_h: f64) {
     let v = scores.len();
     let n = v.min(100);
     let mut order: Vec<usize> = (0..v).collect();

@@ -17,7 +17,8 @@
 //! [`resolve`] turns generate kwargs (and optionally a model's
 //! `generation_config.json`, see [`GenerationConfig`]) into
 //! [`GenerationParams`], raising where transformers raises. [`process_at`]
-//! runs the processor list of [`GenerationParams::processors_at`] over the
+//! runs transformers' processor list ([`GenerationParams::processor_names`]
+//! names it; [`Acting`] says which kwarg switched each on) over the
 //! logits in transformers' order, in f32 with torch's operations. The order
 //! (`_get_logits_processor`; each only when its kwarg is set to an active
 //! value, see `docs/hf-sampling.md` for the table):
@@ -57,6 +58,7 @@
 //! `docs/engines/torch-seeded.md`).
 #![deny(missing_docs)]
 
+mod acting;
 mod chain;
 mod constraints;
 mod error;
@@ -71,15 +73,16 @@ mod serve;
 mod torch;
 mod torch_rng;
 
+pub use acting::{Act, Acting};
 pub use constraints::Constraints;
 pub use error::HfError;
-pub use fast::{Dispatch, Distribution, HfSampler, StepPath};
+pub use fast::{Dispatch, HfSampler, SamplerStep, StepPath};
 pub use fragile::fragile;
 pub use params::{
-    GenerationConfig, GenerationParams, IgnoredFlag, SAMPLING_KEYS, ignored_flags_warning,
-    ignored_sampling_flags, resolve,
+    GenerationConfig, GenerationParams, IgnoredFlag, ignored_flags_warning, ignored_sampling_flags,
+    resolve,
 };
-pub use processors::Processor;
+pub(crate) use processors::Processor;
 pub use request::{
     Reference, Removal, Removed, generate_kwargs as request_kwargs, generate_reference,
     portable_kwargs, routes as request_routes,
@@ -98,15 +101,10 @@ pub mod torch_ops {
     pub use crate::torch::{argmax_first, argsort_ascending, cumsum};
 }
 
-/// Individual processors, for tests and for callers composing their own chain.
+/// Individual processors, for callers composing their own chain (candle's
+/// port runs transformers' penalty, temperature and top-k on its logits).
 pub mod ops {
-    pub use crate::constraints::{
-        banned_ngram_tokens, exponential_decay, force, inf_nan_remove, log_softmax, mask_ids,
-        sequence_bias, top_h,
-    };
-    pub use crate::processors::{
-        epsilon, eta, min_p, repetition_penalty, temperature, top_k, top_p, typical,
-    };
+    pub use crate::processors::{repetition_penalty, temperature, top_k};
 }
 
 /// What transformers makes of one step's logits.
@@ -132,19 +130,21 @@ impl GenerationParams {
     /// `max_new_tokens`). Errors for values transformers' constructors (or
     /// `GenerationConfig.validate`) reject, e.g. a temperature of 0 while
     /// sampling or a negative `forced_eos_token_id`.
-    pub fn processors_at(&self, prompt_len: usize) -> Result<Vec<Processor>, HfError> {
+    pub(crate) fn processors_at(&self, prompt_len: usize) -> Result<Vec<Processor>, HfError> {
         chain::build(self, prompt_len)
     }
 
     /// [`Self::processors_at`] for a prompt of length 0 (which processors
     /// exist only differs from a real prompt for `min_new_tokens` and
     /// `begin_suppress_tokens`).
-    pub fn processors(&self) -> Result<Vec<Processor>, HfError> {
+    pub(crate) fn processors(&self) -> Result<Vec<Processor>, HfError> {
         self.processors_at(0)
     }
 
-    /// transformers' class names of [`Self::processors`], in order (empty
-    /// when nothing changes the logits).
+    /// transformers' class names of the processors `_get_logits_processor`
+    /// builds (for a prompt of length 0), in order (empty when nothing
+    /// changes the logits). Errors as [`process`] does for invalid
+    /// parameters: this is also how to validate them.
     pub fn processor_names(&self) -> Result<Vec<&'static str>, HfError> {
         Ok(self.processors()?.iter().map(Processor::name).collect())
     }
@@ -153,7 +153,7 @@ impl GenerationParams {
 /// Run transformers' processor list over one step's `logits` (f32, length V)
 /// with the context `input_ids` (prompt and generated tokens so far).
 ///
-/// Errors: invalid parameters (as [`GenerationParams::processors`]), empty
+/// Errors: invalid parameters (as [`GenerationParams::processor_names`]), empty
 /// logits, a NaN logit, a negative input id; when sampling also a `+inf` logit
 /// or all logits `-inf` (torch's softmax gives NaN and `torch.multinomial`
 /// raises), and processed scores that are `+inf`, NaN or all `-inf` (the

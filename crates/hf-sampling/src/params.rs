@@ -71,7 +71,7 @@ impl Default for GenerationParams {
 }
 
 /// The sampling keys this crate models.
-pub const SAMPLING_KEYS: [&str; 9] = [
+pub(crate) const SAMPLING_KEYS: [&str; 9] = [
     "do_sample",
     "temperature",
     "top_k",
@@ -84,9 +84,7 @@ pub const SAMPLING_KEYS: [&str; 9] = [
 ];
 
 /// `GenerationConfig` attributes that cannot change one step's distribution
-/// for a decoder-only model: accepted and ignored. (`encoder_*` options are
-/// ignored by transformers itself, with a warning, when there are no encoder
-/// input ids.)
+/// for a decoder-only model: accepted and ignored.
 const IGNORED_KEYS: &[&str] = &[
     "early_stopping",
     "max_time",
@@ -105,8 +103,6 @@ const IGNORED_KEYS: &[&str] = &[
     "pad_token_id",
     "bos_token_id",
     "decoder_start_token_id",
-    "encoder_repetition_penalty",
-    "encoder_no_repeat_ngram_size",
     "compile_config",
     "disable_compile",
     "prefill_chunk_size",
@@ -141,6 +137,11 @@ const UNSUPPORTED_KEYS: &[(&str, Neutral)] = &[
     ("speculation_type", Neutral::Null),
     ("use_mtp", Neutral::False),
     ("continuous_batching_config", Neutral::Null),
+    // A decoder-only model's prompt is `encoder_input_ids` (transformers
+    // 5.23.0 generation/utils.py line 2989 passes `inputs_tensor`, the
+    // input ids), so these processors act on it (lines 1449 and 1491).
+    ("encoder_repetition_penalty", Neutral::One),
+    ("encoder_no_repeat_ngram_size", Neutral::NotPositive),
 ];
 
 #[derive(Clone, Copy)]
@@ -149,6 +150,8 @@ enum Neutral {
     Zero,
     One,
     False,
+    /// Any number `<= 0` (a `> 0` test).
+    NotPositive,
 }
 
 impl Neutral {
@@ -158,6 +161,8 @@ impl Neutral {
             (Self::Zero, Value::Number(n)) => n.as_f64() == Some(0.0),
             (Self::One, Value::Number(n)) => n.as_f64() == Some(1.0),
             (Self::False, Value::Bool(b)) => !b,
+            (Self::NotPositive, Value::Number(n)) => n.as_f64().is_some_and(|x| x <= 0.0),
+            (Self::NotPositive, Value::Bool(b)) => !b,
             _ => false,
         }
     }
@@ -254,7 +259,7 @@ fn json_type(v: &Value) -> &'static str {
 }
 
 /// Python truthiness of the object `json.loads` would make (`if x:`).
-fn truthy(v: &Value) -> bool {
+pub(crate) fn truthy(v: &Value) -> bool {
     match v {
         Value::Null => false,
         Value::Bool(b) => *b,
@@ -266,7 +271,7 @@ fn truthy(v: &Value) -> bool {
 }
 
 /// A Python number: (value as float, is a Python `float`). `bool` is an int.
-fn number(v: &Value) -> Option<(f64, bool)> {
+pub(crate) fn number(v: &Value) -> Option<(f64, bool)> {
     match v {
         Value::Bool(b) => Some((if *b { 1.0 } else { 0.0 }, false)),
         Value::Number(n) => Some((n.as_f64()?, n.is_f64())),
@@ -299,6 +304,36 @@ impl GenerationParams {
         }
     }
 
+    /// The resolved value of a kwarg [`crate::Acting`] reads: `Some(null)`
+    /// for an unset one whose default is `None`, `None` for a kwarg these
+    /// params do not hold (transformers' default then applies).
+    pub(crate) fn resolved_value(&self, key: &str) -> Option<Value> {
+        let c = &self.constraints;
+        let ids =
+            |v: &Option<Vec<i64>>| Some(v.as_ref().map_or(Value::Null, |v| Value::from(v.clone())));
+        match key {
+            k if SAMPLING_KEYS.contains(&k) => Some(self.sampling_value(k)),
+            "eos_token_id" => ids(&c.eos_token_id),
+            "min_length" => c.min_length.clone().map(Value::Number),
+            "min_new_tokens" => Some(c.min_new_tokens.clone().map_or(Value::Null, Value::Number)),
+            "no_repeat_ngram_size" => c.no_repeat_ngram_size.clone().map(Value::Number),
+            "bad_words_ids" => Some(c.bad_words_ids.clone().unwrap_or(Value::Null)),
+            "sequence_bias" => Some(c.sequence_bias.clone().unwrap_or(Value::Null)),
+            "forced_bos_token_id" => Some(c.forced_bos_token_id.map_or(Value::Null, Value::from)),
+            "forced_eos_token_id" => ids(&c.forced_eos_token_id),
+            "remove_invalid_values" => Some(Value::Bool(c.remove_invalid_values)),
+            "exponential_decay_length_penalty" => Some(
+                c.exponential_decay_length_penalty
+                    .map_or(Value::Null, |(a, b)| Value::from(vec![a, b])),
+            ),
+            "suppress_tokens" => ids(&c.suppress_tokens),
+            "begin_suppress_tokens" => ids(&c.begin_suppress_tokens),
+            "renormalize_logits" => Some(Value::Bool(c.renormalize_logits)),
+            "top_h" => Some(c.top_h.map_or(Value::Null, Value::from)),
+            _ => None,
+        }
+    }
+
     /// Every sampling key with its resolved value, as kwargs that resolve to
     /// these params again: top-k off is `0` (transformers reads `0` as off),
     /// an unset min-p is left out.
@@ -321,24 +356,12 @@ impl GenerationParams {
     /// Every sampling value that is not transformers' no-op (`do_sample`
     /// always), in [`SAMPLING_KEYS`] order: what a report prints as the
     /// effective parameters.
-    pub fn sampling_values(&self) -> Map<String, Value> {
+    pub(crate) fn sampling_values(&self) -> Map<String, Value> {
         let mut out = Map::new();
         out.insert("do_sample".into(), Value::from(self.do_sample));
-        let active = |key: &str| match key {
-            "temperature" => self.do_sample && self.temperature != 1.0,
-            "top_k" => self.do_sample && self.top_k.is_some(),
-            "top_p" => self.do_sample && self.top_p < 1.0,
-            "min_p" => self.do_sample && self.min_p.is_some(),
-            "typical_p" => self.do_sample && self.typical_p < 1.0,
-            "epsilon_cutoff" => {
-                self.do_sample && self.epsilon_cutoff > 0.0 && self.epsilon_cutoff < 1.0
-            }
-            "eta_cutoff" => self.do_sample && self.eta_cutoff > 0.0 && self.eta_cutoff < 1.0,
-            "repetition_penalty" => self.repetition_penalty != 1.0,
-            _ => false,
-        };
+        let acting = self.acting();
         for &key in &SAMPLING_KEYS[1..] {
-            if active(key) {
+            if acting.acts(key) {
                 out.insert(key.into(), self.sampling_value(key));
             }
         }

@@ -14,7 +14,7 @@ use crate::torch;
 /// One processor of transformers' list, with its parameters resolved for one
 /// generation (prompt length and `max_length` already applied).
 #[derive(Debug, Clone, PartialEq)]
-pub enum Processor {
+pub(crate) enum Processor {
     /// `SequenceBiasLogitsProcessor(sequence_bias)`: (sequence, f32 bias), in
     /// dict order.
     SequenceBias {
@@ -138,7 +138,7 @@ pub enum Processor {
 
 impl Processor {
     /// transformers' class name.
-    pub fn name(&self) -> &'static str {
+    pub(crate) fn name(&self) -> &'static str {
         match self {
             Self::SequenceBias { .. } => "SequenceBiasLogitsProcessor",
             Self::RepetitionPenalty { .. } => "RepetitionPenaltyLogitsProcessor",
@@ -184,7 +184,7 @@ impl Processor {
     /// (prompt and generated tokens; non-negative, checked by
     /// [`crate::process`]). Errors where transformers raises at call time: a
     /// biased or banned id `>= V`, a forced id out of range.
-    pub fn apply(&self, scores: &mut [f32], input_ids: &[i64]) -> Result<(), HfError> {
+    pub(crate) fn apply(&self, scores: &mut [f32], input_ids: &[i64]) -> Result<(), HfError> {
         let cur_len = input_ids.len();
         match self {
             Self::SequenceBias { biases } => constraints::sequence_bias(scores, input_ids, biases)?,
@@ -303,7 +303,7 @@ pub fn top_k(scores: &mut [f32], top_k: usize) {
 /// Sort ascending (torch's unstable CPU order), softmax of the sorted scores,
 /// f32 cumsum; drop where `cumsum <= (float)(1 - top_p)`, never the last
 /// (largest) entry.
-pub fn top_p(scores: &mut [f32], top_p: f64) {
+pub(crate) fn top_p(scores: &mut [f32], top_p: f64) {
     let order = torch::argsort_ascending(scores);
     let sorted: Vec<f32> = order.iter().map(|&i| scores[i]).collect();
     let cum = torch::cumsum(&torch::softmax(&sorted));
@@ -317,7 +317,7 @@ pub fn top_p(scores: &mut [f32], top_p: f64) {
 }
 
 /// `probs < (float)min_p * max(probs)` → -inf, keeping the top-probability token.
-pub fn min_p(scores: &mut [f32], min_p: f64) {
+pub(crate) fn min_p(scores: &mut [f32], min_p: f64) {
     let probs = torch::softmax(scores);
     let top = torch::max(&probs);
     let scaled = (min_p as f32) * top;
@@ -333,7 +333,7 @@ pub fn min_p(scores: &mut [f32], min_p: f64) {
 /// Typical decoding: entropy of `log_softmax`, sort tokens by
 /// `|-log p - H|` ascending, keep up to and including the first position where
 /// the cumulative probability reaches `mass` (plus ties of that distance).
-pub fn typical(scores: &mut [f32], mass: f64) {
+pub(crate) fn typical(scores: &mut [f32], mass: f64) {
     let v = scores.len();
     let normalized = torch::log_softmax(scores);
     let p: Vec<f32> = normalized.iter().map(|&x| torch::exp_f32(x)).collect();
@@ -361,7 +361,7 @@ pub fn typical(scores: &mut [f32], mass: f64) {
 }
 
 /// `softmax(scores) < (float)epsilon` → -inf, except tokens at the maximum score.
-pub fn epsilon(scores: &mut [f32], epsilon: f64) {
+pub(crate) fn epsilon(scores: &mut [f32], epsilon: f64) {
     let probs = torch::softmax(scores);
     let eps = epsilon as f32;
     let top = torch::max(scores);
@@ -376,7 +376,7 @@ pub fn epsilon(scores: &mut [f32], epsilon: f64) {
 /// float32 tensor); `softmax(scores) < eta` → -inf, except tokens at the
 /// maximum score. Entropy as `torch.distributions.Categorical(logits=scores)`:
 /// normalised logits clamped to `finfo(f32).min`, `-(logits * probs).sum()`.
-pub fn eta(scores: &mut [f32], epsilon: f64) {
+pub(crate) fn eta(scores: &mut [f32], epsilon: f64) {
     let probs = torch::softmax(scores);
     let eta = eta_threshold(scores, epsilon);
     let top = torch::max(scores);

@@ -194,18 +194,15 @@ pub fn routes(
 /// The generate kwargs a port to another engine copies under the same name:
 /// `temperature`, `top_p`, `min_p` and `repetition_penalty` when not null,
 /// and `top_k` as written (null included: each engine reads "off" its own
-/// way). `None` when the kwargs switch on what only transformers has here:
-/// `typical_p` other than 1, an epsilon or eta cutoff strictly between 0 and
-/// 1, or beam search.
+/// way). `None` when the kwargs switch on what only transformers has here
+/// ([`crate::Acting`]): the typical, epsilon or eta warper (only while
+/// sampling; `typical_p` acts below 1, the cutoffs strictly between 0 and 1),
+/// or beam search (`num_beams` other than 1).
 pub fn portable_kwargs(kwargs: &Map<String, Value>) -> Option<Map<String, Value>> {
-    let f = |k: &str| kwargs.get(k).and_then(Value::as_f64);
-    if f("typical_p").is_some_and(|t| t != 1.0)
-        || f("epsilon_cutoff").is_some_and(|e| e > 0.0 && e < 1.0)
-        || f("eta_cutoff").is_some_and(|e| e > 0.0 && e < 1.0)
-        || kwargs
-            .get("num_beams")
-            .and_then(Value::as_i64)
-            .is_some_and(|b| b > 1)
+    let acting = crate::Acting::of(kwargs);
+    if ["typical_p", "epsilon_cutoff", "eta_cutoff", "num_beams"]
+        .iter()
+        .any(|k| acting.acts(k))
     {
         return None;
     }
@@ -252,8 +249,26 @@ mod tests {
         })))
         .expect("portable");
         assert_eq!(Value::Object(k), json!({"temperature": 0.7, "top_k": null}));
-        assert!(portable_kwargs(&map(json!({"typical_p": 0.9}))).is_none());
-        assert!(portable_kwargs(&map(json!({"eta_cutoff": 0.001}))).is_none());
+        let sampling = |k: &str, v: f64| map(json!({"do_sample": true, k: v}));
+        assert!(portable_kwargs(&sampling("typical_p", 0.9)).is_none());
+        assert!(portable_kwargs(&sampling("eta_cutoff", 0.001)).is_none());
         assert!(portable_kwargs(&map(json!({"num_beams": 2}))).is_none());
+    }
+
+    /// transformers 5.23.0 `generation/utils.py` line 1629 adds
+    /// `TypicalLogitsWarper` only `if typical_p is not None and typical_p < 1.0`,
+    /// and line 1597 only while sampling: `typical_p` 1.5, or 0.9 without
+    /// `do_sample`, changes nothing, so the kwargs port (they used to be
+    /// refused for `typical_p != 1`). `num_beams` 0 is not `None` or 1, so
+    /// `get_generation_mode` (configuration_utils.py line 551) picks beam
+    /// search (it used to count as no beams).
+    #[test]
+    fn portable_kwargs_follow_transformers_rule() {
+        let port = |v: Value| portable_kwargs(&map(v));
+        assert!(port(json!({"do_sample": true, "typical_p": 1.5})).is_some());
+        assert!(port(json!({"do_sample": false, "typical_p": 0.9})).is_some());
+        assert!(port(json!({"typical_p": 0.9, "epsilon_cutoff": 0.5})).is_some());
+        assert!(port(json!({"do_sample": true, "epsilon_cutoff": 0.5})).is_none());
+        assert!(port(json!({"num_beams": 0})).is_none());
     }
 }

@@ -382,14 +382,14 @@ pub enum Source {
 }
 
 /// Each sampling parameter's resolved value (as JSON) and where it came
-/// from, in [`crate::SAMPLING_KEYS`] order: kwargs win over the model's
+/// from, in the order of [`GenerationParams::as_kwargs`]: kwargs win over the model's
 /// generation config, which wins over transformers' defaults.
 pub fn provenance(
     kwargs: &Map<String, Value>,
     config: Option<&GenerationConfig>,
     params: &GenerationParams,
 ) -> Vec<(&'static str, Value, Source)> {
-    crate::SAMPLING_KEYS
+    crate::params::SAMPLING_KEYS
         .iter()
         .map(|&key| {
             let value = params.sampling_value(key);

@@ -177,7 +177,7 @@ impl TorchGenerator {
     }
 
     /// Two engine outputs, the first as the high half (`CPUGeneratorImpl::random64`).
-    pub fn random64(&mut self) -> u64 {
+    pub(crate) fn random64(&mut self) -> u64 {
         let hi = self.random();
         let lo = self.random();
         (u64::from(hi) << 32) | u64::from(lo)

@@ -25,27 +25,23 @@ use serde_json::{Map, Value, json};
 /// The recipe, in words (a report's `fix` text).
 pub const RECIPE: &str = "order the chain like transformers (penalties, temperature, top_k, top_p, min_p, typical), send every filter explicitly with transformers' defaults, and widen the penalty window to the whole context; exact except where top_k cuts a tie or top_p/min_p sit on a float rounding boundary";
 
-/// Kwargs that llama.cpp has no sampler for, when set to a value that acts
-/// (both the literal port and the matching request stop there).
+/// Kwargs that llama.cpp has no sampler for, when transformers acts on them
+/// ([`hf_sampling::Acting`]; both the literal port and the matching request
+/// stop there), in the order they are listed.
 pub(crate) fn unmatched(kwargs: &Map<String, Value>) -> Vec<String> {
-    let sample = kwargs.get("do_sample").and_then(Value::as_bool) == Some(true);
-    let mut out = Vec::new();
-    for (key, val) in kwargs {
-        let acts = match key.as_str() {
-            "epsilon_cutoff" | "eta_cutoff" => {
-                sample && val.as_f64().is_some_and(|x| x > 0.0 && x < 1.0)
-            }
-            "encoder_repetition_penalty" | "num_beams" => val.as_f64().is_some_and(|x| x != 1.0),
-            "no_repeat_ngram_size" | "bad_words_ids" | "sequence_bias" | "penalty_alpha" => {
-                !(val.is_null() || val.as_f64() == Some(0.0))
-            }
-            _ => false,
-        };
-        if acts {
-            out.push(format!("{key} = {val}: llama.cpp has no such sampler"));
-        }
-    }
-    out
+    hf_sampling::Acting::of(kwargs).blocked(
+        &[
+            "bad_words_ids",
+            "encoder_repetition_penalty",
+            "epsilon_cutoff",
+            "eta_cutoff",
+            "no_repeat_ngram_size",
+            "num_beams",
+            "penalty_alpha",
+            "sequence_bias",
+        ],
+        "llama.cpp has no such sampler",
+    )
 }
 
 /// The llama-server request that reproduces transformers for these
@@ -220,6 +216,12 @@ mod tests {
         let e = matching_request(&kw, 10).unwrap_err();
         assert_eq!(e.len(), 2);
         assert!(e[0].starts_with("eta_cutoff = 0.001"), "{e:?}");
+        // transformers 5.23.0 `generation/utils.py` adds `EtaLogitsWarper`
+        // only while sampling (line 1597) and `NoRepeatNGramLogitsProcessor`
+        // only for a size above 0 (line 1482): these used to block.
+        let kw = map(json!({"do_sample": false, "eta_cutoff": 0.001, "no_repeat_ngram_size": -2}));
+        assert!(matching_request(&kw, 10).is_ok());
+        assert!(crate::request_for_generate(&kw).is_some());
         // Greedy: temperature 0 and no filters.
         let r = matching_request(&map(json!({"do_sample": false})), 10).expect("greedy");
         assert_eq!(

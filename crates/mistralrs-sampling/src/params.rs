@@ -255,9 +255,9 @@ pub fn request_params(
 /// (`temperature.is_none_or(|v| v < 1e-7)`); leaving the temperature out
 /// would sample at T = 1.0. Without `do_sample` the fields are copied as
 /// written (as the vLLM port does; mistral.rs has no such switch, and
-/// `explain` says so). `None` for
-/// `typical_p`, epsilon/eta cutoffs and beam search, which mistral.rs does
-/// not have.
+/// `explain` says so). `None` when the kwargs switch on what mistral.rs
+/// does not have ([`hf_sampling::portable_kwargs`]: the typical, epsilon or
+/// eta warper while sampling, beam search).
 pub(crate) fn from_generate(kwargs: &Map<String, Value>) -> Option<Result<MistralRsParams, Error>> {
     let mut m = hf_sampling::portable_kwargs(kwargs)?;
     if m.get("top_k")

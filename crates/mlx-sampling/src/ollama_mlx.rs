@@ -551,11 +551,7 @@ impl Semantics for OllamaMlx {
     }
 
     fn from_generate(&self, kwargs: &Map<String, Value>) -> Option<Result<OllamaMlxParams, Error>> {
-        let f = |k: &str| kwargs.get(k).and_then(Value::as_f64);
-        if f("typical_p").is_some_and(|t| t != 1.0)
-            || f("epsilon_cutoff").is_some_and(|e| e > 0.0 && e < 1.0)
-            || f("eta_cutoff").is_some_and(|e| e > 0.0 && e < 1.0)
-        {
+        if crate::translate::missing_warper(kwargs) {
             return None;
         }
         // The literal port: same-named options; do_sample=False as temperature 0.
@@ -665,13 +661,10 @@ impl Semantics for OllamaMlx {
 /// top_p 1.0 unless set) and a whole-context repetition window is enough
 /// (ties at the k-th aside).
 fn fix(kwargs: &Map<String, Value>) -> Option<Fix> {
-    let f = |k: &str| kwargs.get(k).and_then(Value::as_f64);
-    if f("typical_p").is_some_and(|t| t != 1.0)
-        || f("epsilon_cutoff").is_some_and(|e| e > 0.0 && e < 1.0)
-        || f("eta_cutoff").is_some_and(|e| e > 0.0 && e < 1.0)
-    {
+    if crate::translate::missing_warper(kwargs) {
         return None;
     }
+    let f = |k: &str| kwargs.get(k).and_then(Value::as_f64);
     let mut m = Map::new();
     let mut text = Vec::new();
     if let Some(r) = f("repetition_penalty").filter(|&r| r != 1.0) {

@@ -527,34 +527,12 @@ pub fn from_request(request: &Map<String, Value>) -> Result<MlxParams, Error> {
 /// `do_sample=False` becomes `temp=0` (greedy), and `do_sample=True`
 /// without a temperature `temp=1.0` (mlx-lm's own default temp is 0,
 /// greedy). `None` when the kwargs use what mlx-lm has no counterpart for
-/// (`typical_p` < 1, epsilon/eta cutoffs, beam search).
+/// ([`hf_sampling::portable_kwargs`]: the typical, epsilon or eta warper
+/// while sampling, beam search).
 pub fn from_generate(kwargs: &Map<String, Value>) -> Option<Result<MlxParams, Error>> {
-    let f = |k: &str| kwargs.get(k).and_then(Value::as_f64);
-    if f("typical_p").is_some_and(|t| t != 1.0)
-        || f("epsilon_cutoff").is_some_and(|e| e > 0.0 && e < 1.0)
-        || f("eta_cutoff").is_some_and(|e| e > 0.0 && e < 1.0)
-        || kwargs
-            .get("num_beams")
-            .and_then(Value::as_i64)
-            .is_some_and(|b| b > 1)
-    {
-        return None;
-    }
-    let mut m = Map::new();
-    for k in ["temperature", "top_p", "min_p", "repetition_penalty"] {
-        if let Some(v) = kwargs.get(k).filter(|v| !v.is_null()) {
-            m.insert(k.into(), v.clone());
-        }
-    }
-    if let Some(v) = kwargs.get("top_k") {
-        m.insert(
-            "top_k".into(),
-            if v.is_null() {
-                Value::from(0)
-            } else {
-                v.clone()
-            },
-        );
+    let mut m = hf_sampling::portable_kwargs(kwargs)?;
+    if m.get("top_k").is_some_and(Value::is_null) {
+        m.insert("top_k".into(), Value::from(0));
     }
     match kwargs.get("do_sample") {
         Some(Value::Bool(false)) => {
@@ -610,7 +588,27 @@ mod tests {
             .expect("portable")
             .expect("valid");
         assert!(g.is_greedy());
-        assert!(from_generate(&obj(json!({"typical_p": 0.5}))).is_none());
+        assert!(from_generate(&obj(json!({"do_sample": true, "typical_p": 0.5}))).is_none());
+    }
+
+    /// transformers 5.23.0 `generation/utils.py`: `TypicalLogitsWarper` only
+    /// `if generation_config.do_sample:` (line 1597) and `typical_p < 1.0`
+    /// (line 1629); the cutoffs only while sampling too (lines 1633, 1639).
+    /// These kwargs change nothing in transformers, so they port (they used
+    /// to be refused for `typical_p != 1` or any cutoff in (0, 1)).
+    #[test]
+    fn generate_port_follows_transformers_rule_for_typical_and_cutoffs() {
+        for kwargs in [
+            json!({"typical_p": 0.5}),
+            json!({"do_sample": true, "typical_p": 1.5}),
+            json!({"do_sample": false, "eta_cutoff": 0.001}),
+        ] {
+            assert!(from_generate(&obj(kwargs.clone())).is_some(), "{kwargs}");
+        }
+        let g = from_generate(&obj(json!({"typical_p": 0.5})))
+            .expect("portable")
+            .expect("valid");
+        assert!(g.is_greedy());
     }
 
     #[test]

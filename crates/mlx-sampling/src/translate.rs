@@ -7,27 +7,35 @@ use parity_core::TranslationLine::{Plain, Wrapped};
 use parity_core::{Fix, Translation};
 use serde_json::{Map, Value, json};
 
-/// Kwargs neither engine has a counterpart for, when set to a value that acts.
+/// The kwargs neither engine has a counterpart for, in the order
+/// [`unmatched`] lists them.
+const NO_COUNTERPART: &[&str] = &[
+    "bad_words_ids",
+    "encoder_repetition_penalty",
+    "epsilon_cutoff",
+    "eta_cutoff",
+    "no_repeat_ngram_size",
+    "num_beams",
+    "penalty_alpha",
+    "sequence_bias",
+    "typical_p",
+];
+
+/// Kwargs neither engine has a counterpart for, when transformers acts on
+/// them ([`hf_sampling::Acting`]: e.g. `typical_p` only below 1 and only
+/// while sampling).
 pub(crate) fn unmatched(kwargs: &Map<String, Value>, engine: &str) -> Vec<String> {
-    let sample = kwargs.get("do_sample") == Some(&Value::Bool(true));
-    let mut out = Vec::new();
-    for (key, val) in kwargs {
-        let acts = match key.as_str() {
-            "epsilon_cutoff" | "eta_cutoff" => {
-                sample && val.as_f64().is_some_and(|x| x > 0.0 && x < 1.0)
-            }
-            "typical_p" => sample && val.as_f64().is_some_and(|x| x != 1.0),
-            "encoder_repetition_penalty" | "num_beams" => val.as_f64().is_some_and(|x| x != 1.0),
-            "no_repeat_ngram_size" | "bad_words_ids" | "sequence_bias" | "penalty_alpha" => {
-                !(val.is_null() || val.as_f64() == Some(0.0))
-            }
-            _ => false,
-        };
-        if acts {
-            out.push(format!("{key} = {val}: {engine} has no such sampler"));
-        }
-    }
-    out
+    hf_sampling::Acting::of(kwargs)
+        .blocked(NO_COUNTERPART, &format!("{engine} has no such sampler"))
+}
+
+/// Whether the kwargs switch on a warper neither engine has (typical,
+/// epsilon or eta: [`hf_sampling::Acting`]).
+pub(crate) fn missing_warper(kwargs: &Map<String, Value>) -> bool {
+    let acting = hf_sampling::Acting::of(kwargs);
+    ["typical_p", "epsilon_cutoff", "eta_cutoff"]
+        .iter()
+        .any(|k| acting.acts(k))
 }
 
 /// A translation from a fix (the engine's params) or the reasons there is none.

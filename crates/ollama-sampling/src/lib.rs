@@ -361,26 +361,22 @@ pub fn settings(o: &OllamaOptions) -> Settings {
 /// The fix, in words.
 pub const RECIPE: &str = "send temperature, top_k (transformers' 50 when unset), top_p and min_p explicitly (Ollama's defaults are temperature 0.8, top_k 40, top_p 0.9); exact except where top_k cuts a tie (Ollama keeps exactly k) or top-p/min-p sit on a float rounding boundary";
 
-/// Kwargs the Go sampler has nothing for, when set to a value that acts.
+/// Kwargs the Go sampler has nothing for, when transformers acts on them
+/// ([`hf_sampling::Acting`]), in the order they are listed.
 fn unmatched(kwargs: &Map<String, Value>) -> Vec<String> {
-    let sample = kwargs.get("do_sample").and_then(Value::as_bool) == Some(true);
-    let mut out = Vec::new();
-    for (key, val) in kwargs {
-        let acts = match key.as_str() {
-            "epsilon_cutoff" | "eta_cutoff" => {
-                sample && val.as_f64().is_some_and(|x| x > 0.0 && x < 1.0)
-            }
-            "encoder_repetition_penalty" | "num_beams" => val.as_f64().is_some_and(|x| x != 1.0),
-            "no_repeat_ngram_size" | "bad_words_ids" | "sequence_bias" | "penalty_alpha" => {
-                !(val.is_null() || val.as_f64() == Some(0.0))
-            }
-            _ => false,
-        };
-        if acts {
-            out.push(format!("{key} = {val}: Ollama has no such option"));
-        }
-    }
-    out
+    hf_sampling::Acting::of(kwargs).blocked(
+        &[
+            "bad_words_ids",
+            "encoder_repetition_penalty",
+            "epsilon_cutoff",
+            "eta_cutoff",
+            "no_repeat_ngram_size",
+            "num_beams",
+            "penalty_alpha",
+            "sequence_bias",
+        ],
+        "Ollama has no such option",
+    )
 }
 
 /// The options that give transformers' distribution for these generate
@@ -390,14 +386,23 @@ pub fn matching_options(kwargs: &Map<String, Value>) -> Result<Map<String, Value
     let mut blocked = unmatched(kwargs);
     let f = |key: &str| kwargs.get(key).and_then(Value::as_f64);
     let sample = kwargs.get("do_sample").and_then(Value::as_bool) == Some(true);
-    if let Some(r) = f("repetition_penalty").filter(|&r| r != 1.0) {
+    let acting = hf_sampling::Acting::of(kwargs);
+    // The value as a number prints as Rust prints it (`1.2`, `0.00001`).
+    let shown = |a: &hf_sampling::Act| {
+        a.value
+            .as_f64()
+            .map_or(a.value.to_string(), |x| x.to_string())
+    };
+    if let Some(r) = acting.get("repetition_penalty") {
         blocked.push(format!(
-            "repetition_penalty = {r}: the Go sampler applies no penalty"
+            "repetition_penalty = {}: the Go sampler applies no penalty",
+            shown(r)
         ));
     }
-    if let Some(t) = f("typical_p").filter(|&t| sample && t < 1.0) {
+    if let Some(t) = acting.get("typical_p") {
         blocked.push(format!(
-            "typical_p = {t}: the Go sampler has no typical sampling"
+            "typical_p = {}: the Go sampler has no typical sampling",
+            shown(t)
         ));
     }
     if !blocked.is_empty() {

@@ -239,11 +239,11 @@ impl Params {
 /// string `"-inf"`, exactly; `"inf"`, `"+inf"`, `"-Infinity"`, `"nan"` and
 /// every other string are rejected with their index.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Logits(Vec<f64>);
+pub(crate) struct Logits(Vec<f64>);
 
 impl Logits {
     /// Validates a vector of logits (`f64::NEG_INFINITY` allowed).
-    pub fn new(values: Vec<f64>) -> Result<Self, InputError> {
+    pub(crate) fn new(values: Vec<f64>) -> Result<Self, InputError> {
         if values.is_empty() {
             return Err(InputError::EmptyLogits);
         }
@@ -260,7 +260,7 @@ impl Logits {
     }
 
     /// Validates a JSON array of numbers and `"-inf"` strings.
-    pub fn from_json(value: &Value) -> Result<Self, InputError> {
+    pub(crate) fn from_json(value: &Value) -> Result<Self, InputError> {
         let Value::Array(items) = value else {
             return Err(InputError::WrongType {
                 field: "logits",
@@ -289,17 +289,12 @@ impl Logits {
     }
 
     /// The logits.
-    pub fn as_slice(&self) -> &[f64] {
+    pub(crate) fn as_slice(&self) -> &[f64] {
         &self.0
     }
 
-    /// The vocabulary size V (always ≥ 1).
-    pub fn vocab_size(&self) -> usize {
-        self.0.len()
-    }
-
     /// The logits as the spec's JSON array (`-inf` as the string `"-inf"`).
-    pub fn to_json(&self) -> Value {
+    pub(crate) fn to_json(&self) -> Value {
         Value::Array(
             self.0
                 .iter()
@@ -312,13 +307,6 @@ impl Logits {
                 })
                 .collect(),
         )
-    }
-}
-
-impl TryFrom<Vec<f64>> for Logits {
-    type Error = InputError;
-    fn try_from(values: Vec<f64>) -> Result<Self, InputError> {
-        Self::new(values)
     }
 }
 
@@ -358,7 +346,7 @@ pub struct Input {
 
 impl Input {
     /// Assembles an input from parts that are already valid.
-    pub fn new(logits: Logits, previous_tokens: Vec<i64>, params: Params) -> Self {
+    fn new(logits: Logits, previous_tokens: Vec<i64>, params: Params) -> Self {
         Self {
             logits,
             previous_tokens,
@@ -439,9 +427,9 @@ impl Input {
         Value::Object(object)
     }
 
-    /// The logits.
-    pub fn logits(&self) -> &Logits {
-        &self.logits
+    /// The logits (validated: `-inf` or finite, at least one).
+    pub fn logits(&self) -> &[f64] {
+        self.logits.as_slice()
     }
 
     /// The previous tokens as given (duplicates and out-of-range included).

@@ -40,8 +40,9 @@
 //! # Ok::<(), spec_sampler::InputError>(())
 //! ```
 //!
-//! [`distribution`] gives steps 1–5 alone (the kept set and probabilities) so
-//! other code can compare distributions without a draw; [`Params`] and
+//! [`distribution`] gives steps 1–5 alone, as the workspace's one
+//! [`parity_core::Distribution`] (probabilities and the tokens with positive
+//! probability), so other code can compare distributions without a draw; [`Params`] and
 //! [`Input::from_json_parts`] build inputs from logits held elsewhere.
 //!
 //! # The `spec-sampler` binary
@@ -116,6 +117,6 @@ mod sampler;
 mod semantics;
 
 pub use error::InputError;
-pub use input::{Input, Logits, Params, RepetitionPenalty, Temperature, TopK, TopP, U};
-pub use sampler::{Distribution, Output, distribution, draw, sample};
+pub use input::{Input, Params, RepetitionPenalty, Temperature, TopK, TopP, U};
+pub use sampler::{Output, distribution, draw, sample};
 pub use semantics::Spec;

@@ -1,53 +1,16 @@
 //! The spec's pipeline as pure functions on validated input.
 //!
 //! [`distribution`] runs steps 1–5 (penalty, temperature, top-k, top-p, final
-//! softmax) and returns the filtered distribution; [`Distribution::draw`] is
-//! step 6; [`sample`] is both. All arithmetic is `f64`.
+//! softmax) and returns the filtered distribution as
+//! [`parity_core::Distribution`]; [`draw`] is step 6; [`sample`] is both.
+//! All arithmetic is `f64`.
 
 use std::cmp::Ordering;
 
+use parity_core::{Distribution, Precision};
 use serde::{Deserialize, Serialize};
 
-use crate::{Input, U};
-
-/// The filtered distribution before the draw.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Distribution {
-    probs: Vec<f64>,
-    kept: Vec<usize>,
-}
-
-impl Distribution {
-    /// One probability per token (length V). Zero outside [`Self::kept`];
-    /// all zero when every kept token has logit `-inf`.
-    pub fn probs(&self) -> &[f64] {
-        &self.probs
-    }
-
-    /// The indices that survived filtering, ascending: the greedy choice
-    /// when `temperature == 0` (empty if every logit is `-inf`), otherwise
-    /// the set left by top-k and top-p. It may contain `-inf` tokens with
-    /// probability 0 (top-k keeps them when fewer than k finite logits exist).
-    pub fn kept(&self) -> &[usize] {
-        &self.kept
-    }
-
-    /// Whether any token has positive probability. `false` exactly when the
-    /// spec's answer is `token_id = -1`.
-    pub fn has_mass(&self) -> bool {
-        self.probs.iter().any(|&p| p > 0.0)
-    }
-
-    /// Step 6, inverse-transform sampling: see [`draw`].
-    pub fn draw(&self, u: U) -> i64 {
-        draw(&self.probs, u.get())
-    }
-
-    /// The probabilities, consumed.
-    pub fn into_probs(self) -> Vec<f64> {
-        self.probs
-    }
-}
+use crate::Input;
 
 /// The spec's output line: `{"token_id": N, "probs": [...]}`.
 ///
@@ -70,20 +33,26 @@ impl Output {
     }
 }
 
-/// Runs the whole pipeline: [`distribution`] then [`draw`] with the input's `u`.
+/// Runs the whole pipeline: steps 1–5 then [`draw`] with the input's `u`.
 pub fn sample(input: &Input) -> Output {
-    let dist = distribution(input);
-    let token_id = dist.draw(input.params().u);
-    Output {
-        token_id,
-        probs: dist.into_probs(),
-    }
+    let probs = filtered(input);
+    let token_id = draw(&probs, input.params().u.get());
+    Output { token_id, probs }
 }
 
-/// Steps 1–5 of the spec: the distribution the draw is made from.
+/// Steps 1–5 of the spec: the distribution the draw is made from, in f64.
+/// One probability per token (length V), zero for filtered tokens and all
+/// zero when every kept token has logit `-inf`;
+/// [`Distribution::kept`] lists the tokens with positive probability (the
+/// greedy choice when `temperature == 0`).
 pub fn distribution(input: &Input) -> Distribution {
+    Distribution::new(filtered(input), Precision::F64)
+}
+
+/// Steps 1–5: the probabilities.
+fn filtered(input: &Input) -> Vec<f64> {
     let params = input.params();
-    let mut logits = input.logits().as_slice().to_vec();
+    let mut logits = input.logits().to_vec();
     apply_penalty(
         &mut logits,
         input.previous_tokens(),
@@ -100,7 +69,7 @@ pub fn distribution(input: &Input) -> Distribution {
     // `weight`), which never overflows and loses no precision to rounding ℓ/T.
     let kept = top_k(&logits, params.top_k.effective(logits.len()));
     let kept = top_p(&logits, kept, params.top_p.get(), temperature);
-    softmax(&logits, kept, temperature)
+    softmax(&logits, &kept, temperature)
 }
 
 /// Step 6: accumulates `probs` in index order (in `f64`, left to right) and
@@ -169,7 +138,7 @@ fn by_logit_desc(logits: &[f64]) -> impl Fn(&usize, &usize) -> Ordering + '_ {
 
 /// Step 2 with `temperature == 0`: one-hot on the first maximum; all zeros
 /// (and nothing kept) when every logit is `-inf`.
-fn greedy(logits: &[f64]) -> Distribution {
+fn greedy(logits: &[f64]) -> Vec<f64> {
     let mut probs = vec![0.0; logits.len()];
     let mut best: Option<usize> = None;
     for (index, &logit) in logits.iter().enumerate() {
@@ -177,14 +146,10 @@ fn greedy(logits: &[f64]) -> Distribution {
             best = Some(index);
         }
     }
-    let kept = match best {
-        Some(index) => {
-            probs[index] = 1.0;
-            vec![index]
-        }
-        None => Vec::new(),
-    };
-    Distribution { probs, kept }
+    if let Some(index) = best {
+        probs[index] = 1.0;
+    }
+    probs
 }
 
 /// Step 3: the `k` largest logits (ties to the smaller index), ascending; all
@@ -280,27 +245,37 @@ fn top_p(logits: &[f64], kept: Vec<usize>, top_p: f64, temperature: f64) -> Vec<
 
 /// Step 5: softmax over `kept` (ascending), max subtracted; zeros elsewhere,
 /// and all zeros when every kept logit is `-inf`.
-fn softmax(logits: &[f64], kept: Vec<usize>, temperature: f64) -> Distribution {
+fn softmax(logits: &[f64], kept: &[usize], temperature: f64) -> Vec<f64> {
     let mut probs = vec![0.0; logits.len()];
     let max = kept
         .iter()
         .map(|&i| logits[i])
         .fold(f64::NEG_INFINITY, f64::max);
     if max > f64::NEG_INFINITY {
-        for &i in &kept {
+        for &i in kept {
             probs[i] = weight(logits[i], max, temperature);
         }
         let total = compensated_sum(kept.iter().map(|&i| probs[i]));
-        for &i in &kept {
+        for &i in kept {
             probs[i] /= total;
         }
     }
-    Distribution { probs, kept }
+    probs
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The spec's kept set after top-k may hold `-inf` tokens (no mass):
+    /// [-inf, 1, -inf], k = 2 keeps 1, then the -inf tie goes to index 0.
+    #[test]
+    fn top_k_keeps_neg_inf_entries_when_too_few_are_finite() {
+        let l = [f64::NEG_INFINITY, 1.0, f64::NEG_INFINITY];
+        let kept = top_k(&l, Some(2));
+        assert_eq!(kept, vec![0, 1]);
+        assert_eq!(softmax(&l, &kept, 1.0), vec![0.0, 1.0, 0.0]);
+    }
 
     #[test]
     fn draw_boundaries() {
@@ -354,6 +329,6 @@ mod tests {
     fn zero_signs_tie() {
         let l = [0.0, -0.0, 0.0];
         assert_eq!(top_k(&l, Some(2)), vec![0, 1]);
-        assert_eq!(greedy(&[-0.0, 0.0]).kept, vec![0]);
+        assert_eq!(greedy(&[-0.0, 0.0]), vec![1.0, 0.0]);
     }
 }

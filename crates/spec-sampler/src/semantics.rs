@@ -7,8 +7,7 @@
 //! transformers' on the same effective settings.
 
 use parity_core::{
-    Against, Context, Distribution, Error, Explanation, Info, Logits, ParamInfo, Precision,
-    Semantics,
+    Against, Context, Distribution, Error, Explanation, Info, Logits, ParamInfo, Semantics,
 };
 use serde_json::{Map, Value};
 
@@ -95,8 +94,8 @@ impl Semantics for Spec {
         )
         .map_err(Error::new)?;
         let dist = crate::distribution(&input);
-        let token = dist.draw(params.u);
-        Ok(Distribution::new(dist.into_probs(), Precision::F64).with_tokens(vec![token]))
+        let token = crate::draw(dist.probs(), params.u.get());
+        Ok(dist.with_tokens(vec![token]))
     }
 
     fn from_generate(&self, kwargs: &Map<String, Value>) -> Option<Result<Params, Error>> {
@@ -104,10 +103,11 @@ impl Semantics for Spec {
             Ok(p) => p,
             Err(e) => return Some(Err(Error::new(e))),
         };
-        let only_spec_processors = p.min_p.is_none()
-            && p.typical_p >= 1.0
-            && !(0.0 < p.epsilon_cutoff && p.epsilon_cutoff < 1.0)
-            && !(0.0 < p.eta_cutoff && p.eta_cutoff < 1.0);
+        // Every processor transformers runs (hf_sampling::Acting) must be one the spec has.
+        let only_spec_processors = p
+            .acting()
+            .iter()
+            .all(|a| ["temperature", "top_k", "top_p", "repetition_penalty"].contains(&a.kwarg));
         if !only_spec_processors || (p.do_sample && p.top_p <= 0.0) {
             return None;
         }
@@ -152,5 +152,33 @@ impl Semantics for Spec {
             });
         }
         Explanation { reasons, fix: None }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn port(v: Value) -> Option<Result<Params, Error>> {
+        Spec.from_generate(v.as_object().expect("object"))
+    }
+
+    /// The spec ports kwargs exactly when every processor transformers runs
+    /// is one it has (hf_sampling::Acting). transformers 5.23.0
+    /// `generation/utils.py` builds the warpers only
+    /// `if generation_config.do_sample:` (line 1597), so greedy min_p or
+    /// typical_p changes nothing (they used to block the port), while
+    /// `NoRepeatNGramLogitsProcessor` runs greedy too (line 1482; it used to
+    /// be ignored, though the spec has no n-gram ban).
+    #[test]
+    fn ports_exactly_what_transformers_runs() {
+        let greedy = port(json!({"do_sample": false, "min_p": 0.1, "typical_p": 0.5}))
+            .expect("portable")
+            .expect("valid");
+        assert_eq!(greedy.temperature.get(), 0.0);
+        assert!(port(json!({"do_sample": true, "typical_p": 1.5})).is_some());
+        assert!(port(json!({"do_sample": true, "typical_p": 0.5})).is_none());
+        assert!(port(json!({"no_repeat_ngram_size": 2})).is_none());
     }
 }

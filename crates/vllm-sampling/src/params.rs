@@ -790,8 +790,9 @@ pub fn request_params(
 /// `do_sample=False` becomes `temperature=0`, vLLM's way of asking for
 /// greedy. Without `do_sample` the fields are copied as written (vLLM has no
 /// such switch: it samples at temperature 1 by default). `None` when the
-/// kwargs use what vLLM has no counterpart for (`typical_p` < 1, epsilon
-/// and eta cutoffs, beam search).
+/// kwargs use what vLLM has no counterpart for
+/// ([`hf_sampling::portable_kwargs`]: the typical, epsilon or eta warper
+/// while sampling, beam search).
 pub(crate) fn from_generate(kwargs: &Map<String, Value>) -> Option<Result<VllmParams, Error>> {
     let mut m = hf_sampling::portable_kwargs(kwargs)?;
     if m.get("top_k").is_some_and(Value::is_null) {
@@ -871,5 +872,21 @@ mod tests {
         assert!(p.is_greedy());
         assert_eq!(p.repetition_penalty, 1.3);
         assert!(from_generate(&obj(json!({"do_sample": true, "typical_p": 0.9}))).is_none());
+    }
+
+    /// transformers 5.23.0 `generation/utils.py` adds `TypicalLogitsWarper`
+    /// only `if generation_config.do_sample:` (line 1597) and
+    /// `typical_p < 1.0` (line 1629), the epsilon warper only for
+    /// `0.0 < epsilon_cutoff < 1.0` while sampling (line 1633): these
+    /// kwargs change nothing there and port (hf_sampling::Acting; they used
+    /// to be refused for `typical_p != 1` or a cutoff in (0, 1)).
+    #[test]
+    fn warpers_transformers_does_not_run_do_not_block_the_port() {
+        for k in [
+            json!({"do_sample": true, "typical_p": 1.5}),
+            json!({"do_sample": false, "typical_p": 0.9, "epsilon_cutoff": 0.5}),
+        ] {
+            assert!(from_generate(&obj(k.clone())).is_some(), "{k}");
+        }
     }
 }

@@ -227,3 +227,40 @@ fn processor_kwargs_are_explained() {
         t.warnings
     );
 }
+
+/// Which processors get a warning is transformers' rule (hf_sampling::Acting).
+/// transformers 5.23.0 `generation/utils.py`: `TopHLogitsWarper` is a warper,
+/// built only `if generation_config.do_sample:` (lines 1597, 1614);
+/// `_prepare_generated_length` sets `min_length = min_new_tokens + input_ids_length`
+/// when `min_new_tokens` is set (line 2061), so `min_length` 5 with
+/// `min_new_tokens` 0 masks nothing: that used to get a warning.
+#[test]
+fn processors_transformers_does_not_run_get_no_warning() {
+    let kw = |s: &str| -> serde_json::Map<String, serde_json::Value> {
+        serde_json::from_str(s).expect("json")
+    };
+    let t = translate_kwargs(
+        &kw(r#"{"do_sample": false, "top_h": 0.5, "eos_token_id": 2,
+               "min_length": 5, "min_new_tokens": 0}"#),
+        None,
+    )
+    .expect("valid");
+    assert!(
+        t.warnings.iter().all(|w| w.code() != "processor"),
+        "{:?}",
+        t.warnings
+    );
+    // Sampling, top_h runs; min_length alone (no min_new_tokens) runs too.
+    let t = translate_kwargs(
+        &kw(r#"{"do_sample": true, "top_h": 0.5, "eos_token_id": 2, "min_length": 5}"#),
+        None,
+    )
+    .expect("valid");
+    let names: Vec<String> = t.warnings.iter().map(|w| w.to_string()).collect();
+    for name in ["top_h:", "min_length/min_new_tokens:"] {
+        assert!(
+            names.iter().any(|w| w.starts_with(name)),
+            "{name} in {names:?}"
+        );
+    }
+}

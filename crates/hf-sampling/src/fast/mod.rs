@@ -103,9 +103,12 @@ pub enum StepPath {
     Reference,
 }
 
-/// One step's distribution as computed by [`HfSampler::distribution`].
+/// One step of [`HfSampler::distribution`]: the kept ids and their
+/// probabilities, sparse and borrowed from the sampler (no V-long copy per
+/// step). [`parity_core::Distribution`] is the dense, owned form every
+/// semantics returns; this is the fast path's own view of it.
 #[derive(Debug, Clone, Copy)]
-pub struct Distribution<'a> {
+pub struct SamplerStep<'a> {
     /// Kept token ids, ascending (`probs > 0` in the reference).
     pub kept: &'a [u32],
     /// Their probabilities (same order).
@@ -204,7 +207,7 @@ pub struct HfSampler {
 
 impl HfSampler {
     /// A sampler for these parameters. Errors where transformers' processor
-    /// constructors raise (see [`GenerationParams::processors`]).
+    /// constructors raise (see [`GenerationParams::processor_names`]).
     pub fn new(params: &GenerationParams) -> Result<Self, HfError> {
         Ok(Self {
             params: params.clone(),
@@ -274,7 +277,7 @@ impl HfSampler {
         &mut self,
         logits: &[f32],
         context: &[i64],
-    ) -> Result<Distribution<'_>, HfError> {
+    ) -> Result<SamplerStep<'_>, HfError> {
         self.distribution_at(logits, context, context.len())
     }
 
@@ -285,7 +288,7 @@ impl HfSampler {
         logits: &[f32],
         context: &[i64],
         prompt_len: usize,
-    ) -> Result<Distribution<'_>, HfError> {
+    ) -> Result<SamplerStep<'_>, HfError> {
         self.step(logits, context, prompt_len)?;
         if self.path == StepPath::Dense {
             let v = logits.len();
@@ -295,7 +298,7 @@ impl HfSampler {
             self.probs.clear();
             self.probs.extend(self.exps[..v].iter().map(|&e| e * inv));
         }
-        Ok(Distribution {
+        Ok(SamplerStep {
             kept: &self.kept,
             probs: &self.probs,
             path: self.path,

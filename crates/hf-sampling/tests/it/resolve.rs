@@ -115,6 +115,38 @@ fn unknown_and_unsupported_kwargs() {
     assert!(resolve(&kw(json!({"num_beams": 1})), None).is_ok());
 }
 
+/// A decoder-only model's prompt is `encoder_input_ids` in transformers 5.23.0
+/// (`generation/utils.py` line 2989 passes `inputs_tensor`), so
+/// `EncoderRepetitionPenaltyLogitsProcessor` (line 1449, `!= 1.0`) and
+/// `EncoderNoRepeatNGramLogitsProcessor` (line 1491, `> 0`) act on the prompt:
+/// with a toy decoder-only model, prompt [7, 4], `encoder_repetition_penalty=2.0`
+/// turned the scores of 7 and 4 from 3.203 and -1.782 into 6.407 and -0.891.
+/// This crate does not model them, so it refuses them instead of ignoring them
+/// (it used to ignore them).
+#[test]
+fn encoder_processors_act_on_the_prompt_and_are_refused() {
+    for v in [
+        json!({"encoder_repetition_penalty": 2.0}),
+        json!({"encoder_no_repeat_ngram_size": 1}),
+    ] {
+        assert!(
+            matches!(
+                resolve(&kw(v.clone()), None),
+                Err(HfError::Unsupported { .. })
+            ),
+            "{v}"
+        );
+    }
+    for v in [
+        json!({"encoder_repetition_penalty": 1.0}),
+        json!({"encoder_repetition_penalty": null}),
+        json!({"encoder_no_repeat_ngram_size": 0}),
+        json!({"encoder_no_repeat_ngram_size": -1}),
+    ] {
+        assert!(resolve(&kw(v.clone()), None).is_ok(), "{v}");
+    }
+}
+
 #[test]
 fn processor_order_is_transformers_order() {
     let p = resolve(

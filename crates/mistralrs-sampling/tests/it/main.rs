@@ -298,6 +298,26 @@ fn literal_port_of_generate_kwargs() {
     );
 }
 
+/// Which transformers warpers act is hf_sampling::Acting's rule: transformers
+/// 5.23.0 `generation/utils.py` adds `TypicalLogitsWarper` only
+/// `if generation_config.do_sample:` (line 1597) and `typical_p < 1.0`
+/// (line 1629). typical_p 1.5, or any typical_p when greedy, changes nothing
+/// there, so the kwargs port (they used to be refused for `typical_p != 1`).
+#[test]
+fn typical_p_that_transformers_ignores_does_not_block_the_port() {
+    for k in [
+        json!({"do_sample": true, "temperature": 0.7, "typical_p": 1.5}),
+        json!({"do_sample": false, "typical_p": 0.9}),
+    ] {
+        assert!(
+            MistralRs
+                .from_generate(k.as_object().expect("obj"))
+                .is_some(),
+            "{k}"
+        );
+    }
+}
+
 #[test]
 fn request_notes_the_default_temperature_and_the_dropped_seed() {
     // mistralrs-server-core/src/openai.rs (v0.9.0 to 9e922623):

@@ -174,3 +174,32 @@ fn v0175_penalties_act_and_are_described() {
     assert_eq!(fix.params["repeat_penalty"], json!(1.3));
     assert_eq!(fix.params["version"], json!("0.17.6"));
 }
+
+/// What stands in the way is what acts in transformers (hf_sampling::Acting).
+/// transformers 5.23.0 `generation/utils.py`: `NoRepeatNGramLogitsProcessor`
+/// only for `no_repeat_ngram_size > 0` (line 1482); contrastive search only
+/// when `do_sample is not True` (`generation/configuration_utils.py` line 552),
+/// so `penalty_alpha` while sampling changes nothing. Both used to block.
+#[test]
+fn only_what_transformers_runs_blocks_a_port() {
+    let sampling = map(json!({"do_sample": true, "temperature": 0.7,
+                              "no_repeat_ngram_size": -1, "penalty_alpha": 0.6}));
+    assert!(OllamaGo::default().from_generate(&sampling).is_some());
+    assert!(ollama_sampling::matching_options(&sampling).is_ok());
+    // Greedy with top_k 50 (the default) and penalty_alpha > 0 is contrastive search.
+    let contrastive = map(json!({"penalty_alpha": 0.6}));
+    assert_eq!(
+        ollama_sampling::matching_options(&contrastive).unwrap_err(),
+        ["penalty_alpha = 0.6: Ollama has no such option"]
+    );
+    // Typical sampling acts below 1 only (line 1629).
+    assert!(
+        ollama_sampling::matching_options(&map(json!({"do_sample": true, "typical_p": 1.5})))
+            .is_ok()
+    );
+    assert_eq!(
+        ollama_sampling::matching_options(&map(json!({"do_sample": true, "typical_p": 0.5})))
+            .unwrap_err(),
+        ["typical_p = 0.5: the Go sampler has no typical sampling"]
+    );
+}

@@ -2,7 +2,7 @@
 //! accepted out-of-range values are accepted.
 
 use serde_json::{Value, json};
-use spec_sampler::{Input, InputError, Logits, Params, sample};
+use spec_sampler::{Input, InputError, Params, sample};
 
 fn valid() -> Value {
     json!({
@@ -78,14 +78,15 @@ fn logit_values_of_other_types() {
 
 #[test]
 fn nan_and_plus_inf_from_rust() {
-    let error = Logits::new(vec![0.0, 1.0, f64::NAN]).expect_err("NaN");
+    let logits = |v: Vec<f64>| Input::from_parts(v, Vec::new(), neutral_params());
+    let error = logits(vec![0.0, 1.0, f64::NAN]).expect_err("NaN");
     assert_eq!(
         error.to_string(),
         "`logits[2]` must be a finite number or the string \"-inf\", got NaN"
     );
-    let error = Logits::new(vec![f64::INFINITY]).expect_err("+inf");
+    let error = logits(vec![f64::INFINITY]).expect_err("+inf");
     assert!(error.to_string().contains("logits[0]") && error.to_string().contains("inf"));
-    assert!(Logits::new(vec![f64::NEG_INFINITY]).is_ok());
+    assert!(logits(vec![f64::NEG_INFINITY]).is_ok());
 }
 
 #[test]
@@ -98,7 +99,10 @@ fn empty_or_non_array_logits() {
         &with("logits", json!("1, 2")),
         &["logits", "array", "\"1, 2\""],
     );
-    assert_eq!(Logits::new(vec![]), Err(InputError::EmptyLogits));
+    assert_eq!(
+        Input::from_parts(vec![], Vec::new(), neutral_params()),
+        Err(InputError::EmptyLogits)
+    );
 }
 
 #[test]
@@ -312,4 +316,12 @@ fn huge_inputs_do_not_panic() {
     // and is kept alone: the final softmax is one-hot and sums to exactly 1.
     assert!(out.token_id >= 0);
     assert_eq!(out.probs.iter().sum::<f64>(), 1.0);
+}
+
+/// Temperature 1, no top-k, top-p 1, no penalty, u 0.
+fn neutral_params() -> Params {
+    Params::from_json(&json!({
+        "temperature": 1.0, "top_k": 0, "top_p": 1.0, "repetition_penalty": 1.0, "u": 0.0
+    }))
+    .expect("valid params")
 }
