@@ -7,7 +7,7 @@ use parity_core::Fixture;
 use parity_core::fixture::bundled_dir;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let fx = Fixture::load(&bundled_dir().join("smollm2/write_k60.safetensors"))?;
+    let fx = Fixture::load(&bundled_dir()?.join("smollm2/write_k60.safetensors"))?;
     let variants = [
         r#"{"sampling":"ArgMax"}"#,
         r#"{"sampling":"All","temperature":0.7}"#,

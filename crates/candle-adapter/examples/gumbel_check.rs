@@ -13,7 +13,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         ("v2", 0.3),
     ] {
         let fx = Fixture::load(
-            &bundled_dir()
+            &bundled_dir()?
                 .join("edge")
                 .join(format!("{name}.safetensors")),
         )?;

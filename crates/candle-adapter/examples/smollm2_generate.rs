@@ -282,7 +282,7 @@ struct Recorded {
 }
 
 fn recorded() -> AnyResult<Vec<Recorded>> {
-    let path = parity_core::fixture::bundled_dir().join("torch/smollm2_generate.jsonl");
+    let path = parity_core::fixture::bundled_dir()?.join("torch/smollm2_generate.jsonl");
     let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
     let ids = |v: &serde_json::Value| -> Vec<u64> {
         v.as_array()

@@ -26,7 +26,6 @@ use tutorial_sampling::beam::{
 use crate::Engines;
 use crate::Progress;
 use crate::cli::{BeamArgs, EarlyStoppingArg, Format};
-use crate::report::select;
 
 /// Scores within this of the recording count as reproduced (transformers'
 /// float32 `log_softmax` against the replay's f64-then-f32 one).
@@ -81,17 +80,31 @@ impl Model {
 
 /// The two recording files in the bundled fixtures.
 pub fn recording_paths() -> anyhow::Result<(PathBuf, PathBuf)> {
-    let dir = select::bundled_dir()?.join("beam");
+    let dir = parity_core::fixture::bundled_dir()?.join("beam");
     Ok((
         dir.join("transformers_beams.jsonl"),
         dir.join("smollm2_beams.jsonl"),
     ))
 }
 
-/// Reads a recording file (either format, told by its header line).
+/// The largest recording file read (the bundled ones are under 200 kB; the
+/// SmolLM2 tables grow with the prefixes a run visits).
+pub const MAX_RECORDING_BYTES: u64 = 64 << 20;
+
+/// Reads a recording file (either format, told by its header line), at most
+/// [`MAX_RECORDING_BYTES`] of it.
 pub fn load(path: &Path) -> anyhow::Result<Vec<Recorded>> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("{}: cannot read", path.display()))?;
+    let bytes = parity_core::fixture::read_at_most(path, MAX_RECORDING_BYTES)
+        .with_context(|| format!("{}: cannot read", path.display()))?
+        .map_err(|read| {
+            anyhow::anyhow!(
+                "{}: more than {MAX_RECORDING_BYTES} bytes (the limit for a beam recording; read \
+                 {read} before stopping)",
+                path.display()
+            )
+        })?;
+    let text =
+        String::from_utf8(bytes).with_context(|| format!("{}: not UTF-8 text", path.display()))?;
     parse(&text, &path.display().to_string())
 }
 

@@ -19,13 +19,11 @@
 //! TV is a metric, so total ≤ logits + sampling on every step.
 
 use std::io::Write;
-use std::path::Path;
 
 use anyhow::{Context as _, bail};
 use parity_core::metrics::{Comparison, argmax_first, max_logit_diff, softmax_f64};
-use parity_core::trace::{EXPORT_FORMAT, Trace, bundled_traces, load_trace};
+use parity_core::trace::{Trace, bundled_traces, load_trace, write_port_logits};
 use parity_core::{AnySemantics, Context, Logits, Vocab};
-use safetensors::Dtype;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
@@ -303,7 +301,7 @@ pub fn run(
         .iter()
         .map(|f| load_trace(f).map_err(anyhow::Error::msg))
         .collect::<anyhow::Result<Vec<_>>>()?;
-    let vocab = Vocab::load(&parity_core::fixture::bundled_dir().join("smollm2/vocab.json")).ok();
+    let vocab = Vocab::load(&parity_core::fixture::bundled_dir()?.join("smollm2/vocab.json")).ok();
     let mut reports = Vec::new();
     for trace in &traces {
         let steps = match args.steps {
@@ -321,7 +319,7 @@ pub fn run(
             })
             .map_err(anyhow::Error::msg)?;
         if let Some(dir) = &args.export_logits {
-            export(dir, trace, port.name(), &logits)?;
+            write_port_logits(dir, trace, port.name(), &logits).map_err(anyhow::Error::msg)?;
         }
         let (kwargs, recorded) = match &kwargs_override {
             Some(k) => (k.clone(), *k == trace.kwargs),
@@ -386,30 +384,6 @@ pub fn run(
 /// Byte-level BPE token text (`Ġ` space, `Ċ` newline) for display.
 fn decode(token: &str) -> String {
     token.replace('Ġ', " ").replace('Ċ', "\n")
-}
-
-fn export(dir: &Path, trace: &Trace, port: &str, logits: &[Vec<f32>]) -> anyhow::Result<()> {
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let path = dir.join(format!("{}.{port}.safetensors", trace.name));
-    let flat: Vec<u8> = logits
-        .iter()
-        .flatten()
-        .flat_map(|x| x.to_le_bytes())
-        .collect();
-    let view = safetensors::tensor::TensorView::new(
-        Dtype::F32,
-        vec![logits.len(), trace.vocab_size],
-        &flat,
-    )?;
-    let meta = std::collections::HashMap::from([
-        ("format".to_string(), EXPORT_FORMAT.to_string()),
-        ("trace".to_string(), trace.name.clone()),
-        ("port".to_string(), port.to_string()),
-        ("steps".to_string(), logits.len().to_string()),
-    ]);
-    let bytes = safetensors::serialize([("logits", view)], Some(meta))?;
-    std::fs::write(&path, bytes).with_context(|| format!("writing {}", path.display()))?;
-    Ok(())
 }
 
 fn sci(x: f64) -> String {

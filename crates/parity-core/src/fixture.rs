@@ -118,6 +118,9 @@ pub struct Fixture {
 /// Why a fixture could not be loaded. Every variant names the file.
 #[derive(Debug, thiserror::Error)]
 pub enum FixtureError {
+    /// The bundled fixtures' folder is nowhere [`bundled_dir`] looks.
+    #[error("{0}")]
+    NoBundled(String),
     /// The file could not be read.
     #[error("{path}: cannot read fixture: {source}")]
     Io {
@@ -259,15 +262,53 @@ impl fmt::Display for ListProblems<'_> {
     }
 }
 
-/// The repository's `fixtures/` folder (this crate is at `crates/parity-core`).
-pub fn bundled_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures")
+/// The bundled fixtures' folder, wherever the code runs; the one lookup
+/// every command, port and test uses: the folder in
+/// `SAMPLING_PARITY_FIXTURES` (an error if it holds no `smollm2/`), the
+/// source tree this crate was built from, `fixtures/` in the working
+/// directory, or `fixtures/` beside the executable or one of its parents (a
+/// copied or installed binary). Otherwise an error that says where it
+/// looked.
+pub fn bundled_dir() -> Result<PathBuf, FixtureError> {
+    let holds_fixtures = |dir: &Path| dir.join("smollm2").is_dir();
+    if let Some(dir) = std::env::var_os(FIXTURES_ENV) {
+        let dir = PathBuf::from(dir);
+        if holds_fixtures(&dir) {
+            return Ok(dir);
+        }
+        return Err(FixtureError::NoBundled(format!(
+            "{FIXTURES_ENV}={} has no smollm2/ folder of fixtures",
+            dir.display()
+        )));
+    }
+    let mut looked = vec![format!("{FIXTURES_ENV} (unset)")];
+    let mut candidates = vec![
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures"),
+        PathBuf::from("fixtures"),
+    ];
+    if let Ok(exe) = std::env::current_exe() {
+        candidates.extend(exe.ancestors().skip(1).map(|d| d.join("fixtures")));
+    }
+    for dir in candidates {
+        if holds_fixtures(&dir) {
+            return Ok(dir);
+        }
+        looked.push(dir.display().to_string());
+    }
+    Err(FixtureError::NoBundled(format!(
+        "cannot find the bundled fixtures; looked in: {}. Set {FIXTURES_ENV} to the \
+         repository's fixtures/ folder, or name fixture files",
+        looked.join(", ")
+    )))
 }
+
+/// The environment variable naming the bundled fixtures' folder.
+pub const FIXTURES_ENV: &str = "SAMPLING_PARITY_FIXTURES";
 
 /// Every committed fixture file: `fixtures/smollm2/*.safetensors` then
 /// `fixtures/edge/*.safetensors`, each group sorted by name.
 pub fn bundled_fixtures() -> Result<Vec<PathBuf>, FixtureError> {
-    let root = bundled_dir();
+    let root = bundled_dir()?;
     let mut all = Vec::new();
     for group in ["smollm2", "edge"] {
         all.extend(list_dir(&root.join(group))?);

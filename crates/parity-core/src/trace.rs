@@ -82,7 +82,9 @@ pub trait PrefixModel {
 /// The bundled traces: the `fixtures/traces/*.safetensors` whose stem has no
 /// dot (a port's recording beside a trace is `NAME.PORT.safetensors`).
 pub fn bundled_traces() -> Result<Vec<PathBuf>> {
-    let dir = crate::fixture::bundled_dir().join("traces");
+    let dir = crate::fixture::bundled_dir()
+        .map_err(|e| err!("{e}"))?
+        .join("traces");
     let mut files: Vec<PathBuf> = crate::fixture::list_dir(&dir)
         .map_err(|e| err!("{e}"))?
         .into_iter()
@@ -93,6 +95,53 @@ pub fn bundled_traces() -> Result<Vec<PathBuf>> {
         .collect();
     files.sort();
     Ok(files)
+}
+
+/// Writes a port's logits along `trace` into `dir` as
+/// `NAME.PORT.safetensors` (`compare trace --export-logits`): tensor
+/// `logits` `[steps, V]` f32 and the metadata `format` ([`EXPORT_FORMAT`]),
+/// `trace`, `port` and `steps`. Returns the file written.
+pub fn write_port_logits(
+    dir: &Path,
+    trace: &Trace,
+    port: &str,
+    logits: &[Vec<f32>],
+) -> Result<PathBuf> {
+    std::fs::create_dir_all(dir).map_err(|e| err!("creating {}: {e}", dir.display()))?;
+    let path = dir.join(format!("{}.{port}.safetensors", trace.name));
+    if let Some((t, row)) = logits
+        .iter()
+        .enumerate()
+        .find(|(_, row)| row.len() != trace.vocab_size)
+    {
+        bail!(
+            "{port}'s logits at step {t} have {} entries, but {} has a vocabulary of {}",
+            row.len(),
+            trace.path.display(),
+            trace.vocab_size
+        );
+    }
+    let flat: Vec<u8> = logits
+        .iter()
+        .flatten()
+        .flat_map(|x| x.to_le_bytes())
+        .collect();
+    let view = safetensors::tensor::TensorView::new(
+        Dtype::F32,
+        vec![logits.len(), trace.vocab_size],
+        &flat,
+    )
+    .map_err(|e| err!("{}: {e}", path.display()))?;
+    let meta = HashMap::from([
+        ("format".to_string(), EXPORT_FORMAT.to_string()),
+        ("trace".to_string(), trace.name.clone()),
+        ("port".to_string(), port.to_string()),
+        ("steps".to_string(), logits.len().to_string()),
+    ]);
+    let bytes = safetensors::serialize([("logits", view)], Some(meta))
+        .map_err(|e| err!("{}: {e}", path.display()))?;
+    std::fs::write(&path, bytes).map_err(|e| err!("writing {}: {e}", path.display()))?;
+    Ok(path)
 }
 
 /// The file a port recorded beside `trace`: `NAME.PORT.safetensors`.

@@ -41,7 +41,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let p = [0.30, 0.25, 0.20, 0.15, 0.0, 0.10];
     let q = [0.10, 0.35, 0.20, 0.05, 0.30, 0.0];
     print("hand-made pair", &p, &q, 4)?;
-    let fx = Fixture::load(&bundled_dir().join("smollm2/write_k60.safetensors"))?;
+    let fx = Fixture::load(&bundled_dir()?.join("smollm2/write_k60.safetensors"))?;
     let scores = |name: &str| fx.setting(name).map(|s| softmax_f64(&s.scores));
     let (Some(target), Some(k40p09)) = (scores("t07"), scores("k40p09")) else {
         return Err("write_k60 lacks t07 or k40p09".into());

@@ -7,6 +7,7 @@ pub const ALPHA: f64 = 1e-3;
 
 pub fn fixture(group: &str, name: &str) -> Fixture {
     let path = bundled_dir()
+        .expect("bundled fixtures")
         .join(group)
         .join(format!("{name}.safetensors"));
     Fixture::load(&path).unwrap_or_else(|e| panic!("loading {}: {e}", path.display()))

@@ -19,7 +19,9 @@ fn step_logits(table: &Value, t: usize, cache: &mut HashMap<String, Fixture>) ->
         cache
             .entry(name.to_string())
             .or_insert_with(|| {
-                let path = bundled_dir().join(format!("{name}.safetensors"));
+                let path = bundled_dir()
+                    .expect("bundled fixtures")
+                    .join(format!("{name}.safetensors"));
                 Fixture::load(&path).unwrap_or_else(|e| panic!("{e}"))
             })
             .logits
@@ -42,7 +44,9 @@ fn step_logits(table: &Value, t: usize, cache: &mut HashMap<String, Fixture>) ->
 
 #[test]
 fn torch_seeded_dropin_returns_transformers_tokens() -> candle_core::Result<()> {
-    let path = bundled_dir().join("torch/generations.jsonl");
+    let path = bundled_dir()
+        .expect("bundled fixtures")
+        .join("torch/generations.jsonl");
     let text = std::fs::read_to_string(&path).expect("generations.jsonl");
     let mut cache = HashMap::new();
     let (mut generations, mut tokens) = (0, 0);

@@ -45,6 +45,34 @@ fn recorded_every_run_is_reproduced() {
     assert!(files[0]["max_score_diff"].as_f64().expect("diff") < 1e-5);
 }
 
+/// A recording over 64 MiB (a sparse file of zeros) is refused after reading
+/// the limit, not read whole: exit 2 naming the file and the limit.
+#[test]
+fn an_oversized_recording_is_refused_without_reading_it_all() {
+    let dir = std::env::temp_dir().join(format!("compare-beam-big-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("smollm2")).expect("temp dir");
+    std::fs::create_dir_all(dir.join("beam")).expect("temp dir");
+    let big = std::fs::File::create(dir.join("beam/transformers_beams.jsonl")).expect("create");
+    big.set_len(65 << 20).expect("sparse 65 MiB");
+    std::fs::copy(
+        fixtures().join("beam/smollm2_beams.jsonl"),
+        dir.join("beam/smollm2_beams.jsonl"),
+    )
+    .expect("copy");
+    let out: Output = Command::new(env!("CARGO_BIN_EXE_compare"))
+        .args(["beam", "--recorded"])
+        .env("SAMPLING_PARITY_FIXTURES", &dir)
+        .output()
+        .expect("runs");
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("transformers_beams.jsonl: more than 67108864 bytes"),
+        "{stderr}"
+    );
+}
+
 /// A copy of the recordings with one score moved by 1e-3: exit 1, and the
 /// run is named.
 #[test]

@@ -235,6 +235,60 @@ fn a_moved_binary_finds_the_fixtures_or_says_where_it_looked() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
 }
 
+/// One lookup of the bundled fixtures for every command: `trace` (which read
+/// the source tree whatever `SAMPLING_PARITY_FIXTURES` said) takes its traces
+/// from the folder the variable names, here one holding a single trace and
+/// its llama.cpp logits.
+#[test]
+fn trace_takes_its_traces_from_sampling_parity_fixtures() {
+    let dir = std::env::temp_dir().join(format!("sp-trace-env-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("smollm2")).expect("temp dir");
+    std::fs::create_dir_all(dir.join("traces")).expect("temp dir");
+    let real = format!("{}/../../fixtures", env!("CARGO_MANIFEST_DIR"));
+    for name in [
+        "bicycle_p09.safetensors",
+        "bicycle_p09.llamacpp.safetensors",
+    ] {
+        std::fs::copy(
+            format!("{real}/traces/{name}"),
+            dir.join("traces").join(name),
+        )
+        .expect("copy trace");
+    }
+    let run = || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_compare"))
+            .args(["trace", "--port", "llama.cpp", "--format", "json"])
+            .env("SAMPLING_PARITY_FIXTURES", &dir)
+            .output()
+            .expect("compare runs")
+    };
+    let out = run();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let names: Vec<&str> = doc["traces"]
+        .as_array()
+        .expect("traces")
+        .iter()
+        .filter_map(|t| t["trace"].as_str())
+        .collect();
+    assert_eq!(
+        names,
+        ["bicycle_p09"],
+        "only the trace in the variable's folder"
+    );
+    // Without traces/ there: an error naming the folder, not the source tree's.
+    std::fs::remove_dir_all(dir.join("traces")).expect("remove traces");
+    let out = run();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains(&dir.join("traces").display().to_string()),
+        "{}",
+        text(&out.stderr)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn report_runs_your_kwargs_with_transformers_computed_and_labelled() {
     // On this context transformers' default top_k 50 cuts before top_p 0.9

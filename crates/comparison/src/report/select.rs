@@ -107,7 +107,7 @@ pub(crate) fn fixture_files(
     args: &[PathBuf],
 ) -> anyhow::Result<Vec<(PathBuf, Option<SettingNames>)>> {
     if args.is_empty() {
-        let dir = bundled_dir()?;
+        let dir = fixture::bundled_dir()?;
         let mut files: Vec<_> = fixture::list_dir(&dir.join("smollm2"))?
             .into_iter()
             .map(|p| (p, None))
@@ -199,45 +199,6 @@ pub(super) fn why_nothing(
             recorded.join("; ")
         )
     }
-}
-
-/// The environment variable naming the bundled fixtures' folder.
-pub const FIXTURES_ENV: &str = "SAMPLING_PARITY_FIXTURES";
-
-/// The bundled fixtures' folder, wherever the binary runs: the folder in
-/// `SAMPLING_PARITY_FIXTURES`, the source tree it was built from, `fixtures/`
-/// in the working directory, or `fixtures/` beside the executable or one of
-/// its parents (a copied or installed binary). Otherwise an error that says
-/// where it looked.
-pub(crate) fn bundled_dir() -> anyhow::Result<PathBuf> {
-    let holds_fixtures = |dir: &std::path::Path| dir.join("smollm2").is_dir();
-    let mut looked = Vec::new();
-    if let Some(dir) = std::env::var_os(FIXTURES_ENV) {
-        let dir = PathBuf::from(dir);
-        if holds_fixtures(&dir) {
-            return Ok(dir);
-        }
-        bail!(
-            "{FIXTURES_ENV}={} has no smollm2/ folder of fixtures",
-            dir.display()
-        );
-    }
-    looked.push(format!("{FIXTURES_ENV} (unset)"));
-    let mut candidates = vec![fixture::bundled_dir(), PathBuf::from("fixtures")];
-    if let Ok(exe) = std::env::current_exe() {
-        candidates.extend(exe.ancestors().skip(1).map(|d| d.join("fixtures")));
-    }
-    for dir in candidates {
-        if holds_fixtures(&dir) {
-            return Ok(dir);
-        }
-        looked.push(dir.display().to_string());
-    }
-    bail!(
-        "cannot find the bundled fixtures; looked in: {}. Set {FIXTURES_ENV} to the \
-         repository's fixtures/ folder, or name fixture files",
-        looked.join(", ")
-    )
 }
 
 /// The settings of `fx` this report runs.

@@ -10,7 +10,7 @@ use parity_core::fixture::{Fixture, bundled_dir};
 use serde_json::{Map, Value};
 
 fn torch_dir() -> PathBuf {
-    bundled_dir().join("torch")
+    bundled_dir().expect("bundled fixtures").join("torch")
 }
 
 /// The records of one JSON-lines file, after checking its header line.
@@ -34,7 +34,9 @@ struct Fixtures(HashMap<String, Fixture>);
 impl Fixtures {
     fn get(&mut self, name: &str) -> &Fixture {
         self.0.entry(name.to_string()).or_insert_with(|| {
-            let path = bundled_dir().join(format!("{name}.safetensors"));
+            let path = bundled_dir()
+                .expect("bundled fixtures")
+                .join(format!("{name}.safetensors"));
             Fixture::load(&path).unwrap_or_else(|e| panic!("{e}"))
         })
     }

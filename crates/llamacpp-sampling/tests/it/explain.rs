@@ -144,9 +144,12 @@ fn temperature_last_and_default_filters_are_explained() {
     // 77 tokens; the literal llama-server request keeps more, because top_p
     // sees the untempered distribution and the defaults add top_k 40 and
     // min_p 0.05.
-    let f =
-        Fixture::load(&parity_core::fixture::bundled_dir().join("smollm2/write_k60.safetensors"))
-            .expect("loads");
+    let f = Fixture::load(
+        &parity_core::fixture::bundled_dir()
+            .expect("bundled fixtures")
+            .join("smollm2/write_k60.safetensors"),
+    )
+    .expect("loads");
     let s = f.setting("p09").expect("p09");
     let logits = Logits::from_f32(&f.logits);
     let ctx = Context::new(&f.input_ids, None).expect("context");

@@ -152,9 +152,12 @@ fn explain_names_the_differences_and_its_fix_reproduces_transformers() {
 fn temperature_last_is_explained() {
     // write_k60, transformers p09 (temperature 0.7, top_k 0, top_p 0.9) keeps
     // 77 tokens; mlx-lm measures top-p on the untempered distribution.
-    let f =
-        Fixture::load(&parity_core::fixture::bundled_dir().join("smollm2/write_k60.safetensors"))
-            .expect("loads");
+    let f = Fixture::load(
+        &parity_core::fixture::bundled_dir()
+            .expect("bundled fixtures")
+            .join("smollm2/write_k60.safetensors"),
+    )
+    .expect("loads");
     let s = f.setting("p09").expect("p09");
     let logits = Logits::from_f32(&f.logits);
     let ctx = Context::new(&f.input_ids, None).expect("context");

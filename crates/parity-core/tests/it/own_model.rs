@@ -7,12 +7,16 @@
 use parity_core::fixture::{Fixture, FixtureKind, bundled_dir};
 
 fn own() -> Fixture {
-    let path = bundled_dir().join("own/smollm2_write_k60.safetensors");
+    let path = bundled_dir()
+        .expect("bundled fixtures")
+        .join("own/smollm2_write_k60.safetensors");
     Fixture::load(&path).unwrap_or_else(|e| panic!("{e}"))
 }
 
 fn bundled_write_k60() -> Fixture {
-    let path = bundled_dir().join("smollm2/write_k60.safetensors");
+    let path = bundled_dir()
+        .expect("bundled fixtures")
+        .join("smollm2/write_k60.safetensors");
     Fixture::load(&path).unwrap_or_else(|e| panic!("{e}"))
 }
 

@@ -153,7 +153,12 @@ fn top_k_beyond_the_vocabulary_raises_in_the_tutorial_only() {
 fn explain_names_the_rule_that_parts() {
     use parity_core::Against;
     let explain = |file: &str, setting: &str| {
-        let fx = Fixture::load(&parity_core::fixture::bundled_dir().join(file)).expect("loads");
+        let fx = Fixture::load(
+            &parity_core::fixture::bundled_dir()
+                .expect("bundled fixtures")
+                .join(file),
+        )
+        .expect("loads");
         let s = fx.setting(setting).expect("setting");
         let params = Tutorial
             .from_generate(&s.kwargs)

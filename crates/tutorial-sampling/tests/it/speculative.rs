@@ -273,8 +273,12 @@ fn candidates_drawn_from_q_are_exact_for_every_engine() {
 /// draft, as recorded by transformers), and the raw logits perturbed by
 /// ±1.5 then scaled by 0.7 (a weaker draft).
 fn smollm2_pairs() -> Vec<(&'static str, Vec<f64>, Vec<f64>)> {
-    let fx =
-        Fixture::load(&bundled_dir().join("smollm2/write_k60.safetensors")).expect("fixture loads");
+    let fx = Fixture::load(
+        &bundled_dir()
+            .expect("bundled fixtures")
+            .join("smollm2/write_k60.safetensors"),
+    )
+    .expect("fixture loads");
     let scores = |name: &str| {
         softmax_f64(
             &fx.setting(name)
@@ -380,7 +384,8 @@ fn real_transformers_counts_fit_the_computed_distribution() {
         let (p, q) = match r.get("fixture") {
             Some(spec) => {
                 let file = spec["fixture"].as_str().expect("file");
-                let fx = Fixture::load(&bundled_dir().join(file)).expect("fixture loads");
+                let fx = Fixture::load(&bundled_dir().expect("bundled fixtures").join(file))
+                    .expect("fixture loads");
                 let scores = |key: &str| {
                     let name = spec[key].as_str().expect("setting");
                     softmax_f64(&fx.setting(name).expect("setting recorded").scores)
