@@ -7,7 +7,7 @@
 //!
 //! The same file is compiled twice: as this crate's library, called by the
 //! libFuzzer targets in `fuzz_targets/`, and as a module of the `compare`
-//! integration tests (`crates/compare/tests/it/robustness.rs`, via `#[path]`),
+//! integration tests (`crates/compare/tests/it/robustness/fuzz_corpus.rs`, via `#[path]`),
 //! which replay every file of `fuzz/corpus/<target>/` and `fuzz/regressions/`
 //! on each `cargo test`. It may only use crates both places have: `compare`,
 //! `spec_sampler`, `hf_sampling`, `parity_core` and `serde_json`.

@@ -369,7 +369,12 @@ impl QuantizedLlama {
 /// snapshot shares the weights and the cache it extends).
 pub struct PrefixCache {
     model: QuantizedLlama,
-    states: std::collections::HashMap<Vec<u32>, ModelWeights>,
+    /// Per prefix computed: the model's state after it (its KV cache) and
+    /// its logits, so a prefix asked again (every beam starts as the
+    /// prompt) costs nothing.
+    states: std::collections::HashMap<Vec<u32>, (ModelWeights, Vec<f32>)>,
+    /// Token positions run through the model so far.
+    tokens_run: usize,
 }
 
 impl PrefixCache {
@@ -378,12 +383,19 @@ impl PrefixCache {
         Self {
             model,
             states: std::collections::HashMap::new(),
+            tokens_run: 0,
         }
     }
 
     /// The model.
     pub fn model(&self) -> &QuantizedLlama {
         &self.model
+    }
+
+    /// Token positions run through the model so far: what the cache saves
+    /// shows here (a search's cost is one position per new prefix).
+    pub fn tokens_run(&self) -> usize {
+        self.tokens_run
     }
 
     /// Forgets every stored state (between independent searches).
@@ -398,28 +410,36 @@ impl PrefixCache {
                 "a prefix needs at least one token".into(),
             ));
         }
+        if let Some((_, logits)) = self.states.get(ids) {
+            return Ok(logits.clone());
+        }
         let cached = (1..ids.len())
             .rev()
-            .find_map(|k| self.states.get(&ids[..k]).map(|w| (k, w.clone())));
+            .find_map(|k| self.states.get(&ids[..k]).map(|(w, _)| (k, w.clone())));
         let logits = match cached {
             Some((k, weights)) => {
                 self.model.weights = weights;
                 let mut logits = Vec::new();
                 for pos in k..ids.len() {
                     logits = self.model.forward(&ids[pos..=pos], pos)?;
+                    self.tokens_run += 1;
                     if pos + 1 < ids.len() {
-                        self.states
-                            .insert(ids[..=pos].to_vec(), self.model.weights.clone());
+                        self.states.insert(
+                            ids[..=pos].to_vec(),
+                            (self.model.weights.clone(), logits.clone()),
+                        );
                     }
                 }
                 logits
             }
             None => {
                 self.model.reset();
+                self.tokens_run += ids.len();
                 self.model.forward(ids, 0)?
             }
         };
-        self.states.insert(ids.to_vec(), self.model.weights.clone());
+        self.states
+            .insert(ids.to_vec(), (self.model.weights.clone(), logits.clone()));
         Ok(logits)
     }
 }

@@ -433,11 +433,11 @@ pub fn run(
     }
     match args.format {
         Format::Json => {
-            let doc = json!({
-                "schema": super::report::SCHEMA,
-                "kwargs": kwargs,
-                "cases": cases.iter().map(Case::to_json).collect::<Vec<_>>(),
-            });
+            let doc = SearchesDoc {
+                cases: cases.iter().map(Case::to_doc).collect(),
+                kwargs: &kwargs,
+                schema: crate::report::SCHEMA,
+            };
             serde_json::to_writer_pretty(&mut *out, &doc)?;
             writeln!(out)?;
         }
@@ -479,6 +479,78 @@ fn kwargs_text(kwargs: &Map<String, Value>) -> String {
     .filter_map(|k| kwargs.get(*k).map(|v| format!("{k}={v}")))
     .collect::<Vec<_>>()
     .join(" ")
+}
+
+/// `compare beam --format json` (docs/report-schema.md). The documents'
+/// fields are in alphabetical order, as the schema lists them; float32
+/// scores are widened to f64, as they always were printed.
+#[derive(Serialize)]
+struct SearchesDoc<'a> {
+    cases: Vec<CaseDoc<'a>>,
+    kwargs: &'a Map<String, Value>,
+    schema: u32,
+}
+
+/// One model and prompt, both searches.
+#[derive(Serialize)]
+struct CaseDoc<'a> {
+    first_difference: Option<usize>,
+    kwargs: &'a Map<String, Value>,
+    model: &'a str,
+    prompt: &'a [i64],
+    prompt_name: Option<&'a str>,
+    recorded: Option<RecordedDoc>,
+    same_best: bool,
+    transformers: SearchDoc<'a>,
+    tutorial: SearchDoc<'a>,
+}
+
+/// One search's beams, or why it could not run.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum SearchDoc<'a> {
+    Beams { beams: Vec<BeamDoc>, steps: usize },
+    Error { error: &'a str },
+}
+
+/// A returned beam: the tokens after the prompt and the score.
+#[derive(Serialize)]
+struct BeamDoc {
+    generated: Vec<i64>,
+    score: f64,
+}
+
+/// Whether transformers recorded this very configuration, and its replay.
+#[derive(Serialize)]
+struct RecordedDoc {
+    max_score_diff: f64,
+    reproduced: bool,
+}
+
+/// `--recorded`: every recording file replayed.
+#[derive(Serialize)]
+struct RecordedRunsDoc<'a> {
+    files: Vec<FileDoc<'a>>,
+    schema: u32,
+    score_tolerance: f64,
+}
+
+/// One recording file.
+#[derive(Serialize)]
+struct FileDoc<'a> {
+    failures: Vec<FailureDoc<'a>>,
+    file: String,
+    max_score_diff: f64,
+    reproduced: usize,
+    total: usize,
+}
+
+/// A recorded run the replay did not reproduce.
+#[derive(Serialize)]
+struct FailureDoc<'a> {
+    at: &'a str,
+    name: &'a str,
+    problem: &'a str,
 }
 
 /// One model and prompt, both searches.
@@ -549,35 +621,40 @@ impl Case {
         })
     }
 
-    fn to_json(&self) -> Value {
-        let tutorial = match &self.tutorial {
-            Ok(t) => json!({
-                "beams": self.tutorial_beams().iter()
-                    .map(|(g, s)| json!({"generated": g, "score": s}))
-                    .collect::<Vec<_>>(),
-                "steps": t.steps,
-            }),
-            Err(e) => json!({"error": e}),
+    fn to_doc(&self) -> CaseDoc<'_> {
+        let beams = |list: Vec<(Vec<i64>, f64)>| {
+            list.into_iter()
+                .map(|(generated, score)| BeamDoc { generated, score })
+                .collect()
         };
-        json!({
-            "model": self.label,
-            "prompt_name": self.prompt_name,
-            "prompt": self.prompt,
-            "kwargs": self.kwargs,
-            "transformers": {
-                "beams": self.transformers_beams().iter()
-                    .map(|(g, s)| json!({"generated": g, "score": s}))
-                    .collect::<Vec<_>>(),
-                "steps": self.transformers.steps,
+        CaseDoc {
+            first_difference: self.first_difference,
+            kwargs: &self.kwargs,
+            model: &self.label,
+            prompt: &self.prompt,
+            prompt_name: self.prompt_name.as_deref(),
+            recorded: self.recorded.as_ref().map(|c| RecordedDoc {
+                max_score_diff: f64::from(c.max_score_diff),
+                reproduced: c.reproduced,
+            }),
+            same_best: self.tutorial.is_ok() && self.first_difference.is_none(),
+            transformers: SearchDoc::Beams {
+                beams: beams(
+                    self.transformers_beams()
+                        .into_iter()
+                        .map(|(g, s)| (g, f64::from(s)))
+                        .collect(),
+                ),
+                steps: self.transformers.steps,
             },
-            "tutorial": tutorial,
-            "same_best": self.tutorial.is_ok() && self.first_difference.is_none(),
-            "first_difference": self.first_difference,
-            "recorded": self.recorded.as_ref().map(|c| json!({
-                "reproduced": c.reproduced,
-                "max_score_diff": c.max_score_diff,
-            })),
-        })
+            tutorial: match &self.tutorial {
+                Ok(t) => SearchDoc::Beams {
+                    beams: beams(self.tutorial_beams()),
+                    steps: t.steps,
+                },
+                Err(e) => SearchDoc::Error { error: e },
+            },
+        }
     }
 
     fn write_text(&self, out: &mut dyn Write) -> anyhow::Result<()> {
@@ -661,25 +738,28 @@ fn replay_all(
     }
     match format {
         Format::Json => {
-            let files: Vec<Value> = summaries
+            let files = summaries
                 .iter()
-                .map(|(path, total, reproduced, max_diff, failures)| {
-                    json!({
-                        "file": path.display().to_string(),
-                        "total": total,
-                        "reproduced": reproduced,
-                        "max_score_diff": max_diff,
-                        "failures": failures.iter().map(|(r, p)| json!({
-                            "at": r.origin, "name": r.name, "problem": p,
-                        })).collect::<Vec<_>>(),
-                    })
+                .map(|(path, total, reproduced, max_diff, failures)| FileDoc {
+                    failures: failures
+                        .iter()
+                        .map(|(r, p)| FailureDoc {
+                            at: &r.origin,
+                            name: &r.name,
+                            problem: p,
+                        })
+                        .collect(),
+                    file: path.display().to_string(),
+                    max_score_diff: f64::from(*max_diff),
+                    reproduced: *reproduced,
+                    total: *total,
                 })
                 .collect();
-            let doc = json!({
-                "schema": super::report::SCHEMA,
-                "score_tolerance": SCORE_TOLERANCE,
-                "files": files,
-            });
+            let doc = RecordedRunsDoc {
+                files,
+                schema: crate::report::SCHEMA,
+                score_tolerance: f64::from(SCORE_TOLERANCE),
+            };
             serde_json::to_writer_pretty(&mut *out, &doc)?;
             writeln!(out)?;
         }
@@ -733,6 +813,14 @@ impl LanguageModel for PortLm {
     }
 }
 
+/// `--port NAME`'s document.
+#[derive(Serialize)]
+struct PortDoc<'a> {
+    beams: Vec<PortRow<'a>>,
+    port: &'a str,
+    schema: u32,
+}
+
 /// One `--port` row (fields in the JSON's alphabetical key order; scores
 /// widened to f64 as `serde_json::Value` holds them).
 #[derive(Serialize)]
@@ -777,8 +865,14 @@ fn port_beams(
         model: std::cell::RefCell::new(model),
     };
     let mut rows = Vec::new();
+    let mut prompt: Option<&[i64]> = None;
     for rec in recordings {
-        lm.model.borrow_mut().clear();
+        // Searches from the same prompt share its prefixes; another
+        // prompt's are dropped (a state per prefix holds its KV cache).
+        if prompt != Some(&rec.prompt[..]) {
+            lm.model.borrow_mut().clear();
+            prompt = Some(&rec.prompt);
+        }
         progress.say(&format!("{} {} ...", rec.name, kwargs_text(&rec.kwargs)));
         let got = transformers_beam_search(&lm, &rec.prompt, &rec.config)
             .with_context(|| format!("{}: beam search on {port_name}'s logits", rec.origin))?;
@@ -811,7 +905,11 @@ fn port_beams(
         Format::Json => {
             serde_json::to_writer_pretty(
                 &mut *out,
-                &json!({ "schema": crate::report::SCHEMA, "port": port_name, "beams": rows }),
+                &PortDoc {
+                    beams: rows,
+                    port: port_name,
+                    schema: crate::report::SCHEMA,
+                },
             )?;
             writeln!(out)?;
         }

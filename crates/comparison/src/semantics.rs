@@ -3,37 +3,58 @@
 
 use std::io::Write;
 
-use serde_json::json;
+use serde::Serialize;
 
 use super::report::SCHEMA;
 use super::report::text::{wrap_width, wrapped};
 use crate::Engines;
 use crate::cli::{Format, SemanticsArgs};
 
+/// `compare semantics --format json` (docs/report-schema.md).
+#[derive(Serialize)]
+struct Document<'a> {
+    schema: u32,
+    semantics: Vec<Entry<'a>>,
+}
+
+/// One semantics (fields in alphabetical order, as the schema lists them).
+#[derive(Serialize)]
+struct Entry<'a> {
+    engine: &'a str,
+    name: &'a str,
+    /// As a JSON value, so its objects' keys are sorted like the rest.
+    params: serde_json::Value,
+    reads_generation_config: bool,
+    role: parity_core::Role,
+    summary: &'a str,
+    verified_against: &'a str,
+}
+
 /// Prints the list.
 pub fn run(args: &SemanticsArgs, engines: &Engines, out: &mut dyn Write) -> anyhow::Result<()> {
     let all = &engines.semantics;
     match args.format {
         Format::Json => {
-            let list: Vec<_> = all
+            let semantics: Vec<Entry<'_>> = all
                 .iter()
                 .map(|s| {
                     let info = s.info();
-                    json!({
-                        "name": info.name,
-                        "engine": info.engine,
-                        "summary": info.summary,
-                        "verified_against": info.verified_against,
-                        "reads_generation_config": s.reads_generation_config(),
-                        "role": s.role(),
-                        "params": info.params,
+                    Ok(Entry {
+                        engine: info.engine,
+                        name: info.name,
+                        params: serde_json::to_value(info.params)?,
+                        reads_generation_config: s.reads_generation_config(),
+                        role: s.role(),
+                        summary: info.summary,
+                        verified_against: info.verified_against,
                     })
                 })
-                .collect();
-            serde_json::to_writer_pretty(
-                &mut *out,
-                &json!({ "schema": SCHEMA, "semantics": list }),
-            )?;
+                .collect::<serde_json::Result<_>>()?;
+            let doc = Document {
+                schema: SCHEMA,
+                semantics,
+            };
+            serde_json::to_writer_pretty(&mut *out, &doc)?;
             writeln!(out)?;
         }
         Format::Text => {

@@ -10,6 +10,7 @@ use std::io::Write;
 
 use anyhow::{Context as _, bail};
 use parity_core::{AnySemantics, Context, Fixture, Logits};
+use serde::Serialize;
 use serde_json::{Map, Value, json};
 use tutorial_sampling::speculative::{self, Speculative};
 
@@ -134,6 +135,51 @@ pub fn default_pairs() -> Vec<Pair> {
             }),
         },
     ]
+}
+
+/// `compare speculative --format json` (docs/report-schema.md); fields in
+/// alphabetical order, as the schema lists them.
+#[derive(Serialize)]
+struct Document<'a> {
+    exact_tv: f64,
+    k: usize,
+    pairs: Vec<PairDoc<'a>>,
+    schema: u32,
+}
+
+/// One target/draft pair over every fixture (each side as a JSON object:
+/// its semantics and params).
+#[derive(Serialize)]
+struct PairDoc<'a> {
+    draft: Value,
+    fixtures: Vec<FixtureDoc<'a>>,
+    target: Value,
+}
+
+/// One fixture of a pair.
+#[derive(Serialize)]
+struct FixtureDoc<'a> {
+    acceptance_rate: f64,
+    draft_kept: usize,
+    fixture: &'a str,
+    rows: Vec<RowDoc>,
+    target_kept: usize,
+    vocab: usize,
+}
+
+/// One verifier on one fixture.
+#[derive(Serialize)]
+struct RowDoc {
+    acceptance: f64,
+    algorithm: &'static str,
+    candidates: String,
+    exact: bool,
+    expected_accepted: f64,
+    expected_emitted: f64,
+    reason: Option<String>,
+    setting: &'static str,
+    tv: f64,
+    undefined: f64,
 }
 
 /// One pair on one fixture.
@@ -267,7 +313,7 @@ fn write_json(
     draft_fixture: Option<&Fixture>,
     out: &mut dyn Write,
 ) -> anyhow::Result<()> {
-    let pairs: Vec<Value> = results
+    let pairs: Vec<PairDoc<'_>> = results
         .iter()
         .map(|(pair, cases)| {
             let mut draft = side_json(&pair.draft);
@@ -276,43 +322,46 @@ fn write_json(
                 .map_or(Value::Null, |p| json!({"scale": p.scale, "seed": p.seed}));
             draft["fixture"] =
                 draft_fixture.map_or(Value::Null, |f| json!(f.path.display().to_string()));
-            let fixtures: Vec<Value> = cases
+            let fixtures = cases
                 .iter()
-                .map(|c| {
-                    let rows: Vec<Value> = c
+                .map(|c| FixtureDoc {
+                    acceptance_rate: c.spec.acceptance_rate,
+                    draft_kept: c.draft_kept,
+                    fixture: &c.fixture,
+                    rows: c
                         .spec
                         .rows
                         .iter()
-                        .map(|r| {
-                            json!({
-                                "algorithm": r.first.algorithm.name(),
-                                "candidates": r.proposal.describe(),
-                                "setting": r.setting,
-                                "tv": r.first.tv,
-                                "undefined": r.first.undefined,
-                                "exact": r.first.tv <= EXACT_TV,
-                                "acceptance": r.first.acceptance,
-                                "expected_accepted": r.expected_accepted,
-                                "expected_emitted": r.expected_emitted,
-                                "reason": r.reason(&c.spec.target, &c.spec.draft),
-                            })
+                        .map(|r| RowDoc {
+                            acceptance: r.first.acceptance,
+                            algorithm: r.first.algorithm.name(),
+                            candidates: r.proposal.describe(),
+                            exact: r.first.tv <= EXACT_TV,
+                            expected_accepted: r.expected_accepted,
+                            expected_emitted: r.expected_emitted,
+                            reason: r.reason(&c.spec.target, &c.spec.draft),
+                            setting: r.setting,
+                            tv: r.first.tv,
+                            undefined: r.first.undefined,
                         })
-                        .collect();
-                    json!({
-                        "fixture": c.fixture,
-                        "vocab": c.spec.target.len(),
-                        "target_kept": c.target_kept,
-                        "draft_kept": c.draft_kept,
-                        "acceptance_rate": c.spec.acceptance_rate,
-                        "rows": rows,
-                    })
+                        .collect(),
+                    target_kept: c.target_kept,
+                    vocab: c.spec.target.len(),
                 })
                 .collect();
-            json!({"target": side_json(&pair.target), "draft": draft, "fixtures": fixtures})
+            PairDoc {
+                draft,
+                fixtures,
+                target: side_json(&pair.target),
+            }
         })
         .collect();
-    let doc =
-        json!({"schema": super::report::SCHEMA, "k": k, "exact_tv": EXACT_TV, "pairs": pairs});
+    let doc = Document {
+        exact_tv: EXACT_TV,
+        k,
+        pairs,
+        schema: super::report::SCHEMA,
+    };
     serde_json::to_writer_pretty(&mut *out, &doc)?;
     writeln!(out)?;
     Ok(())

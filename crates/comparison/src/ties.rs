@@ -10,7 +10,8 @@
 use std::io::Write;
 
 use anyhow::bail;
-use serde_json::{Map, Value, json};
+use serde::Serialize;
+use serde_json::{Map, Value};
 
 use parity_core::record::Logits;
 use parity_core::semantics::Context as Ids;
@@ -24,6 +25,53 @@ use crate::cli::{Format, TiesArgs};
 struct Answer {
     name: &'static str,
     outcome: Result<(Distribution, Option<DrawCheck>), String>,
+}
+
+/// `compare ties --format json` (docs/report-schema.md); fields in
+/// alphabetical order, as the schema lists them.
+#[derive(Serialize)]
+struct Document<'a> {
+    k: usize,
+    kwargs: &'a Map<String, Value>,
+    logits: &'a [f32],
+    schema: u32,
+    semantics: Vec<Entry<'a>>,
+    tokens: Option<Vec<Token<'a>>>,
+}
+
+/// One semantics' answer, or why it has none.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Entry<'a> {
+    Answer {
+        draws: Option<Draws<'a>>,
+        kept: &'a [usize],
+        name: &'a str,
+        probs: &'a [f64],
+    },
+    Error {
+        error: &'a str,
+        name: &'a str,
+    },
+}
+
+/// The real draws of an engine run here.
+#[derive(Serialize)]
+struct Draws<'a> {
+    counts: &'a [u64],
+    n: usize,
+    p_value: Option<f64>,
+    replay_agree: Option<usize>,
+    seed: u64,
+}
+
+/// A vocabulary entry.
+#[derive(Serialize)]
+struct Token<'a> {
+    bytes: Option<Vec<u8>>,
+    id: usize,
+    text: Option<String>,
+    token: Option<&'a str>,
 }
 
 /// Prints each semantics' kept set and probabilities, with real draw counts
@@ -63,36 +111,44 @@ pub fn run(args: &TiesArgs, engines: &Engines, out: &mut dyn Write) -> anyhow::R
                 (0..logits.len())
                     .map(|id| {
                         let (text, bytes) = text_fields(v.piece(id));
-                        json!({"id": id, "token": v.token(id), "text": text, "bytes": bytes})
+                        Token {
+                            bytes,
+                            id,
+                            text,
+                            token: v.token(id),
+                        }
                     })
                     .collect::<Vec<_>>()
             });
-            let semantics: Vec<Value> = answers
+            let semantics: Vec<Entry<'_>> = answers
                 .iter()
                 .map(|a| match &a.outcome {
-                    Ok((d, draws)) => json!({
-                        "name": a.name,
-                        "kept": d.kept(),
-                        "probs": d.probs(),
-                        "draws": draws.as_ref().map(|c| json!({
-                            "n": c.n,
-                            "seed": args.seed,
-                            "counts": c.counts,
-                            "replay_agree": c.replay_agree,
-                            "p_value": c.p_value,
-                        })),
-                    }),
-                    Err(e) => json!({"name": a.name, "error": e}),
+                    Ok((d, draws)) => Entry::Answer {
+                        draws: draws.as_ref().map(|c| Draws {
+                            counts: &c.counts,
+                            n: c.n,
+                            p_value: c.p_value,
+                            replay_agree: c.replay_agree,
+                            seed: args.seed,
+                        }),
+                        kept: d.kept(),
+                        name: a.name,
+                        probs: d.probs(),
+                    },
+                    Err(e) => Entry::Error {
+                        error: e,
+                        name: a.name,
+                    },
                 })
                 .collect();
-            let doc = json!({
-                "schema": SCHEMA,
-                "logits": logits,
-                "k": args.k,
-                "kwargs": kwargs,
-                "semantics": semantics,
-                "tokens": tokens,
-            });
+            let doc = Document {
+                k: args.k,
+                kwargs: &kwargs,
+                logits,
+                schema: SCHEMA,
+                semantics,
+                tokens,
+            };
             serde_json::to_writer_pretty(&mut *out, &doc)?;
             writeln!(out)?;
         }

@@ -13,6 +13,7 @@ use hf_sampling::GenerationConfig;
 use parity_core::{
     AnySemantics, Comparison, Fixture, Logits, Role, TranslateOptions, TranslationLine,
 };
+use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use super::report::rows::{Case, verdict};
@@ -21,6 +22,23 @@ use super::report::text::{wrap_width, wrapped};
 use super::report::{SCHEMA, TransformersWarning, Verdict};
 use crate::cli::{Format, TranslateArgs};
 use crate::{Engines, Progress};
+
+/// `compare translate --format json` (docs/report-schema.md); fields in
+/// alphabetical order, as the schema lists them. Values of other types
+/// (the proof, the warning) go through `serde_json::Value`, whose objects
+/// keep their keys sorted too.
+#[derive(Serialize)]
+struct Document<'a> {
+    kwargs: &'a Map<String, Value>,
+    proof: Option<Value>,
+    resolved: Vec<Value>,
+    sampling: bool,
+    schema: u32,
+    to: &'a str,
+    transformers_processors: &'a [&'a str],
+    transformers_warning: Value,
+    translation: &'a Map<String, Value>,
+}
 
 /// Prints the translation of `args.kwargs` (and the optional generation
 /// config) for the engine `--to` names: whatever its semantics'
@@ -72,17 +90,21 @@ pub fn run(
     };
     match args.format {
         Format::Json => {
-            let doc = json!({
-                "schema": SCHEMA,
-                "kwargs": kwargs,
-                "resolved": resolved_json(&resolved),
-                "transformers_processors": processors,
-                "sampling": params.do_sample,
-                "transformers_warning": warning,
-                "to": to,
-                "translation": translation.json,
-                "proof": translation.params.as_ref().map(|_| &proof),
-            });
+            let doc = Document {
+                kwargs: &kwargs,
+                proof: translation
+                    .params
+                    .as_ref()
+                    .map(|_| serde_json::to_value(&proof))
+                    .transpose()?,
+                resolved: resolved_json(&resolved),
+                sampling: params.do_sample,
+                schema: SCHEMA,
+                to,
+                transformers_processors: &processors,
+                transformers_warning: serde_json::to_value(&warning)?,
+                translation: &translation.json,
+            };
             serde_json::to_writer_pretty(&mut *out, &doc)?;
             writeln!(out)?;
         }
