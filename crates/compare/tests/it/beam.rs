@@ -45,26 +45,36 @@ fn recorded_every_run_is_reproduced() {
     assert!(files[0]["max_score_diff"].as_f64().expect("diff") < 1e-5);
 }
 
-/// A recording over 64 MiB (a sparse file of zeros) is refused after reading
-/// the limit, not read whole: exit 2 naming the file and the limit.
-#[test]
-fn an_oversized_recording_is_refused_without_reading_it_all() {
-    let dir = std::env::temp_dir().join(format!("compare-beam-big-{}", std::process::id()));
+/// `beam --recorded` on a copy of the bundled fixtures whose toy-model
+/// recording `write` makes (the SmolLM2 one copied as it is), found through
+/// `SAMPLING_PARITY_FIXTURES`.
+fn recorded_with(tag: &str, write: impl FnOnce(&Path)) -> Output {
+    let dir = std::env::temp_dir().join(format!("compare-beam-{tag}-{}", std::process::id()));
     std::fs::create_dir_all(dir.join("smollm2")).expect("temp dir");
     std::fs::create_dir_all(dir.join("beam")).expect("temp dir");
-    let big = std::fs::File::create(dir.join("beam/transformers_beams.jsonl")).expect("create");
-    big.set_len(65 << 20).expect("sparse 65 MiB");
+    write(&dir.join("beam/transformers_beams.jsonl"));
     std::fs::copy(
         fixtures().join("beam/smollm2_beams.jsonl"),
         dir.join("beam/smollm2_beams.jsonl"),
     )
     .expect("copy");
-    let out: Output = Command::new(env!("CARGO_BIN_EXE_compare"))
+    let out = Command::new(env!("CARGO_BIN_EXE_compare"))
         .args(["beam", "--recorded"])
         .env("SAMPLING_PARITY_FIXTURES", &dir)
         .output()
         .expect("runs");
     let _ = std::fs::remove_dir_all(&dir);
+    out
+}
+
+/// A recording over 64 MiB (a sparse file of zeros) is refused after reading
+/// the limit, not read whole: exit 2 naming the file and the limit.
+#[test]
+fn an_oversized_recording_is_refused_without_reading_it_all() {
+    let out = recorded_with("big", |path| {
+        let big = std::fs::File::create(path).expect("create");
+        big.set_len(65 << 20).expect("sparse 65 MiB");
+    });
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
     let stderr = text(&out.stderr);
     assert!(
@@ -77,26 +87,14 @@ fn an_oversized_recording_is_refused_without_reading_it_all() {
 /// run is named.
 #[test]
 fn recorded_exits_1_when_a_run_is_not_reproduced() {
-    let dir = std::env::temp_dir().join(format!("compare-beam-{}", std::process::id()));
-    std::fs::create_dir_all(dir.join("smollm2")).expect("temp dir");
-    std::fs::create_dir_all(dir.join("beam")).expect("temp dir");
-    let toy = std::fs::read_to_string(fixtures().join("beam/transformers_beams.jsonl"))
-        .expect("recording");
-    // m1_b2_lp1.0_F_r1 recorded -0.7170367240905762.
-    let tampered = toy.replacen("-0.7170367240905762]", "-0.7180367240905762]", 1);
-    assert_ne!(tampered, toy);
-    std::fs::write(dir.join("beam/transformers_beams.jsonl"), tampered).expect("write");
-    std::fs::copy(
-        fixtures().join("beam/smollm2_beams.jsonl"),
-        dir.join("beam/smollm2_beams.jsonl"),
-    )
-    .expect("copy");
-    let out: Output = Command::new(env!("CARGO_BIN_EXE_compare"))
-        .args(["beam", "--recorded"])
-        .env("SAMPLING_PARITY_FIXTURES", &dir)
-        .output()
-        .expect("runs");
-    let _ = std::fs::remove_dir_all(&dir);
+    let out = recorded_with("tampered", |path| {
+        let toy = std::fs::read_to_string(fixtures().join("beam/transformers_beams.jsonl"))
+            .expect("recording");
+        // m1_b2_lp1.0_F_r1 recorded -0.7170367240905762.
+        let tampered = toy.replacen("-0.7170367240905762]", "-0.7180367240905762]", 1);
+        assert_ne!(tampered, toy);
+        std::fs::write(path, tampered).expect("write");
+    });
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
     let stdout = text(&out.stdout);
     assert!(stdout.contains("287 of 288 reproduced"), "{stdout}");
