@@ -22,6 +22,7 @@ use plotters::coord::ranged1d::{IntoSegmentedCoord, SegmentValue};
 use plotters::prelude::*;
 
 use super::schema::{Report, Row, Summary, Verdict};
+use super::view::{RowView, pair_label, sci};
 
 /// Chart width in pixels.
 const CHART_WIDTH: u32 = 720;
@@ -64,16 +65,8 @@ fn esc(s: &str) -> String {
     out
 }
 
-fn sci(x: Option<f64>) -> String {
-    match x {
-        None => "-".into(),
-        Some(0.0) => "0".into(),
-        Some(x) => format!("{x:.2e}"),
-    }
-}
-
 fn pair(row: &Row) -> String {
-    super::text::pair_label(row)
+    pair_label(row)
 }
 
 fn verdict(row: &Row) -> &'static str {
@@ -258,7 +251,8 @@ fn row_section(page: &mut String, row: &Row, index: usize) -> io::Result<()> {
     );
     line("max |Δp|", sci(row.max_abs_diff));
     line("TV", sci(row.tv));
-    if let Some(setup) = &row.setup {
+    let view = RowView::of(row);
+    if let Some(setup) = view.setup {
         line("setup", esc(setup));
     }
     if let Some(d) = &row.draws {
@@ -278,35 +272,20 @@ fn row_section(page: &mut String, row: &Row, index: usize) -> io::Result<()> {
             ),
         );
     }
-    if let Some(reason) = &row.reason {
-        line("why", esc(reason));
+    if let Some(why) = view.why {
+        line("why", esc(why));
     }
-    if let Some(fix) = &row.fix {
+    if let Some(fix) = view.fix {
         line("fix", esc(fix));
     }
-    for f in &row.fragile {
+    for f in &view.fragile {
         line(
             "<span class=\"fragile\">fragile ≈</span>",
-            format!(
-                "<span class=\"fragile\">{} {} ({} ulps): {}</span>",
-                esc(&f.semantics),
-                f.kind.as_str(),
-                f.margin_ulps,
-                esc(&f.detail)
-            ),
+            format!("<span class=\"fragile\">{}</span>", esc(&f.line)),
         );
     }
-    if let Some(p) = &row.penalty {
-        line(
-            "penalty",
-            format!(
-                "context {} ids, changed {} / {} logits, max |Δ logit| {}",
-                p.context_len,
-                p.changed_left,
-                p.changed_right,
-                sci(Some(p.max_logit_diff))
-            ),
-        );
+    if let Some(penalty) = &view.penalty {
+        line("penalty", esc(penalty));
     }
     page.push_str("</table>\n");
     let _ = writeln!(

@@ -10,6 +10,8 @@ use std::io::{self, Write};
 use parity_core::text::one_line;
 
 use super::schema::{Row, Summary, Verdict};
+pub(crate) use super::view::pair_label;
+use super::view::{RowView, sci};
 
 /// Width to wrap detail lines at when standard output is not a terminal.
 const DEFAULT_WIDTH: usize = 100;
@@ -25,22 +27,6 @@ pub(crate) fn wrap_width() -> usize {
     match columns {
         Some(c) if io::stdout().is_terminal() => usize::max(c, 60),
         _ => DEFAULT_WIDTH,
-    }
-}
-
-/// `left:right`, with the right side's variant: `hf:candle[last 64]`.
-pub(crate) fn pair_label(row: &Row) -> String {
-    match &row.variant {
-        Some(v) => format!("{}:{}[{v}]", row.left, row.right),
-        None => format!("{}:{}", row.left, row.right),
-    }
-}
-
-fn sci(x: Option<f64>) -> String {
-    match x {
-        None => "-".into(),
-        Some(0.0) => "0".into(),
-        Some(x) => format!("{x:.2e}"),
     }
 }
 
@@ -94,7 +80,6 @@ fn cells(row: &Row) -> [String; 8] {
 const FRAGILE_MARK: &str = " ≈";
 
 /// Fragile tokens listed by name before "and N more".
-const FRAGILE_TOKENS: usize = 4;
 
 const HEADERS: [&str; 8] = [
     "setting", "pair", "kept L/R", "max|Δp|", "TV", "replayed", "p-value", "verdict",
@@ -221,16 +206,16 @@ fn detail_list(out: &mut dyn Write, width: usize, label: &str, items: &[String])
 }
 
 fn write_details(row: &Row, width: usize, out: &mut dyn Write) -> io::Result<()> {
-    let differs = row.verdict == Verdict::Differs;
-    if let Some(setup) = &row.setup
-        && differs
+    let view = RowView::of(row);
+    if let Some(setup) = view.setup
+        && view.differs
     {
         detail(out, width, "setup", setup)?;
     }
-    if let Some(reason) = &row.reason {
-        detail(out, width, "why", reason)?;
+    if let Some(why) = view.why {
+        detail(out, width, "why", why)?;
     }
-    if let Some(fix) = &row.fix {
+    if let Some(fix) = view.fix {
         detail(out, width, "fix", fix)?;
     }
     if let Some(d) = &row.draws
@@ -249,74 +234,22 @@ fn write_details(row: &Row, width: usize, out: &mut dyn Write) -> io::Result<()>
             ),
         )?;
     }
-    for (side, list, mass) in [
-        (&row.left, &row.only_left, row.mass_only_left),
-        (&row.right, &row.only_right, row.mass_only_right),
-    ] {
-        if !list.is_empty() {
-            let shown: Vec<String> = list
-                .iter()
-                .map(|t| format!("{} {:.2e}", t.label(), t.mass))
-                .collect();
-            detail_list(
-                out,
-                width,
-                &format!("only {side} (mass {})", sci(mass)),
-                &shown,
-            )?;
-        }
-    }
-    for f in &row.fragile {
-        let mut names: Vec<String> = f
-            .tokens
-            .iter()
-            .take(FRAGILE_TOKENS)
-            .map(|&id| {
-                // The row carries token text for its top and only-one-side
-                // tokens; a tied token beyond those is named by id.
-                let top = row.top.iter().find(|t| t.id == id).map(|t| t.label());
-                let only = || {
-                    row.only_left
-                        .iter()
-                        .chain(&row.only_right)
-                        .find(|t| t.id == id)
-                        .map(|t| t.label())
-                };
-                top.or_else(only).unwrap_or_else(|| format!("id {id}"))
-            })
-            .collect();
-        if f.tokens.len() > FRAGILE_TOKENS {
-            names.push(format!("and {} more", f.tokens.len() - FRAGILE_TOKENS));
-        }
-        detail(
+    for only in &view.only {
+        detail_list(
             out,
             width,
-            "fragile",
-            &format!(
-                "{} {} ({} ulps): {}",
-                f.semantics,
-                f.kind.as_str(),
-                f.margin_ulps,
-                f.detail,
-            ),
+            &format!("only {} (mass {})", only.side, only.mass),
+            &only.tokens,
         )?;
-        detail_list(out, width, "  tokens", &names)?;
     }
-    if let Some(p) = &row.penalty
-        && (differs || row.show_penalty)
+    for f in &view.fragile {
+        detail(out, width, "fragile", &f.line)?;
+        detail_list(out, width, "  tokens", &f.tokens)?;
+    }
+    if let Some(penalty) = &view.penalty
+        && (view.differs || row.show_penalty)
     {
-        detail(
-            out,
-            width,
-            "penalty",
-            &format!(
-                "context {} ids, changed {} / {} logits, max |Δ logit| {}",
-                p.context_len,
-                p.changed_left,
-                p.changed_right,
-                sci(Some(p.max_logit_diff))
-            ),
-        )?;
+        detail(out, width, "penalty", penalty)?;
     }
     Ok(())
 }
