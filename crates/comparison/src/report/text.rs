@@ -79,8 +79,6 @@ fn cells(row: &Row) -> [String; 8] {
 /// After the verdict of a row with a fragile decision.
 const FRAGILE_MARK: &str = " ≈";
 
-/// Fragile tokens listed by name before "and N more".
-
 const HEADERS: [&str; 8] = [
     "setting", "pair", "kept L/R", "max|Δp|", "TV", "replayed", "p-value", "verdict",
 ];
