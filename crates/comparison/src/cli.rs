@@ -64,6 +64,38 @@ pub struct ReportArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t)]
     pub format: ReportFormat,
+    /// Tokens listed per row that one side keeps and the other does not.
+    #[arg(long, default_value_t = 3, value_name = "N")]
+    pub show_tokens: usize,
+    /// The check a CI pipeline runs: thresholds and what fails (last: its
+    /// help heading holds for the options after it).
+    #[command(flatten)]
+    pub check: CheckArgs,
+}
+
+impl Default for ReportArgs {
+    fn default() -> Self {
+        Self {
+            fixtures: Vec::new(),
+            settings: Vec::new(),
+            all_settings: false,
+            kwargs: None,
+            generation_config: None,
+            pairs: Vec::new(),
+            draws: 1000,
+            seed: 42,
+            format: ReportFormat::Text,
+            check: CheckArgs::default(),
+            show_tokens: 3,
+        }
+    }
+}
+
+/// `compare report`'s check: a row over a threshold, or not `same` with
+/// `--fail-on differs`, exits with status 1.
+#[derive(Debug, Clone, Default, Args)]
+#[command(next_help_heading = "Check (exit status 1 on a failing row)")]
+pub struct CheckArgs {
     /// Exit with status 1 if any row's total variation exceeds X (a number in [0, 1]).
     #[arg(long, value_name = "X", value_parser = unit_threshold)]
     pub max_tv: Option<f64>,
@@ -79,30 +111,6 @@ pub struct ReportArgs {
     /// ulps of p, ...; the row's `fragile` list).
     #[arg(long)]
     pub ignore_fragile: bool,
-    /// Tokens listed per row that one side keeps and the other does not.
-    #[arg(long, default_value_t = 3, value_name = "N")]
-    pub show_tokens: usize,
-}
-
-impl Default for ReportArgs {
-    fn default() -> Self {
-        Self {
-            fixtures: Vec::new(),
-            settings: Vec::new(),
-            all_settings: false,
-            kwargs: None,
-            generation_config: None,
-            pairs: Vec::new(),
-            draws: 1000,
-            seed: 42,
-            format: ReportFormat::Text,
-            max_tv: None,
-            max_abs_diff: None,
-            fail_on: None,
-            ignore_fragile: false,
-            show_tokens: 3,
-        }
-    }
 }
 
 /// The most real draws `--draws` takes: each is kept (and replayed), so an

@@ -8,17 +8,17 @@ use crate::cli::{FailOn, ReportArgs};
 /// `same` under `--fail-on differs`; never, under `--ignore-fragile`, a row
 /// whose whole difference is a decision float rounding could flip.
 fn over(row: &Row, args: &ReportArgs) -> bool {
-    if args.ignore_fragile && row.only_fragile {
+    if args.check.ignore_fragile && row.only_fragile {
         return false;
     }
-    if args.fail_on == Some(FailOn::Differs) && row.verdict != Verdict::Same {
+    if args.check.fail_on == Some(FailOn::Differs) && row.verdict != Verdict::Same {
         return true;
     }
     let exceeds = |value: Option<f64>, limit: Option<f64>| match limit {
         Some(limit) => value.is_none_or(|v| v > limit),
         None => false,
     };
-    exceeds(row.tv, args.max_tv) || exceeds(row.max_abs_diff, args.max_abs_diff)
+    exceeds(row.tv, args.check.max_tv) || exceeds(row.max_abs_diff, args.check.max_abs_diff)
 }
 
 /// The summary of `rows`.
