@@ -47,8 +47,8 @@
 //!    key `mx.random.key(SplitMix64(seed, n))` for the slot's n-th draw.
 
 use parity_core::{
-    Against, Context, Distribution, Error, Explanation, Fix, Info, Logits, ParamInfo, Precision,
-    Route, Semantics, Variant,
+    Against, Context, Described, Distribution, Error, Explanation, Fix, Info, Logits, ParamInfo,
+    Precision, Route, Semantics, Variant,
 };
 use serde_json::{Map, Value};
 
@@ -642,16 +642,24 @@ impl Semantics for OllamaMlx {
         )))
     }
 
-    fn describe(&self, p: &OllamaMlxParams) -> Option<String> {
-        Some(
-            serde_json::json!({
-                "temperature": p.temperature, "top_k": p.top_k, "top_p": p.top_p,
-                "min_p": p.min_p, "repeat_last_n": p.repeat_last_n,
-                "repeat_penalty": p.repeat_penalty, "presence_penalty": p.presence_penalty,
-                "frequency_penalty": p.frequency_penalty, "seed": p.seed,
-            })
-            .to_string(),
-        )
+    fn describe(&self, p: &OllamaMlxParams) -> Option<Described> {
+        let fields = [
+            ("temperature", Value::from(p.temperature)),
+            ("top_k", Value::from(p.top_k)),
+            ("top_p", Value::from(p.top_p)),
+            ("min_p", Value::from(p.min_p)),
+            ("repeat_last_n", Value::from(p.repeat_last_n)),
+            ("repeat_penalty", Value::from(p.repeat_penalty)),
+            ("presence_penalty", Value::from(p.presence_penalty)),
+            ("frequency_penalty", Value::from(p.frequency_penalty)),
+            ("seed", Value::from(p.seed)),
+        ];
+        Some(Described::Fields(
+            fields
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v))
+                .collect(),
+        ))
     }
 }
 
