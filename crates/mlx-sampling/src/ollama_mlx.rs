@@ -202,10 +202,12 @@ fn apply(p: &mut OllamaMlxParams, map: &Map<String, Value>, strict: bool) -> Res
     for (k, v) in map {
         if !FIELDS.contains(&k.as_str()) || (k == "draws" && !strict) {
             if strict {
-                return Err(Error::new(format_args!(
-                    "unknown field `{k}` (= {v}) for ollama-mlx; known: {}",
-                    FIELDS.join(", ")
-                )));
+                return Err(parity_core::params::unknown_field(
+                    "ollama-mlx",
+                    k,
+                    v,
+                    FIELDS,
+                ));
             }
             if let Some(r) = check_other(k, v) {
                 r?;

@@ -18,6 +18,7 @@ pub mod fragile;
 pub mod jsonl;
 pub mod metrics;
 pub mod mt19937;
+pub mod params;
 pub mod record;
 pub mod semantics;
 pub mod stl;
