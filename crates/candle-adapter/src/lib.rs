@@ -11,7 +11,7 @@
 //!    with every `Sampling` variant on a CPU tensor, optionally after the real
 //!    `candle_transformers::utils::apply_repeat_penalty` ([`real_draws`],
 //!    [`CandleRun::real_draws`]);
-//! 2. builds the **mirror** ([`mirror`], [`Mirrored`]): the exact candidates,
+//! 2. builds the **mirror** ([`CandleRun::mirrored`], [`Mirrored`]): the exact candidates,
 //!    in candle's order, and f32 weights candle hands to `WeightedIndex`,
 //!    computed with candle's own `softmax_last_dim` and a line-for-line copy of
 //!    the private truncation;
@@ -72,6 +72,6 @@ pub use gumbel::GumbelDistribution;
 pub use mirror::{Draw, Mirrored};
 pub use params::{CandleParams, CandleSampling, RepeatPenalty, Window};
 pub use penalty::{PenaltyWindow, apply_repeat_penalty, penalty_windows};
-pub use run::{CandleRun, Disagreement, Replay, Verification, VerifyOptions, mirror, real_draws};
+pub use run::{CandleRun, Disagreement, Replay, Verification, VerifyOptions, real_draws};
 pub use semantics::{Candle, EXAMPLE_WINDOWS, fix_for_literal};
 pub use translate::{TranslateWarning, Translation, literal, translate, translate_kwargs};

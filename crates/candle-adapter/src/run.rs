@@ -79,15 +79,6 @@ pub fn real_draws(
     Real::new(logits, input_ids, params)?.draws(seed, n)
 }
 
-/// The mirrored distribution of candle on these logits: see [`Mirrored`].
-pub fn mirror(
-    logits: &[f32],
-    input_ids: &[i64],
-    params: &CandleParams,
-) -> Result<Mirrored, AdapterError> {
-    Ok(CandleRun::new(logits, input_ids, params)?.mirrored)
-}
-
 /// One stream's replay summary and real tokens.
 type StreamDraws = (Option<Replay>, Vec<u32>);
 

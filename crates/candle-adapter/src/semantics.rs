@@ -9,9 +9,9 @@
 
 use parity_core::metrics::{max_logit_diff, softmax_f64};
 use parity_core::{
-    Against, Context, Distribution, DrawCheck, DrawOptions, Error, Explanation, Fix, Info, Logits,
-    ParamInfo, Precision, Role, Route, Semantics, TranslateOptions, Translation, TranslationLine,
-    Variant,
+    Against, Context, Described, Distribution, DrawCheck, DrawOptions, Error, Explanation, Fix,
+    Info, Logits, ParamInfo, Precision, Role, Route, Semantics, TranslateOptions, Translation,
+    TranslationLine, Variant,
 };
 use serde_json::{Map, Value};
 
@@ -219,8 +219,8 @@ impl Semantics for Candle {
             .collect()
     }
 
-    fn describe(&self, params: &CandleParams) -> Option<String> {
-        Some(params.to_string())
+    fn describe(&self, params: &CandleParams) -> Option<Described> {
+        Some(Described::Words(params.to_string()))
     }
 
     fn explain(&self, row: &Against<'_>, params: &CandleParams) -> Explanation {

@@ -151,7 +151,7 @@ fn routes<'s>(
                 .as_ref()
                 .ok()
                 .and_then(|p| p.describe())
-                .map(|d| serde_json::from_str(&d).unwrap_or(Value::String(d)));
+                .map(parity_core::Described::into_json);
             let endpoint = Endpoint {
                 semantics: s.info().name,
                 endpoint: route.endpoint,

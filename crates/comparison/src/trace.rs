@@ -169,7 +169,7 @@ pub fn compare_trace(
             })?
             .with_context(|| format!("{port_semantics}: translating the kwargs"))?,
     };
-    let setup = port.describe();
+    let setup = port.describe().map(|d| d.to_string());
     let mut rows = Vec::with_capacity(port_logits.len());
     let mut survive = 1.0f64;
     let mut survive_logits = 1.0f64;

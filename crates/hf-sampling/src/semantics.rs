@@ -5,7 +5,8 @@
 //! explanations.
 
 use parity_core::{
-    Context, Distribution, Error, Fragile, Info, Logits, ParamInfo, Precision, Route, Semantics,
+    Context, Described, Distribution, Error, Fragile, Info, Logits, ParamInfo, Precision, Route,
+    Semantics,
 };
 use serde_json::{Map, Value};
 
@@ -176,8 +177,8 @@ impl Semantics for HfRust {
         crate::request::routes(request, self.config.as_ref())
     }
 
-    fn describe(&self, params: &GenerationParams) -> Option<String> {
-        Some(Value::Object(params.sampling_values()).to_string())
+    fn describe(&self, params: &GenerationParams) -> Option<Described> {
+        Some(Described::Fields(params.sampling_values()))
     }
 
     fn fragile(

@@ -51,8 +51,8 @@ pub mod translate;
 use serde_json::{Map, Value, json};
 
 use parity_core::{
-    Against, Context, Distribution, Error, Explanation, Fix, Info, Logits, ParamInfo, Route,
-    Semantics,
+    Against, Context, Described, Distribution, Error, Explanation, Fix, Info, Logits, ParamInfo,
+    Route, Semantics,
 };
 
 pub use ollama::Ollama;
@@ -226,8 +226,8 @@ impl Semantics for LlamaCpp {
         ]
     }
 
-    fn describe(&self, params: &ServerParams) -> Option<String> {
-        Some(params.describe())
+    fn describe(&self, params: &ServerParams) -> Option<Described> {
+        Some(Described::Fields(params.describe()))
     }
 
     fn explain(&self, row: &Against<'_>, params: &ServerParams) -> Explanation {

@@ -74,7 +74,8 @@
 use serde_json::{Map, Number, Value};
 
 use parity_core::{
-    Against, Context, Distribution, Error, Explanation, Info, Logits, ParamInfo, Route, Semantics,
+    Against, Context, Described, Distribution, Error, Explanation, Info, Logits, ParamInfo, Route,
+    Semantics,
 };
 
 use crate::params::{self, ServerParams};
@@ -947,8 +948,8 @@ impl Semantics for Ollama {
         .collect()
     }
 
-    fn describe(&self, params: &ServerParams) -> Option<String> {
-        Some(params.describe())
+    fn describe(&self, params: &ServerParams) -> Option<Described> {
+        Some(Described::Fields(params.describe()))
     }
 
     fn explain(&self, row: &Against<'_>, params: &ServerParams) -> Explanation {

@@ -151,10 +151,10 @@ pub struct ServerParams {
 
 impl ServerParams {
     /// The parameters that shape the distribution, as llama-server's
-    /// `/completion` fields (JSON text).
+    /// `/completion` fields.
     /// Floats are written as their shortest float32 text (`0.7`, not the
     /// widened `0.699999988079071`), which reads back to the same float.
-    pub fn describe(&self) -> String {
+    pub fn describe(&self) -> Map<String, Value> {
         let samplers: Vec<&str> = self.samplers.iter().map(|s| s.name()).collect();
         let f = |x: f32| -> Value {
             x.to_string()
@@ -163,24 +163,26 @@ impl ServerParams {
                 .and_then(serde_json::Number::from_f64)
                 .map_or(Value::Null, Value::Number)
         };
-        serde_json::json!({
-            "temperature": f(self.temp),
-            "dynatemp_range": f(self.dynatemp_range),
-            "top_k": self.top_k,
-            "top_p": f(self.top_p),
-            "min_p": f(self.min_p),
-            "typical_p": f(self.typ_p),
-            "top_n_sigma": f(self.top_n_sigma),
-            "xtc_probability": f(self.xtc_probability),
-            "xtc_threshold": f(self.xtc_threshold),
-            "repeat_last_n": self.penalty_last_n,
-            "repeat_penalty": f(self.penalty_repeat),
-            "frequency_penalty": f(self.penalty_freq),
-            "presence_penalty": f(self.penalty_present),
-            "min_keep": self.min_keep,
-            "samplers": samplers,
-        })
-        .to_string()
+        [
+            ("temperature", f(self.temp)),
+            ("dynatemp_range", f(self.dynatemp_range)),
+            ("top_k", Value::from(self.top_k)),
+            ("top_p", f(self.top_p)),
+            ("min_p", f(self.min_p)),
+            ("typical_p", f(self.typ_p)),
+            ("top_n_sigma", f(self.top_n_sigma)),
+            ("xtc_probability", f(self.xtc_probability)),
+            ("xtc_threshold", f(self.xtc_threshold)),
+            ("repeat_last_n", Value::from(self.penalty_last_n)),
+            ("repeat_penalty", f(self.penalty_repeat)),
+            ("frequency_penalty", f(self.penalty_freq)),
+            ("presence_penalty", f(self.penalty_present)),
+            ("min_keep", Value::from(self.min_keep)),
+            ("samplers", Value::from(samplers)),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect()
     }
 }
 

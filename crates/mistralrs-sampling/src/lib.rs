@@ -79,8 +79,8 @@ mod params;
 mod sampler;
 
 use parity_core::{
-    Against, Context, Distribution, Error, Explanation, Info, Logits, ParamInfo, Precision, Route,
-    Semantics,
+    Against, Context, Described, Distribution, Error, Explanation, Info, Logits, ParamInfo,
+    Precision, Route, Semantics,
 };
 use serde_json::{Map, Value};
 
@@ -217,8 +217,8 @@ impl Semantics for MistralRs {
         vec![route]
     }
 
-    fn describe(&self, params: &MistralRsParams) -> Option<String> {
-        Some(Value::Object(params.to_json()).to_string())
+    fn describe(&self, params: &MistralRsParams) -> Option<Described> {
+        Some(Described::Fields(params.to_json()))
     }
 
     fn explain(&self, row: &Against<'_>, params: &MistralRsParams) -> Explanation {

@@ -119,13 +119,7 @@ fn float(params: &Map<String, Value>, key: &str) -> Result<Option<f64>, Error> {
 /// or mean greedy (temperature < 1e-7, 0 included). Only what its deserialiser refuses
 /// is refused (a negative or fractional `top_k`, a non-integer bias key).
 pub(crate) fn parse(params: &Map<String, Value>) -> Result<MistralRsParams, Error> {
-    if let Some(k) = params.keys().find(|k| !FIELDS.contains(&k.as_str())) {
-        return Err(Error::new(format_args!(
-            "unknown field `{k}` (= {}) for mistral.rs; known: {}",
-            params[k],
-            FIELDS.join(", ")
-        )));
-    }
+    parity_core::params::refuse_unknown(params, "mistral.rs", FIELDS)?;
     let version = match params.get("version") {
         None | Some(Value::Null) => Version::default(),
         Some(Value::String(s)) if s == "0.9.2" => Version::V0_9_2,

@@ -54,8 +54,8 @@ mod sampler;
 mod translate;
 
 use parity_core::{
-    Against, Context, Distribution, Error, Explanation, Fix, Info, Logits, ParamInfo, Precision,
-    Route, Semantics,
+    Against, Context, Described, Distribution, Error, Explanation, Fix, Info, Logits, ParamInfo,
+    Precision, Route, Semantics,
 };
 use serde_json::{Map, Value};
 
@@ -261,8 +261,8 @@ impl Semantics for MlxLm {
         vec![route]
     }
 
-    fn describe(&self, params: &MlxParams) -> Option<String> {
-        Some(Value::Object(params.to_json()).to_string())
+    fn describe(&self, params: &MlxParams) -> Option<Described> {
+        Some(Described::Fields(params.to_json()))
     }
 
     fn explain(&self, row: &Against<'_>, params: &MlxParams) -> Explanation {

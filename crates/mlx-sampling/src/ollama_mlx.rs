@@ -47,8 +47,8 @@
 //!    key `mx.random.key(SplitMix64(seed, n))` for the slot's n-th draw.
 
 use parity_core::{
-    Against, Context, Distribution, Error, Explanation, Fix, Info, Logits, ParamInfo, Precision,
-    Route, Semantics, Variant,
+    Against, Context, Described, Distribution, Error, Explanation, Fix, Info, Logits, ParamInfo,
+    Precision, Route, Semantics, Variant,
 };
 use serde_json::{Map, Value};
 
@@ -202,10 +202,12 @@ fn apply(p: &mut OllamaMlxParams, map: &Map<String, Value>, strict: bool) -> Res
     for (k, v) in map {
         if !FIELDS.contains(&k.as_str()) || (k == "draws" && !strict) {
             if strict {
-                return Err(Error::new(format_args!(
-                    "unknown field `{k}` (= {v}) for ollama-mlx; known: {}",
-                    FIELDS.join(", ")
-                )));
+                return Err(parity_core::params::unknown_field(
+                    "ollama-mlx",
+                    k,
+                    v,
+                    FIELDS,
+                ));
             }
             if let Some(r) = check_other(k, v) {
                 r?;
@@ -642,16 +644,24 @@ impl Semantics for OllamaMlx {
         )))
     }
 
-    fn describe(&self, p: &OllamaMlxParams) -> Option<String> {
-        Some(
-            serde_json::json!({
-                "temperature": p.temperature, "top_k": p.top_k, "top_p": p.top_p,
-                "min_p": p.min_p, "repeat_last_n": p.repeat_last_n,
-                "repeat_penalty": p.repeat_penalty, "presence_penalty": p.presence_penalty,
-                "frequency_penalty": p.frequency_penalty, "seed": p.seed,
-            })
-            .to_string(),
-        )
+    fn describe(&self, p: &OllamaMlxParams) -> Option<Described> {
+        let fields = [
+            ("temperature", Value::from(p.temperature)),
+            ("top_k", Value::from(p.top_k)),
+            ("top_p", Value::from(p.top_p)),
+            ("min_p", Value::from(p.min_p)),
+            ("repeat_last_n", Value::from(p.repeat_last_n)),
+            ("repeat_penalty", Value::from(p.repeat_penalty)),
+            ("presence_penalty", Value::from(p.presence_penalty)),
+            ("frequency_penalty", Value::from(p.frequency_penalty)),
+            ("seed", Value::from(p.seed)),
+        ];
+        Some(Described::Fields(
+            fields
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v))
+                .collect(),
+        ))
     }
 }
 

@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 
 use parity_core::Error;
+use parity_core::params::python_int;
 use parity_core::text::python_float_repr;
 use serde_json::{Map, Number, Value};
 
@@ -288,26 +289,6 @@ const SAMPLING_CHECKS: &[(&str, Ty, Option<i64>, Option<i64>)] = &[
     ("xtc_threshold", Ty::Float, Some(0), Some(1)),
 ];
 
-/// Python's `int(str)`: surrounding whitespace, a sign, digits with single
-/// underscores between them.
-fn python_int(s: &str) -> Option<i64> {
-    let t = s.trim();
-    let (neg, digits) = match t.strip_prefix('-') {
-        Some(rest) => (true, rest),
-        None => (false, t.strip_prefix('+').unwrap_or(t)),
-    };
-    if digits.is_empty()
-        || digits.starts_with('_')
-        || digits.ends_with('_')
-        || digits.contains("__")
-        || !digits.chars().all(|c| c.is_ascii_digit() || c == '_')
-    {
-        return None;
-    }
-    let n: i64 = digits.replace('_', "").parse().ok()?;
-    Some(if neg { -n } else { n })
-}
-
 /// Python's `float(value)` for a JSON value: numbers, bools, numeric
 /// strings. `Err(true)` when Python raises `TypeError` (None, lists,
 /// objects), `Err(false)` for `ValueError`.
@@ -355,13 +336,7 @@ fn logit_bias(v: &Value) -> Result<BTreeMap<i64, f64>, Error> {
 /// absent fields, its validation and messages) plus `xtc_special_tokens`
 /// and `draws`. Unknown fields are refused.
 pub fn parse(params: &Map<String, Value>) -> Result<MlxParams, Error> {
-    if let Some(k) = params.keys().find(|k| !FIELDS.contains(&k.as_str())) {
-        return Err(Error::new(format_args!(
-            "unknown field `{k}` (= {}) for mlx-lm; known: {}",
-            params[k],
-            FIELDS.join(", ")
-        )));
-    }
+    parity_core::params::refuse_unknown(params, "mlx-lm", FIELDS)?;
     let mut p = MlxParams::default();
     for &(name, ty, min, max) in SAMPLING_CHECKS {
         let Some(v) = params.get(name) else { continue };

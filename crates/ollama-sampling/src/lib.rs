@@ -112,8 +112,8 @@ pub mod sampler;
 use serde_json::{Map, Value, json};
 
 use parity_core::{
-    Against, Context, Distribution, Error, Explanation, Fix, Fragile, Info, Logits, ParamInfo,
-    Precision, Route, Semantics,
+    Against, Context, Described, Distribution, Error, Explanation, Fix, Fragile, Info, Logits,
+    ParamInfo, Precision, Route, Semantics,
 };
 
 pub use options::OllamaOptions;
@@ -304,8 +304,8 @@ impl Semantics for OllamaGo {
         request::routes(request, self.model.as_ref())
     }
 
-    fn describe(&self, params: &OllamaOptions) -> Option<String> {
-        Some(Value::Object(params.to_json()).to_string())
+    fn describe(&self, params: &OllamaOptions) -> Option<Described> {
+        Some(Described::Fields(params.to_json()))
     }
 
     fn explain(&self, row: &Against<'_>, params: &OllamaOptions) -> Explanation {

@@ -18,6 +18,7 @@ pub mod fragile;
 pub mod jsonl;
 pub mod metrics;
 pub mod mt19937;
+pub mod params;
 pub mod record;
 pub mod semantics;
 pub mod stl;
@@ -33,8 +34,8 @@ pub use fragile::{Fragile, FragileKind};
 pub use metrics::{Comparison, TokenMass};
 pub use record::{Logits, Record};
 pub use semantics::{
-    Against, AnySemantics, Context, Distribution, DrawCheck, DrawOptions, Error, Explanation, Fix,
-    Info, ParamInfo, Precision, Prepared, REQUEST_FIELDS_NOT_SAMPLING, Role, Route, Semantics,
-    TranslateOptions, Translation, TranslationLine, Variant,
+    Against, AnySemantics, Context, Described, Distribution, DrawCheck, DrawOptions, Error,
+    Explanation, Fix, Info, ParamInfo, Precision, Prepared, REQUEST_FIELDS_NOT_SAMPLING, Role,
+    Route, Semantics, TranslateOptions, Translation, TranslationLine, Variant,
 };
 pub use vocab::Vocab;

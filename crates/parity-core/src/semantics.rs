@@ -372,6 +372,39 @@ pub struct DrawCheck {
     pub counts: Vec<u64>,
 }
 
+/// A semantics' parameters as reports show them ([`Semantics::describe`]).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Described {
+    /// The engine's own fields and their values (a request or options
+    /// object), which `compare request` and the server probe read back.
+    Fields(Map<String, Value>),
+    /// The setup in words, for an engine set up by calls rather than fields
+    /// (candle's `Sampling`, the tutorial's function call).
+    Words(String),
+}
+
+impl Described {
+    /// As JSON: the fields as an object, the words as a string.
+    pub fn into_json(self) -> Value {
+        match self {
+            Described::Fields(fields) => Value::Object(fields),
+            Described::Words(words) => Value::String(words),
+        }
+    }
+}
+
+/// The fields as compact JSON text, the words as they are.
+impl std::fmt::Display for Described {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Described::Fields(fields) => {
+                f.write_str(&serde_json::to_string(fields).map_err(|_| std::fmt::Error)?)
+            }
+            Described::Words(words) => f.write_str(words),
+        }
+    }
+}
+
 /// Fields of an OpenAI-style request that never shape one step's
 /// distribution (what to generate from, how much, how to stream, the RNG
 /// seed): a [`Route`] does not list them as ignored.
@@ -550,8 +583,8 @@ pub trait Semantics: Send + Sync {
         Vec::new()
     }
 
-    /// The params as JSON, for reports.
-    fn describe(&self, params: &Self::Params) -> Option<String> {
+    /// The params for reports: the engine's fields, or the setup in words.
+    fn describe(&self, params: &Self::Params) -> Option<Described> {
         let _ = params;
         None
     }
@@ -600,8 +633,8 @@ pub trait Prepared: Send + Sync {
     fn name(&self) -> &'static str;
     /// Runs it.
     fn distribution(&self, logits: &Logits, context: &Context<'_>) -> Result<Distribution, Error>;
-    /// The setup in words.
-    fn describe(&self) -> Option<String>;
+    /// See [`Semantics::describe`].
+    fn describe(&self) -> Option<Described>;
     /// See [`Semantics::explain`].
     fn explain(&self, row: &Against<'_>) -> Explanation;
     /// See [`Semantics::fix`].
@@ -634,7 +667,7 @@ where
     fn distribution(&self, logits: &Logits, context: &Context<'_>) -> Result<Distribution, Error> {
         self.semantics.distribution(logits, context, &self.params)
     }
-    fn describe(&self) -> Option<String> {
+    fn describe(&self) -> Option<Described> {
         self.semantics.describe(&self.params)
     }
     fn explain(&self, row: &Against<'_>) -> Explanation {
@@ -815,6 +848,20 @@ mod tests {
         let c = Context::new(&ids, Some(3)).expect("valid");
         assert_eq!(c.missed_by_window(2, 5), (2, 2));
         assert_eq!(c.missed_by_window(5, 5), (0, 0));
+    }
+
+    #[test]
+    fn described_fields_print_as_compact_json_and_words_as_they_are() {
+        let fields: Map<String, Value> = [("top_k", Value::from(40)), ("top_p", Value::from(0.9))]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect();
+        let text = Value::Object(fields.clone()).to_string();
+        assert_eq!(Described::Fields(fields).to_string(), text);
+        assert_eq!(
+            Described::Words("Sampling::ArgMax".into()).into_json(),
+            Value::String("Sampling::ArgMax".into())
+        );
     }
 
     #[test]

@@ -632,7 +632,7 @@ fn candidates<'s>(
 /// The request with the effective sampler chain reordered to put
 /// temperature first, when it is not first already.
 fn temperature_first(p: &dyn Prepared, request: &Map<String, Value>) -> Option<Map<String, Value>> {
-    let described: Value = serde_json::from_str(&p.describe()?).ok()?;
+    let described = p.describe()?.into_json();
     let chain: Vec<&str> = described
         .get("samplers")?
         .as_array()?
@@ -692,9 +692,7 @@ fn analyse(
         let dist = match &r.prepared {
             Err(e) => Err(format!("the route refuses the request: {e}")),
             Ok(p) => {
-                c.params = p
-                    .describe()
-                    .map(|d| serde_json::from_str(&d).unwrap_or(Value::String(d)));
+                c.params = p.describe().map(parity_core::Described::into_json);
                 p.distribution(logits, context).map_err(|e| e.to_string())
             }
         };

@@ -74,8 +74,8 @@ pub mod seeded;
 mod torch;
 
 use parity_core::{
-    Against, Context, Distribution, Error, Explanation, Fix, Info, Logits, ParamInfo, Precision,
-    Route, Semantics,
+    Against, Context, Described, Distribution, Error, Explanation, Fix, Info, Logits, ParamInfo,
+    Precision, Route, Semantics,
 };
 use serde_json::{Map, Value};
 
@@ -261,8 +261,8 @@ impl Semantics for Sglang {
         vec![chat, completions]
     }
 
-    fn describe(&self, params: &SglangParams) -> Option<String> {
-        Some(Value::Object(params.to_json()).to_string())
+    fn describe(&self, params: &SglangParams) -> Option<Described> {
+        Some(Described::Fields(params.to_json()))
     }
 
     fn explain(&self, row: &Against<'_>, params: &SglangParams) -> Explanation {

@@ -7,6 +7,7 @@
 //! `sglang/srt/configs/model_config.py`: `get_default_sampling_params`).
 
 use parity_core::Error;
+use parity_core::params::python_int;
 use parity_core::text::python_float_repr as py_float;
 use serde_json::{Map, Number, Value};
 
@@ -367,27 +368,6 @@ fn logit_bias(v: Option<&Value>) -> Result<Option<Vec<(String, f64)>>, Error> {
         .map(Some)
 }
 
-/// `int(key)` in Python for a `logit_bias` key: optional surrounding
-/// whitespace, an optional sign, decimal digits (underscores between digits
-/// allowed).
-fn python_int(key: &str) -> Option<i64> {
-    let s = key.trim();
-    let (neg, digits) = match s.strip_prefix('-') {
-        Some(d) => (true, d),
-        None => (false, s.strip_prefix('+').unwrap_or(s)),
-    };
-    if digits.is_empty()
-        || digits.starts_with('_')
-        || digits.ends_with('_')
-        || digits.contains("__")
-        || !digits.chars().all(|c| c.is_ascii_digit() || c == '_')
-    {
-        return None;
-    }
-    let v: i64 = digits.replace('_', "").parse().ok()?;
-    Some(if neg { -v } else { v })
-}
-
 /// `verify`'s vocabulary check of `logit_bias`, then the bias as
 /// `SamplingBatchInfo.from_schedule_batch` builds it: keys deduplicated by
 /// `int(key)` (the later key wins), each value an f32.
@@ -423,13 +403,7 @@ pub(crate) fn verify_vocab(p: &SglangParams, vocab: usize) -> Result<Vec<(usize,
 /// native `/generate` API's `sampling_params`): unknown fields are refused;
 /// `null` means the field's default.
 pub(crate) fn parse(params: &Map<String, Value>) -> Result<SglangParams, Error> {
-    if let Some(k) = params.keys().find(|k| !FIELDS.contains(&k.as_str())) {
-        return Err(Error::new(format_args!(
-            "unknown field `{k}` (= {}) for sglang; known: {}",
-            params[k],
-            FIELDS.join(", ")
-        )));
-    }
+    parity_core::params::refuse_unknown(params, "sglang", FIELDS)?;
     let mut p = Raw::read(params)?.build()?;
     p.enable_deterministic_inference = match params.get("enable_deterministic_inference") {
         None | Some(Value::Null) => false,

@@ -67,8 +67,8 @@
 //! - Nothing left to draw (every logit `-inf`, or `top_p < 0`).
 
 use parity_core::{
-    Against, Comparison, Context, Distribution, Error, Explanation, Fix, Info, Logits, ParamInfo,
-    Precision, Semantics,
+    Against, Comparison, Context, Described, Distribution, Error, Explanation, Fix, Info, Logits,
+    ParamInfo, Precision, Semantics,
 };
 use serde_json::{Map, Value};
 
@@ -231,11 +231,11 @@ impl Semantics for Tutorial {
         Some(Params::new(temperature, top_k, top_p))
     }
 
-    fn describe(&self, params: &Params) -> Option<String> {
-        Some(format!(
+    fn describe(&self, params: &Params) -> Option<Described> {
+        Some(Described::Words(format!(
             "sample_top_k_top_p(logits, top_k={}, top_p={}, temperature={})",
             params.top_k, params.top_p, params.temperature
-        ))
+        )))
     }
 
     fn explain(&self, row: &Against<'_>, params: &Params) -> Explanation {

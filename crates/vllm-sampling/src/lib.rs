@@ -74,8 +74,8 @@ mod sampler;
 mod torch;
 
 use parity_core::{
-    Against, Context, Distribution, Error, Explanation, Fix, Info, Logits, ParamInfo, Precision,
-    Route, Semantics,
+    Against, Context, Described, Distribution, Error, Explanation, Fix, Info, Logits, ParamInfo,
+    Precision, Route, Semantics,
 };
 use serde_json::{Map, Value};
 
@@ -296,8 +296,8 @@ impl Semantics for Vllm {
         vec![route]
     }
 
-    fn describe(&self, params: &VllmParams) -> Option<String> {
-        Some(Value::Object(params.to_json()).to_string())
+    fn describe(&self, params: &VllmParams) -> Option<Described> {
+        Some(Described::Fields(params.to_json()))
     }
 
     fn explain(&self, row: &Against<'_>, params: &VllmParams) -> Explanation {

@@ -219,13 +219,7 @@ fn token_id(v: &Value, what: &str) -> Result<i64, Error> {
 /// applies `__post_init__`: unknown fields are refused; `null` means the
 /// field's default (as in an OpenAI request).
 pub(crate) fn parse(params: &Map<String, Value>) -> Result<VllmParams, Error> {
-    if let Some(k) = params.keys().find(|k| !FIELDS.contains(&k.as_str())) {
-        return Err(Error::new(format_args!(
-            "unknown field `{k}` (= {}) for vllm; known: {}",
-            params[k],
-            FIELDS.join(", ")
-        )));
-    }
+    parity_core::params::refuse_unknown(params, "vllm", FIELDS)?;
     let mut p = VllmParams {
         temperature: number(params, "temperature", 1.0)?,
         top_p: number(params, "top_p", 1.0)?,

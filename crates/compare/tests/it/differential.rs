@@ -5,14 +5,16 @@
 //! (`hf-sampling`), candle (`candle-adapter`'s mirror of the real
 //! `LogitsProcessor`) and the written spec (`spec-sampler`). And hf-sampling's
 //! fast sampler (`HfSampler`) must keep exactly the tokens its reference path
-//! (`hf_sampling::process`) keeps, on every generated input.
+//! (the `hf-rust` semantics, `hf_sampling::HfRust`) keeps, on every generated
+//! input.
 //!
 //! Tolerance: 1e-5 absolute per probability. hf-sampling and candle compute in
 //! f32 (candle multiplies by 1/T where torch divides by T), the spec in f64;
 //! their differences are a few f32 ulps of values ≤ 1, far below 1e-5.
 
-use candle_adapter::{CandleParams, CandleSampling};
-use hf_sampling::{GenerationParams, HfSampler};
+use candle_adapter::{Candle, CandleParams, CandleSampling};
+use hf_sampling::{GenerationParams, HfRust, HfSampler};
+use parity_core::{Context, Distribution, Error, Logits, Semantics};
 use proptest::prelude::*;
 use spec_sampler::{Input, Params, RepetitionPenalty, Temperature, TopK, TopP, U};
 
@@ -27,15 +29,33 @@ fn logits_without_ties() -> impl Strategy<Value = Vec<f32>> {
     })
 }
 
+/// transformers' distribution (the `hf-rust` semantics) after `context`,
+/// all of it the prompt.
+fn hf_distribution(
+    logits: &[f32],
+    context: &[i64],
+    params: &GenerationParams,
+) -> Result<Distribution, Error> {
+    let context = Context::new(context, None)?;
+    HfRust::default().distribution(&Logits::from_f32(logits), &context, params)
+}
+
 fn hf_probs(logits: &[f32], params: &GenerationParams) -> Vec<f64> {
-    let out = hf_sampling::process(logits, &[], params).expect("valid hf input");
-    out.probs.iter().map(|&p| f64::from(p)).collect()
+    hf_distribution(logits, &[], params)
+        .expect("valid hf input")
+        .into_probs()
 }
 
 fn candle_probs(logits: &[f32], sampling: CandleSampling) -> Vec<f64> {
-    candle_adapter::mirror(logits, &[], &CandleParams::new(sampling))
+    let context = Context::new(&[], None).expect("an empty context");
+    Candle::LITERAL
+        .distribution(
+            &Logits::from_f32(logits),
+            &context,
+            &CandleParams::new(sampling),
+        )
         .expect("valid candle input")
-        .probs
+        .into_probs()
 }
 
 fn spec_probs(logits: &[f32], temperature: f64, top_p: f64) -> Vec<f64> {
@@ -161,19 +181,19 @@ proptest! {
         context in prop::collection::vec(0i64..450, 0..20),
         params in hf_params(),
     ) {
-        let reference = hf_sampling::process(&logits, &context, &params);
+        let reference = hf_distribution(&logits, &context, &params);
         let mut fast = HfSampler::new(&params).expect("valid params");
         let fast = fast.distribution(&logits, &context);
         match (reference, fast) {
             (Ok(r), Ok(f)) => {
                 let fast_kept: Vec<usize> = f.kept.iter().map(|&i| i as usize).collect();
                 prop_assert_eq!(
-                    &r.kept, &fast_kept,
+                    r.kept(), &fast_kept[..],
                     "kept sets differ ({:?} path) for {:?}", f.path, params
                 );
             }
             (Err(r), Err(f)) => prop_assert_eq!(r.to_string(), f.to_string()),
-            (r, f) => prop_assert!(false, "one errs: reference {:?}, fast {:?}", r.map(|o| o.kept), f.map(|d| d.kept.to_vec())),
+            (r, f) => prop_assert!(false, "one errs: reference {:?}, fast {:?}", r.map(|d| d.kept().to_vec()), f.map(|d| d.kept.to_vec())),
         }
     }
 }

@@ -7,6 +7,8 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+use hf_sampling::HfRust;
+use parity_core::{Context, Logits, Semantics};
 use safetensors::tensor::TensorView;
 use safetensors::{Dtype, SafeTensors};
 use serde::Deserialize;
@@ -164,8 +166,8 @@ fn trace_meta(path: &Path) -> (Map<String, Value>, usize, Vec<i64>) {
 }
 
 /// Recomputes every row's *logits* distance from the exported port logits
-/// with hf-sampling called directly (not through `compare trace`), and
-/// checks the two agree to 1e-6.
+/// with the `hf-rust` semantics called directly (not through `compare
+/// trace`), and checks the two agree to 1e-6.
 fn check_logits_distance_from_export(trace: &str, port: &str, dir: &Path, doc: &Document) {
     let trace_path = traces_dir().join(format!("{trace}.safetensors"));
     let exported = dir.join(format!("{trace}.{port}.safetensors"));
@@ -175,15 +177,20 @@ fn check_logits_distance_from_export(trace: &str, port: &str, dir: &Path, doc: &
     let params = hf_sampling::resolve(&kwargs, None).expect("kwargs resolve");
     let report = &doc.traces[0];
     assert_eq!(report.rows.len(), port_logits.len());
+    let hf = |logits: &[f32], ctx: &Context<'_>| {
+        HfRust::default()
+            .distribution(&Logits::from_f32(logits), ctx, &params)
+            .expect("hf")
+    };
     for (t, row) in report.rows.iter().enumerate() {
-        let ctx = &ids[..prompt_len + t];
-        let a = hf_sampling::process_at(&hf_logits[t], ctx, prompt_len, &params).expect("hf");
-        let b = hf_sampling::process_at(&port_logits[t], ctx, prompt_len, &params).expect("hf");
+        let ctx = Context::new(&ids[..prompt_len + t], Some(prompt_len)).expect("context");
+        let a = hf(&hf_logits[t], &ctx);
+        let b = hf(&port_logits[t], &ctx);
         let tv: f64 = 0.5
-            * a.probs
+            * a.probs()
                 .iter()
-                .zip(&b.probs)
-                .map(|(x, y)| (f64::from(*x) - f64::from(*y)).abs())
+                .zip(b.probs())
+                .map(|(x, y)| (x - y).abs())
                 .sum::<f64>();
         assert!(
             (tv - row.logits).abs() <= 1e-6,

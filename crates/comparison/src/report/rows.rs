@@ -366,7 +366,8 @@ impl<'a> CaseRows<'a> {
         let setup = [l, r]
             .into_iter()
             .filter(|s| s.dist.is_ok() && !s.is_reference())
-            .find_map(|s| s.prepared.and_then(|p| p.describe()));
+            .find_map(|s| s.prepared.and_then(|p| p.describe()))
+            .map(|d| d.to_string());
         Row {
             fixture: self.case.name.clone(),
             context: self.case.description.clone(),

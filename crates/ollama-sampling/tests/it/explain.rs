@@ -39,8 +39,10 @@ fn describe_lists_what_the_sampler_ignores() {
     let p = OllamaGo::default()
         .parse_params(&map(json!({"repeat_penalty": 1.3})))
         .expect("valid");
-    let d: Value =
-        serde_json::from_str(&OllamaGo::default().describe(&p).expect("text")).expect("json");
+    let d = OllamaGo::default()
+        .describe(&p)
+        .expect("described")
+        .into_json();
     assert_eq!(d["temperature"], json!(0.8));
     assert_eq!(d["top_p"], json!(0.9));
     assert_eq!(d["ignored"]["repeat_penalty"], json!(1.3));
@@ -143,8 +145,10 @@ fn v0175_penalties_act_and_are_described() {
     let p = OllamaGo::default()
         .parse_params(&map(json!({"version": "v0.17.6", "repeat_penalty": 1.3})))
         .expect("valid");
-    let d: Value =
-        serde_json::from_str(&OllamaGo::default().describe(&p).expect("text")).expect("json");
+    let d = OllamaGo::default()
+        .describe(&p)
+        .expect("described")
+        .into_json();
     assert_eq!(d["version"], json!("0.17.6"));
     assert_eq!(d["repeat_penalty"], json!(1.3));
     assert!(d["ignored"].get("repeat_penalty").is_none());
