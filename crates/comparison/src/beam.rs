@@ -29,13 +29,13 @@ use crate::cli::{BeamArgs, EarlyStoppingArg, Format};
 
 /// Scores within this of the recording count as reproduced (transformers'
 /// float32 `log_softmax` against the replay's f64-then-f32 one).
-pub const SCORE_TOLERANCE: f32 = 1e-5;
+pub(crate) const SCORE_TOLERANCE: f32 = 1e-5;
 
 /// Most beams `compare beam` runs (each step holds `num_beams · V` scores).
-pub const MAX_BEAMS: usize = 64;
+pub(crate) const MAX_BEAMS: usize = 64;
 
 /// Most new tokens `compare beam` generates.
-pub const MAX_NEW_TOKENS: usize = 1000;
+pub(crate) const MAX_NEW_TOKENS: usize = 1000;
 
 /// One recorded transformers run.
 #[derive(Debug)]
@@ -79,7 +79,7 @@ impl Model {
 }
 
 /// The two recording files in the bundled fixtures.
-pub fn recording_paths() -> anyhow::Result<(PathBuf, PathBuf)> {
+pub(crate) fn recording_paths() -> anyhow::Result<(PathBuf, PathBuf)> {
     let dir = parity_core::fixture::bundled_dir()?.join("beam");
     Ok((
         dir.join("transformers_beams.jsonl"),
@@ -89,7 +89,7 @@ pub fn recording_paths() -> anyhow::Result<(PathBuf, PathBuf)> {
 
 /// The largest recording file read (the bundled ones are under 200 kB; the
 /// SmolLM2 tables grow with the prefixes a run visits).
-pub const MAX_RECORDING_BYTES: u64 = 64 << 20;
+pub(crate) const MAX_RECORDING_BYTES: u64 = 64 << 20;
 
 /// Reads a recording file (either format, told by its header line), at most
 /// [`MAX_RECORDING_BYTES`] of it.

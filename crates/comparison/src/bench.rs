@@ -32,11 +32,11 @@ use crate::BenchEngine;
 use crate::cli::{BenchArgs, Format};
 
 /// Vocabulary sizes timed when none is given.
-pub const DEFAULT_VOCABS: [usize; 4] = [32_000, 49_152, 151_936, 262_144];
+pub(crate) const DEFAULT_VOCABS: [usize; 4] = [32_000, 49_152, 151_936, 262_144];
 
 /// One row of the report.
 #[derive(Debug, Clone, Serialize)]
-pub struct BenchRow {
+pub(crate) struct BenchRow {
     /// Vocabulary size.
     pub vocab: usize,
     /// Setting id (`t07`, `k40`, `p09`, `k40p09`, `minp005`, `rep13_ctx1k`, `argmax`).
@@ -72,7 +72,7 @@ fn median_us(mut f: impl FnMut() -> anyhow::Result<()>, reps: usize) -> anyhow::
 }
 
 /// Time every setting at every vocabulary size.
-pub fn measure(args: &BenchArgs, engine: &BenchEngine) -> anyhow::Result<Vec<BenchRow>> {
+pub(crate) fn measure(args: &BenchArgs, engine: &BenchEngine) -> anyhow::Result<Vec<BenchRow>> {
     let (bench_step, name) = (engine.step, engine.name);
     let vocabs: &[usize] = if args.vocab.is_empty() {
         &DEFAULT_VOCABS

@@ -40,7 +40,10 @@ pub fn run<R: BufRead, W: Write, E: Write>(
 }
 
 /// Parses one record and runs the semantics on it.
-pub fn answer_record(semantics: &dyn AnySemantics, line: &[u8]) -> Result<Distribution, String> {
+pub(crate) fn answer_record(
+    semantics: &dyn AnySemantics,
+    line: &[u8],
+) -> Result<Distribution, String> {
     let record = Record::parse(line)?;
     let logits = record.logits.to_logits()?;
     let input_ids = record.input_ids()?;

@@ -42,7 +42,7 @@ pub struct Endpoint {
 
 /// One endpoint on one fixture.
 #[derive(Debug, Serialize)]
-pub struct Cell {
+pub(crate) struct Cell {
     /// [`Endpoint::endpoint`].
     pub endpoint: &'static str,
     /// Tokens it can draw (null when it could not run).
@@ -57,7 +57,7 @@ pub struct Cell {
 
 /// One fixture's cells.
 #[derive(Debug, Serialize)]
-pub struct FixtureCells {
+pub(crate) struct FixtureCells {
     /// The fixture's name.
     pub fixture: String,
     /// Its context, in words.
@@ -68,7 +68,7 @@ pub struct FixtureCells {
 
 /// The whole answer (`--format json`, docs/report-schema.md).
 #[derive(Debug, Serialize)]
-pub struct Answer {
+pub(crate) struct Answer {
     /// The request as given.
     pub request: Map<String, Value>,
     /// The `--generation-config` file, if any.

@@ -42,7 +42,7 @@ pub struct Perturb {
 
 /// A target/draft pair to run on every fixture.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Pair {
+pub(crate) struct Pair {
     /// The target's sampling.
     pub target: Side,
     /// The draft's sampling.
@@ -110,7 +110,7 @@ pub fn parse_perturb(text: &str) -> anyhow::Result<Perturb> {
 /// logits under `k40p09` (a truncated draft), and a copy of the logits
 /// perturbed by ±1.5 (a weaker draft), the pairs of
 /// `docs/engines/tutorial.md`.
-pub fn default_pairs() -> Vec<Pair> {
+pub(crate) fn default_pairs() -> Vec<Pair> {
     let side = |params: Value| Side {
         semantics: "hf".into(),
         params: match params {

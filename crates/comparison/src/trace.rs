@@ -33,7 +33,7 @@ use crate::{Engines, Progress};
 
 /// One step of a trace.
 #[derive(Debug, Clone, Serialize)]
-pub struct StepRow {
+pub(crate) struct StepRow {
     /// Step index (0 = the first generated token).
     pub step: usize,
     /// The token transformers sampled.
@@ -116,7 +116,7 @@ pub struct Summary {
 
 /// The report for one trace.
 #[derive(Debug, Clone, Serialize)]
-pub struct TraceReport {
+pub(crate) struct TraceReport {
     /// The trace's name.
     pub trace: String,
     /// The trace file.
@@ -142,7 +142,7 @@ pub struct TraceReport {
 }
 
 /// Computes the report for one trace given the port's logits.
-pub fn compare_trace(
+pub(crate) fn compare_trace(
     trace: &Trace,
     port_logits: &[Vec<f32>],
     kwargs: &Map<String, Value>,
