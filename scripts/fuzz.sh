@@ -13,7 +13,8 @@
 # spec_line (the spec-sampler line parser and sampler), fixture (the
 # safetensors fixture loader), hf_sampler (HfSampler at both SIMD levels
 # against the reference), probe_replay (a `compare probe --replay`
-# recording replayed against the registry). Harnesses: fuzz/src/lib.rs.
+# recording replayed against the registry), beam_recording (a beam
+# recording parsed and its runs replayed). Harnesses: fuzz/src/lib.rs.
 #
 # Works on the stable toolchain: cargo-fuzz needs nightly flags, which
 # RUSTC_BOOTSTRAP=1 unlocks. The default build has no sanitizer (the code is
@@ -28,7 +29,7 @@
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
-ALL_TARGETS=(compare_dist compare_diff compare_request speculative_args token_piece trace spec_line fixture hf_sampler probe_replay)
+ALL_TARGETS=(compare_dist compare_diff compare_request speculative_args token_piece trace spec_line fixture hf_sampler probe_replay beam_recording)
 export RUSTC_BOOTSTRAP=1
 SANITIZER=${FUZZ_SANITIZER:-none}
 BUILD_FLAGS=(-O --debug-assertions --sanitizer "$SANITIZER")
@@ -51,7 +52,7 @@ dict_of() {
 max_len_of() {
     case "$1" in
         fixture | trace) echo 8192 ;;
-        probe_replay) echo 16384 ;;
+        probe_replay | beam_recording) echo 16384 ;;
         compare_dist | compare_diff | compare_request) echo 1024 ;;
         *) echo 4096 ;;
     esac

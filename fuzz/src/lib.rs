@@ -532,3 +532,33 @@ pub fn probe_replay(data: &[u8]) {
         }
     }
 }
+
+/// Target `beam_recording`: the bytes as a beam recording file
+/// (`fixtures/beam/*.jsonl`, either format), parsed as `compare beam
+/// --recorded` reads it and, when it parses, every run replayed. A bad file
+/// is an error naming `file:line`, never a panic; a search's work is
+/// bounded by the parser (beams, new tokens, vocabulary), so a replay ends;
+/// a replay that reproduces its recording has scores within the tolerance.
+pub fn beam_recording(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    match comparison::beam::parse(text, "fuzz.jsonl") {
+        Err(e) => assert!(
+            format!("{e:#}").contains("fuzz.jsonl"),
+            "an error that does not name the file: {e:#}"
+        ),
+        Ok(records) => {
+            for rec in &records {
+                let check = comparison::beam::check(rec);
+                assert!(
+                    !check.reproduced || check.max_score_diff <= 1e-5,
+                    "{}: reproduced with a score {} apart",
+                    rec.origin,
+                    check.max_score_diff
+                );
+                assert_eq!(check.reproduced, check.problem.is_none(), "{}", rec.origin);
+            }
+        }
+    }
+}

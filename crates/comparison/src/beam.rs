@@ -37,6 +37,14 @@ pub(crate) const MAX_BEAMS: usize = 64;
 /// Most new tokens `compare beam` generates.
 pub(crate) const MAX_NEW_TOKENS: usize = 1000;
 
+/// The largest vocabulary a recorded toy model may have (the bundled ones
+/// have 10 to 16 tokens; each step scores every token of every beam).
+pub(crate) const MAX_TOY_VOCAB: usize = 1 << 10;
+
+/// The largest vocabulary a recorded table may declare (SmolLM2 has 49,152;
+/// every lookup builds a row of this many log-probabilities).
+pub(crate) const MAX_TABLE_VOCAB: usize = 1 << 20;
+
 /// One recorded transformers run.
 #[derive(Debug)]
 pub struct Recorded {
@@ -185,6 +193,9 @@ fn record(r: &Value, table: bool) -> anyhow::Result<Recorded> {
     let (name, model, prompt, eos, pad) = if table {
         let prompt = ints(r, "prompt_ids")?;
         let vocab = usize::try_from(uint(r, "vocab_size")?)?;
+        if vocab > MAX_TABLE_VOCAB {
+            bail!("`vocab_size` = {vocab} is more than {MAX_TABLE_VOCAB} (SmolLM2 has 49152)");
+        }
         let rows = field(r, "table")?
             .as_array()
             .context("`table` must be an array")?
@@ -222,9 +233,16 @@ fn record(r: &Value, table: bool) -> anyhow::Result<Recorded> {
     } else {
         let m = field(r, "model")?;
         let eos = uint(m, "eos")?;
+        let vocab = usize::try_from(uint(m, "vocab")?)?;
+        if vocab > MAX_TOY_VOCAB {
+            bail!(
+                "`model.vocab` = {vocab} is more than {MAX_TOY_VOCAB} (the toy models have 10 to \
+                 16 tokens)"
+            );
+        }
         let lm = ToyLm {
             seed: uint(m, "seed")?,
-            vocab: usize::try_from(uint(m, "vocab")?)?,
+            vocab,
             eos: usize::try_from(eos)?,
             eos_slope: field(m, "eos_slope")?
                 .as_f64()
@@ -251,6 +269,20 @@ fn record(r: &Value, table: bool) -> anyhow::Result<Recorded> {
         )
     };
     let config = BeamConfig::from_kwargs(&kwargs, eos, pad)?;
+    // The command line's bounds hold for a recording too: a search's work
+    // grows with both, and a file names them.
+    if config.num_beams > MAX_BEAMS {
+        bail!(
+            "`num_beams` = {} is more than {MAX_BEAMS}",
+            config.num_beams
+        );
+    }
+    if config.max_new_tokens > MAX_NEW_TOKENS {
+        bail!(
+            "`max_new_tokens` = {} is more than {MAX_NEW_TOKENS}",
+            config.max_new_tokens
+        );
+    }
     Ok(Recorded {
         origin: String::new(),
         gguf_sha256: None,

@@ -46,6 +46,11 @@ fn replay(target: &str, harness: fn(&[u8]), at_least: usize) {
 }
 
 #[test]
+fn fuzz_corpus_beam_recording_replays() {
+    replay("beam_recording", harness::beam_recording, 8);
+}
+
+#[test]
 fn fuzz_corpus_probe_replay_replays() {
     replay("probe_replay", harness::probe_replay, 4);
 }
