@@ -251,7 +251,7 @@ fn row_section(page: &mut String, row: &Row, index: usize) -> io::Result<()> {
     );
     line("max |Δp|", sci(row.max_abs_diff));
     line("TV", sci(row.tv));
-    let view = RowView::of(row);
+    let view = RowView::of(row, &[]);
     if let Some(setup) = view.setup {
         line("setup", esc(setup));
     }

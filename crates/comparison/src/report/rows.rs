@@ -380,7 +380,6 @@ impl<'a> CaseRows<'a> {
             penalty_window: variant.and_then(|v| v.penalty_window),
             // A side run with variants shows its penalty scope even where
             // it agrees.
-            show_penalty: variant.is_some() || r.prepared.is_some_and(|p| !p.variants().is_empty()),
             kept_left: None,
             kept_right: None,
             max_abs_diff: None,

@@ -136,10 +136,6 @@ pub struct Row {
     pub variant: Option<String>,
     /// The variant's penalty window (last n ids), if it narrows one.
     pub penalty_window: Option<usize>,
-    /// Whether text output shows the penalty line even when the row agrees
-    /// (a side run with variants); not part of the wire format.
-    #[serde(skip)]
-    pub show_penalty: bool,
     /// Tokens the left keeps (probability > 0); null if it failed.
     pub kept_left: Option<usize>,
     /// Tokens the right keeps; null if it failed.

@@ -127,7 +127,7 @@ pub(super) fn write_fixture(rows: &[Row], width: usize, out: &mut dyn Write) -> 
     for (row, line) in rows.iter().zip(&table) {
         let line: [&str; 8] = std::array::from_fn(|i| line[i].as_str());
         writeln!(out, "{}", format_line(line))?;
-        write_details(row, width, out)?;
+        write_details(row, rows, width, out)?;
     }
     Ok(())
 }
@@ -203,8 +203,8 @@ fn detail_list(out: &mut dyn Write, width: usize, label: &str, items: &[String])
     wrap_words(out, width, &first, indent, words.iter().map(String::as_str))
 }
 
-fn write_details(row: &Row, width: usize, out: &mut dyn Write) -> io::Result<()> {
-    let view = RowView::of(row);
+fn write_details(row: &Row, rows: &[Row], width: usize, out: &mut dyn Write) -> io::Result<()> {
+    let view = RowView::of(row, rows);
     if let Some(setup) = view.setup
         && view.differs
     {
@@ -245,7 +245,7 @@ fn write_details(row: &Row, width: usize, out: &mut dyn Write) -> io::Result<()>
         detail_list(out, width, "  tokens", &f.tokens)?;
     }
     if let Some(penalty) = &view.penalty
-        && (view.differs || row.show_penalty)
+        && (view.differs || view.penalty_when_same)
     {
         detail(out, width, "penalty", penalty)?;
     }

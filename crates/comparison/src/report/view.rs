@@ -61,11 +61,22 @@ pub(crate) struct RowView<'a> {
     pub fragile: Vec<FragileView>,
     /// The repetition penalty's effect on both sides.
     pub penalty: Option<String>,
+    /// Whether the penalty line belongs under the row even when it agrees:
+    /// the row is one of an engine's variants, or the base row beside them
+    /// (a window against the whole context reads best side by side).
+    pub penalty_when_same: bool,
 }
 
 impl<'a> RowView<'a> {
-    /// The view of `row`.
-    pub(crate) fn of(row: &'a Row) -> Self {
+    /// The view of `row`, one of `rows` (the rows it is shown with: a
+    /// variant's base row shows its penalty line too).
+    pub(crate) fn of(row: &'a Row, rows: &[Row]) -> Self {
+        let penalty_when_same = row.variant.is_some()
+            || rows.iter().any(|o| {
+                o.variant.is_some()
+                    && (&o.fixture, &o.setting, &o.left, &o.right)
+                        == (&row.fixture, &row.setting, &row.left, &row.right)
+            });
         let only = [
             (&row.left, &row.only_left, row.mass_only_left),
             (&row.right, &row.only_right, row.mass_only_right),
@@ -136,6 +147,7 @@ impl<'a> RowView<'a> {
             only,
             fragile,
             penalty,
+            penalty_when_same,
         }
     }
 }
