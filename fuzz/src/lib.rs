@@ -37,7 +37,7 @@ pub fn compare_dist(data: &[u8]) {
         let args = DistArgs {
             semantics: semantics.to_string(),
             generation_config: None,
-            vocab: None,
+            vocab: Default::default(),
         };
         let (mut out, mut err) = (Vec::new(), Vec::new());
         let summary = comparison::dist::run(&args, &engines, Cursor::new(data), &mut out, &mut err)
@@ -147,7 +147,7 @@ pub fn compare_diff(data: &[u8]) {
             format: Format::Json,
             fail_on: None,
             show_tokens: 3,
-            vocab: None,
+            vocab: Default::default(),
         };
         let (mut out, mut err) = (Vec::new(), Vec::new());
         let (summary, _) =

@@ -151,10 +151,45 @@ pub struct DistArgs {
     /// one (transformers: between the kwargs and its defaults).
     #[arg(long, value_name = "FILE")]
     pub generation_config: Option<PathBuf>,
-    /// A vocabulary file (a JSON array of token strings, as fixtures/smollm2/vocab.json): drawn
-    /// tokens get their text in `token_text`.
-    #[arg(long, value_name = "FILE")]
-    pub vocab: Option<PathBuf>,
+    /// The model's vocabulary, to show tokens as text.
+    #[command(flatten)]
+    pub vocab: VocabArg,
+}
+
+/// `--vocab FILE`, for the commands that show tokens (`dist`, `diff`,
+/// `ties`).
+#[derive(Debug, Clone, Default, Args)]
+pub struct VocabArg {
+    /// A vocabulary file (a JSON array of token strings, as fixtures/smollm2/vocab.json), so
+    /// tokens are shown as text beside their ids (`dist`: in `token_text`).
+    #[arg(long = "vocab", value_name = "FILE")]
+    pub path: Option<PathBuf>,
+}
+
+impl VocabArg {
+    /// The vocabulary, if one was given.
+    pub fn load(&self) -> anyhow::Result<Option<parity_core::Vocab>> {
+        Ok(self
+            .path
+            .as_deref()
+            .map(parity_core::Vocab::load)
+            .transpose()?)
+    }
+
+    /// `vocab` (what [`Self::load`] gave) must have one token per logit: a
+    /// vocabulary of another model would label every token wrongly. The
+    /// error names the file and both sizes.
+    pub fn check(&self, vocab: Option<&parity_core::Vocab>, logits: usize) -> Result<(), String> {
+        match (vocab, &self.path) {
+            (Some(v), Some(path)) if v.len() != logits => Err(format!(
+                "--vocab {}: {} tokens, but there are {logits} logits (the vocabulary of another \
+                 model?)",
+                path.display(),
+                v.len()
+            )),
+            _ => Ok(()),
+        }
+    }
 }
 
 /// Which setup `compare diff` gives each engine's side.
@@ -189,10 +224,9 @@ pub struct DiffArgs {
     /// Tokens listed per row that one side keeps and the other does not.
     #[arg(long, default_value_t = 3, value_name = "N")]
     pub show_tokens: usize,
-    /// A vocabulary file (a JSON array of token strings, as fixtures/smollm2/vocab.json), so
-    /// tokens are shown as text beside their ids.
-    #[arg(long, value_name = "FILE")]
-    pub vocab: Option<PathBuf>,
+    /// The model's vocabulary, to show tokens as text.
+    #[command(flatten)]
+    pub vocab: VocabArg,
 }
 
 /// What fails a check besides the thresholds.
@@ -267,10 +301,9 @@ pub struct TiesArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t)]
     pub format: Format,
-    /// A vocabulary file (a JSON array of token strings, as fixtures/smollm2/vocab.json), so
-    /// kept tokens are shown as text beside their ids.
-    #[arg(long, value_name = "FILE")]
-    pub vocab: Option<PathBuf>,
+    /// The model's vocabulary, to show tokens as text.
+    #[command(flatten)]
+    pub vocab: VocabArg,
 }
 
 /// Arguments of `compare semantics`.

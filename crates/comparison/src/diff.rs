@@ -10,7 +10,7 @@
 use std::io::{self, BufRead, Write};
 
 use parity_core::jsonl::{self, Summary};
-use parity_core::{AnySemantics, Context, Record, Vocab};
+use parity_core::{AnySemantics, Context, Record};
 
 use super::report::rows::{Case, CaseRows, RowArgs, Run};
 use super::report::text::{pair_label, wrap_width, wrap_words, wrapped};
@@ -38,7 +38,7 @@ pub fn run<R: BufRead, W: Write, E: Write>(
         Setup::Literal => pairs,
         Setup::Exact => exact_setups(pairs, registry),
     };
-    let vocab = args.vocab.as_deref().map(Vocab::load).transpose()?;
+    let vocab = args.vocab.load()?;
     let recorder = hf_sampling::Hf::default();
     let row_args = RowArgs {
         draws: 0,
@@ -52,9 +52,7 @@ pub fn run<R: BufRead, W: Write, E: Write>(
         let record = Record::parse(line)?;
         let logits = record.logits.to_logits()?;
         let logits = logits.to_f32().map_err(|e| e.to_string())?;
-        if let (Some(v), Some(path)) = (&vocab, &args.vocab) {
-            super::check_vocab(path, v, logits.len())?;
-        }
+        args.vocab.check(vocab.as_ref(), logits.len())?;
         let input_ids = record.input_ids()?;
         let context = Context::new(&input_ids, record.prompt_len()?).map_err(|e| e.to_string())?;
         let case = Case {

@@ -27,12 +27,10 @@ pub fn run<R: BufRead, W: Write, E: Write>(
             args.semantics
         );
     }
-    let vocab = args.vocab.as_deref().map(Vocab::load).transpose()?;
+    let vocab = args.vocab.load()?;
     let summary = jsonl::drive(input, out, err, "error: ", |line, answer| {
         let dist = answer_record(semantics, line)?;
-        if let (Some(v), Some(path)) = (&vocab, &args.vocab) {
-            super::check_vocab(path, v, dist.probs().len())?;
-        }
+        args.vocab.check(vocab.as_ref(), dist.probs().len())?;
         write_answer(answer, &dist, vocab.as_ref());
         Ok(())
     })?;

@@ -36,24 +36,6 @@ pub mod translate;
 pub use engines::{BenchEngine, BenchStep, Defaults, Engines};
 pub use progress::Progress;
 
-/// `--vocab` must have one token per logit: a vocabulary of another model
-/// would label every token wrongly. The error names the file and both sizes.
-pub(crate) fn check_vocab(
-    path: &std::path::Path,
-    vocab: &parity_core::Vocab,
-    logits: usize,
-) -> Result<(), String> {
-    if vocab.len() == logits {
-        Ok(())
-    } else {
-        Err(format!(
-            "--vocab {}: {} tokens, but there are {logits} logits (the vocabulary of another model?)",
-            path.display(),
-            vocab.len()
-        ))
-    }
-}
-
 /// A command-line argument that must be a JSON object (`--kwargs`,
 /// `--port-params`): parsed, or an error naming the flag and quoting the text.
 pub(crate) fn json_object_arg(

@@ -15,7 +15,7 @@ use serde_json::{Map, Value};
 
 use parity_core::record::Logits;
 use parity_core::semantics::Context as Ids;
-use parity_core::{AnySemantics, Distribution, DrawCheck, DrawOptions, Vocab};
+use parity_core::{AnySemantics, Distribution, DrawCheck, DrawOptions};
 
 use super::report::{SCHEMA, text_fields};
 use crate::Engines;
@@ -92,10 +92,10 @@ pub fn run(args: &TiesArgs, engines: &Engines, out: &mut dyn Write) -> anyhow::R
     // engines whose temperature is otherwise unset may go greedy.
     kwargs.insert("temperature".into(), 1.0.into());
     let answers = every_semantics(logits, &kwargs, args, registry);
-    let vocab = args.vocab.as_deref().map(Vocab::load).transpose()?;
-    if let (Some(v), Some(path)) = (&vocab, &args.vocab) {
-        super::check_vocab(path, v, logits.len()).map_err(anyhow::Error::msg)?;
-    }
+    let vocab = args.vocab.load()?;
+    args.vocab
+        .check(vocab.as_ref(), logits.len())
+        .map_err(anyhow::Error::msg)?;
     // Kept ids as people read them: `[0, 1]`, or with a vocabulary
     // `["<|endoftext|>" (0), "<|im_start|>" (1)]`.
     let kept = |ids: &[usize]| match &vocab {

@@ -94,7 +94,7 @@ fn a_toy_semantics_is_one_module_and_one_registry_line() {
     let args = DistArgs {
         semantics: "greedy".into(),
         generation_config: None,
-        vocab: None,
+        vocab: Default::default(),
     };
     let (mut out, mut err) = (Vec::new(), Vec::new());
     let input = "{\"logits\": [1, 3, 3]}\n{\"logits\": [0], \"params\": {\"k\": 1}}\n";
@@ -168,7 +168,7 @@ fn a_toy_semantics_is_one_module_and_one_registry_line() {
         draws: 0,
         seed: 42,
         format: Format::Json,
-        vocab: None,
+        vocab: Default::default(),
     };
     comparison::ties::run(&args, &engines, &mut out).expect("ties");
     let v: Value = serde_json::from_slice(&out).expect("json");
