@@ -319,6 +319,22 @@ impl Acting {
     }
 }
 
+/// What transformers runs that no server sampler chain modelled here has
+/// (llama.cpp's, Ollama's Go sampler, mlx-lm's and Ollama's MLX runner): the
+/// constraint processors, the epsilon and eta cutoffs, and the other
+/// decoding modes. The engines pass it to [`Acting::blocked`], each adding
+/// what else it lacks.
+pub const NOT_IN_SAMPLER_CHAINS: &[&str] = &[
+    "bad_words_ids",
+    "encoder_repetition_penalty",
+    "epsilon_cutoff",
+    "eta_cutoff",
+    "no_repeat_ngram_size",
+    "num_beams",
+    "penalty_alpha",
+    "sequence_bias",
+];
+
 impl GenerationParams {
     /// [`Acting`] for these resolved parameters (and the generation config
     /// values they hold, such as its `eos_token_id`). The kwargs [`crate::resolve`]

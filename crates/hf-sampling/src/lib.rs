@@ -73,7 +73,7 @@ mod serve;
 mod torch;
 mod torch_rng;
 
-pub use acting::{Act, Acting};
+pub use acting::{Act, Acting, NOT_IN_SAMPLER_CHAINS};
 pub use constraints::Constraints;
 pub use error::HfError;
 pub use fast::{Dispatch, HfSampler, SamplerStep, StepPath};

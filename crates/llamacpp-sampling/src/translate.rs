@@ -30,16 +30,7 @@ pub const RECIPE: &str = "order the chain like transformers (penalties, temperat
 /// stop there), in the order they are listed.
 pub(crate) fn unmatched(kwargs: &Map<String, Value>) -> Vec<String> {
     hf_sampling::Acting::of(kwargs).blocked(
-        &[
-            "bad_words_ids",
-            "encoder_repetition_penalty",
-            "epsilon_cutoff",
-            "eta_cutoff",
-            "no_repeat_ngram_size",
-            "num_beams",
-            "penalty_alpha",
-            "sequence_bias",
-        ],
+        hf_sampling::NOT_IN_SAMPLER_CHAINS,
         "llama.cpp has no such sampler",
     )
 }

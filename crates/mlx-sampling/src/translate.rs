@@ -7,26 +7,16 @@ use parity_core::TranslationLine::{Plain, Wrapped};
 use parity_core::{Fix, Translation};
 use serde_json::{Map, Value, json};
 
-/// The kwargs neither engine has a counterpart for, in the order
-/// [`unmatched`] lists them.
-const NO_COUNTERPART: &[&str] = &[
-    "bad_words_ids",
-    "encoder_repetition_penalty",
-    "epsilon_cutoff",
-    "eta_cutoff",
-    "no_repeat_ngram_size",
-    "num_beams",
-    "penalty_alpha",
-    "sequence_bias",
-    "typical_p",
-];
-
 /// Kwargs neither engine has a counterpart for, when transformers acts on
 /// them ([`hf_sampling::Acting`]: e.g. `typical_p` only below 1 and only
 /// while sampling).
 pub(crate) fn unmatched(kwargs: &Map<String, Value>, engine: &str) -> Vec<String> {
-    hf_sampling::Acting::of(kwargs)
-        .blocked(NO_COUNTERPART, &format!("{engine} has no such sampler"))
+    let acting = hf_sampling::Acting::of(kwargs);
+    let why = format!("{engine} has no such sampler");
+    let mut blocked = acting.blocked(hf_sampling::NOT_IN_SAMPLER_CHAINS, &why);
+    // Neither has a typical-p sampler either.
+    blocked.extend(acting.blocked(&["typical_p"], &why));
+    blocked
 }
 
 /// Whether the kwargs switch on a warper neither engine has (typical,

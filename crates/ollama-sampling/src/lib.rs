@@ -365,16 +365,7 @@ pub const RECIPE: &str = "send temperature, top_k (transformers' 50 when unset),
 /// ([`hf_sampling::Acting`]), in the order they are listed.
 fn unmatched(kwargs: &Map<String, Value>) -> Vec<String> {
     hf_sampling::Acting::of(kwargs).blocked(
-        &[
-            "bad_words_ids",
-            "encoder_repetition_penalty",
-            "epsilon_cutoff",
-            "eta_cutoff",
-            "no_repeat_ngram_size",
-            "num_beams",
-            "penalty_alpha",
-            "sequence_bias",
-        ],
+        hf_sampling::NOT_IN_SAMPLER_CHAINS,
         "Ollama has no such option",
     )
 }
