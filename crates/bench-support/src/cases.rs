@@ -1,6 +1,6 @@
 //! The side-by-side cases: transformers generate kwargs that our sampler runs
-//! exactly, and that an engine's literal port (candle's `Sampling`, in
-//! `candle_adapter::bench`) reads as a porter would.
+//! exactly, and that the benchmarked engine's literal port reads as a porter
+//! would (how it reads each is in that engine's `bench` module).
 
 use hf_sampling::GenerationParams;
 use serde_json::{Map, Value, json};
@@ -20,11 +20,9 @@ pub struct BenchCase {
     pub penalty: bool,
 }
 
-/// The cases shared by `cargo bench -p candle-adapter` and `compare bench`.
-/// A literal port reads them as: `t07` `All { 0.7 }`, `k40` `TopK { 40 }`,
-/// `p09` `TopP { 0.9 }`, `k40p09` `TopKThenTopP { 40, 0.9 }`, `minp005`
-/// `All { 1.0 }` (candle has no min-p), `rep13_ctx1k` the real
-/// `apply_repeat_penalty` then `All { 1.0 }`.
+/// The cases shared by the criterion benches and `compare bench`: a
+/// temperature, top-k, top-p, both, min-p, and a repetition penalty over a
+/// 1k-token context.
 pub fn bench_cases() -> Vec<BenchCase> {
     let case = |id: &'static str, extra: Value, penalty| {
         let mut kwargs = Map::new();

@@ -1,14 +1,12 @@
-//! Inputs shared by the benchmarks (`cargo bench -p candle-adapter`,
-//! `compare bench`) and by tests: synthetic heavy-tailed logits, the
-//! penalty case's context, the plain argmax floor and, with the `candle`
-//! feature, the side-by-side cases and candle's real processor over fixed
-//! logits.
+//! Inputs shared by the benchmarks (the criterion benches, `compare bench`)
+//! and by tests: synthetic heavy-tailed logits, the penalty case's context,
+//! the plain argmax floor and the side-by-side cases, as generate kwargs. The
+//! engine a benchmark times runs in its own crate (behind that crate's
+//! `bench` feature); this crate names none.
 //!
 //! This crate is not part of any public API: tests and benches take it as a
-//! dev-dependency, and only `compare bench` as a normal one. With the `candle`
-//! feature it names candle types (`CandleBench`), like candle-adapter's own
-//! benches do; the libraries that users link stay candle-free outside
-//! candle-adapter.
+//! dev-dependency, and only `comparison` (for `compare bench`) as a normal
+//! one.
 #![deny(missing_docs)]
 
 mod cases;

@@ -4,6 +4,11 @@
 //! `candle_transformers::utils::apply_repeat_penalty` when a penalty is set.
 //! Behind the `bench` feature, so that `bench-support` (the shared logits and
 //! cases) needs no candle.
+//!
+//! candle's literal port reads `bench_support`'s cases as: `t07` `All { 0.7 }`,
+//! `k40` `TopK { 40 }`, `p09` `TopP { 0.9 }`, `k40p09` `TopKThenTopP { 40, 0.9 }`,
+//! `minp005` `All { 1.0 }` (candle has no min-p), `rep13_ctx1k` the real
+//! `apply_repeat_penalty` then `All { 1.0 }`.
 
 use candle_core::{Device, Tensor};
 use candle_transformers::generation::LogitsProcessor;

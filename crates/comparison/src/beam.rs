@@ -820,8 +820,8 @@ fn replay_all(
 }
 
 /// A port's model, prefix by prefix as the search asks (a port keeps what
-/// it can between calls: candle's runs each prefix one token past its
-/// parent's KV cache), its logits turned into the float32 `log_softmax`
+/// it can between calls, e.g. each prefix one token past its parent's KV
+/// cache), its logits turned into the float32 `log_softmax`
 /// beam search adds. The same search as the recordings, on the port's logits.
 struct PortLm {
     model: std::cell::RefCell<Box<dyn PrefixModel>>,

@@ -474,14 +474,15 @@ pub struct ProbeArgs {
     /// The server's base URL, e.g. http://127.0.0.1:8080 (plain HTTP; nothing else is contacted).
     #[arg(long, value_name = "URL", required_unless_present = "replay")]
     pub server: Option<String>,
-    /// The server's API: llama-server, openai (any OpenAI-compatible server) or ollama.
-    #[arg(long, value_name = "API", required_unless_present = "replay")]
+    /// The server's API.
+    #[arg(long, value_name = "API", required_unless_present = "replay",
+          help = server_probe::help::API)]
     pub api: Option<String>,
-    /// The model name requests carry (OpenAI: default the first of /v1/models; Ollama: required).
-    #[arg(long, value_name = "NAME")]
+    /// The model name requests carry.
+    #[arg(long, value_name = "NAME", help = server_probe::help::MODEL)]
     pub model: Option<String>,
-    /// The prompt as text (llama-server tokenizes it as /completion does).
-    #[arg(long, value_name = "TEXT", conflicts_with = "prompt_ids")]
+    /// The prompt as text.
+    #[arg(long, value_name = "TEXT", conflicts_with = "prompt_ids", help = server_probe::help::PROMPT)]
     pub prompt: Option<String>,
     /// The prompt as a JSON array of token ids.
     #[arg(long, value_name = "JSON")]
@@ -489,16 +490,14 @@ pub struct ProbeArgs {
     /// A request's sampling fields as a JSON object in the API's own names; repeat for more.
     #[arg(long, value_name = "JSON", required_unless_present = "replay")]
     pub request: Vec<String>,
-    /// Draw N single-token samples per request (distinct seeds) instead of asking for
-    /// post-sampling probabilities (the only way on OpenAI-compatible servers and Ollama).
-    #[arg(long, value_name = "N")]
+    /// Draw N single-token samples per request.
+    #[arg(long, value_name = "N", help = server_probe::help::SAMPLES)]
     pub samples: Option<usize>,
     /// Seed of the first request; sample i uses seed + i.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
-    /// Raw top log-probabilities to ask for (default: the whole vocabulary on llama-server, 20
-    /// elsewhere).
-    #[arg(long, value_name = "K")]
+    /// Raw top log-probabilities to ask for.
+    #[arg(long, value_name = "K", help = server_probe::help::TOP)]
     pub top: Option<usize>,
     /// Seconds to wait for each answer.
     #[arg(long, value_name = "SECONDS", default_value_t = 60)]

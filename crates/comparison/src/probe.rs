@@ -46,7 +46,7 @@ pub fn run(args: &ProbeArgs, engines: &Engines, out: &mut dyn Write) -> anyhow::
 
 fn options(args: &ProbeArgs) -> anyhow::Result<Options> {
     let (Some(server), Some(api)) = (&args.server, &args.api) else {
-        bail!("give --server URL and --api llama-server|openai|ollama (or --replay FILE)");
+        bail!("{}", server_probe::help::MISSING);
     };
     let prompt_ids = match &args.prompt_ids {
         None => None,

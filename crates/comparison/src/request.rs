@@ -1,6 +1,6 @@
 //! `compare request`: one OpenAI-style request through every engine's server.
 //!
-//! "The same model answers differently in vLLM and in transformers": the
+//! "The same model answers differently in two servers": the
 //! same request body reaches each engine's sampler through that engine's own
 //! reading of it — its defaults for absent fields, the fields it drops, the
 //! model's `generation_config.json` merged or not. Each semantics says how

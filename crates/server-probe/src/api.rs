@@ -42,6 +42,29 @@ pub enum Api {
     Ollama,
 }
 
+/// The help of `compare probe`'s options whose meaning depends on the API:
+/// written here, where the APIs are, so the command line names no server.
+pub mod help {
+    /// `--api`.
+    pub const API: &str =
+        "The server's API: llama-server, openai (any OpenAI-compatible server) or ollama";
+    /// `--model`.
+    pub const MODEL: &str = "The model name requests carry (OpenAI: default the first of \
+                             /v1/models; Ollama: required)";
+    /// `--prompt`.
+    pub const PROMPT: &str = "The prompt as text (llama-server tokenizes it as /completion does)";
+    /// `--samples`.
+    pub const SAMPLES: &str = "Draw N single-token samples per request (distinct seeds) instead \
+                               of asking for post-sampling probabilities (the only way on \
+                               OpenAI-compatible servers and Ollama)";
+    /// `--top`.
+    pub const TOP: &str = "Raw top log-probabilities to ask for (default: the whole vocabulary \
+                           on llama-server, 20 elsewhere)";
+    /// What to give when neither a server nor a recording is named.
+    pub const MISSING: &str =
+        "give --server URL and --api llama-server|openai|ollama (or --replay FILE)";
+}
+
 impl Api {
     /// The name used on the command line.
     pub fn name(self) -> &'static str {

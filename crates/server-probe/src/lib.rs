@@ -50,7 +50,7 @@ use parity_core::{AnySemantics, Comparison, Context, Distribution, Error, Logits
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-pub use api::{Api, Key, Prompt};
+pub use api::{Api, Key, Prompt, help};
 pub use http::{Exchange, Live, Replay, Transport};
 pub use report::write_text;
 

@@ -278,7 +278,7 @@ pub enum Verdict {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Draws {
-    /// The engine that drew, in a word (`candle`).
+    /// The engine that drew, in a word (its `DrawCheck::engine`).
     pub engine: String,
     /// Real draws made.
     pub n: usize,

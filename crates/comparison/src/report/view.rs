@@ -18,7 +18,7 @@ pub(crate) fn sci(x: Option<f64>) -> String {
     }
 }
 
-/// `left:right`, with the right side's variant: `hf:candle[last 64]`.
+/// `left:right`, with the right side's variant: `LEFT:RIGHT[VARIANT]`.
 pub(crate) fn pair_label(row: &Row) -> String {
     match &row.variant {
         Some(v) => format!("{}:{}[{v}]", row.left, row.right),
