@@ -351,7 +351,7 @@ impl Options {
                         }));
                     };
                     if let Some(slot) = self.ints.iter_mut().find(|s| s.0 == key) {
-                        *slot = (slot.0, go_int(f), source);
+                        *slot = (slot.0, ollama_sampling::go::int64(f), source);
                     } else if let Some(slot) = self.floats.iter_mut().find(|s| s.0 == key) {
                         *slot = (slot.0, f as f32, source);
                     }
@@ -425,16 +425,6 @@ impl Options {
             out.insert(name.to_string(), Value::Number(Number::from(v)));
         }
         Ok(out)
-    }
-}
-
-/// Go's `int64(f)` on amd64: truncation; out of range (or NaN) gives the
-/// minimum.
-fn go_int(f: f64) -> i64 {
-    if f > -9.223_372_036_854_776e18 && f < 9.223_372_036_854_776e18 {
-        f as i64
-    } else {
-        i64::MIN
     }
 }
 

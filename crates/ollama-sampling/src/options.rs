@@ -190,16 +190,6 @@ impl Default for OllamaOptions {
     }
 }
 
-/// Go's `int64(f)` on amd64: truncation; NaN or out of range gives the
-/// minimum (CVTTSD2SQ's "integer indefinite").
-pub(crate) fn go_int(f: f64) -> i64 {
-    if f > -9.223_372_036_854_776e18 && f < 9.223_372_036_854_776e18 {
-        f as i64
-    } else {
-        i64::MIN
-    }
-}
-
 /// The JSON text of a float32 option, as short as reads back to it.
 pub(crate) fn f32_json(x: f32) -> Value {
     format!("{x}")
@@ -286,7 +276,7 @@ impl OllamaOptions {
                 )));
             };
             if is_int {
-                let v = go_int(f);
+                let v = crate::go::int64(f);
                 match key.as_str() {
                     "top_k" => o.top_k = v,
                     "repeat_last_n" => o.repeat_last_n = v,
