@@ -77,7 +77,7 @@ fn ollama_model_params(
 ) -> anyhow::Result<Option<serde_json::Map<String, serde_json::Value>>> {
     let Some(arg) = arg else { return Ok(None) };
     if arg.trim_start().starts_with('{') {
-        return json_object_arg("--ollama-model-params", arg).map(Some);
+        return comparison::json_object_arg("--ollama-model-params", arg).map(Some);
     }
     let path = Path::new(arg);
     let bytes = parity_core::fixture::read_at_most(path, 1 << 20)
@@ -91,8 +91,11 @@ fn ollama_model_params(
     let text = String::from_utf8(bytes)
         .with_context(|| format!("--ollama-model-params: {} is not UTF-8", path.display()))?;
     if text.trim_start().starts_with('{') {
-        return json_object_arg(&format!("--ollama-model-params {}", path.display()), &text)
-            .map(Some);
+        return comparison::json_object_arg(
+            &format!("--ollama-model-params {}", path.display()),
+            &text,
+        )
+        .map(Some);
     }
     llamacpp_sampling::ollama::model_params_from_show(&text)
         .with_context(|| format!("--ollama-model-params: {}", path.display()))
@@ -111,17 +114,25 @@ pub fn engines(
             generation_config,
             options.ollama_model_params.as_ref(),
         )?,
+        ..base_engines()
+    })
+}
+
+/// [`engines`] with no generation config and no options.
+fn base_engines() -> Engines {
+    Engines {
+        semantics: all(None),
         ports: ports(),
         bench: BenchEngine {
             name: "candle",
             step: bench_step,
         },
         defaults: DEFAULTS,
-    })
+    }
 }
 
 /// The engine a command picks when the user names none.
-pub const DEFAULTS: Defaults = Defaults {
+const DEFAULTS: Defaults = Defaults {
     translation: "candle",
     port: "candle",
     diff_pair: "hf:candle",
@@ -129,7 +140,7 @@ pub const DEFAULTS: Defaults = Defaults {
 
 /// The ports `compare trace --port` and `compare beam --port` take: a model
 /// run here, or logits an engine recorded beside the trace.
-pub fn ports() -> Vec<Box<dyn parity_core::trace::Port>> {
+fn ports() -> Vec<Box<dyn parity_core::trace::Port>> {
     vec![
         Box::new(candle_adapter::port::CandlePort::default()),
         Box::new(llamacpp_sampling::LlamaCppPort),
@@ -176,22 +187,15 @@ impl Options {
 
 const OLLAMA_MODEL_PARAMS: &str = "ollama-model-params";
 
-/// The names in [`all`], comma-separated.
-fn names() -> String {
-    all(None)
-        .iter()
-        .map(|s| s.info().name)
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-/// A name from the registry; anything else is a usage error listing them.
-fn semantics_name(name: &str) -> Result<String, String> {
-    let known = names();
-    if known.split(", ").any(|n| n == name) {
-        Ok(name.to_string())
-    } else {
-        Err(format!("unknown semantics (known: {known})"))
+/// A parser that takes a name from `known` (comma-separated); anything else
+/// is a usage error listing them.
+fn semantics_name(known: String) -> impl Fn(&str) -> Result<String, String> + Clone {
+    move |name: &str| {
+        if known.split(", ").any(|n| n == name) {
+            Ok(name.to_string())
+        } else {
+            Err(format!("unknown semantics (known: {known})"))
+        }
     }
 }
 
@@ -202,15 +206,7 @@ fn semantics_name(name: &str) -> Result<String, String> {
 /// semantics' name, and `--ollama-model-params` on `request` and
 /// `translate`.
 pub fn with_registry(command: clap::Command) -> clap::Command {
-    let engines = Engines {
-        semantics: all(None),
-        ports: ports(),
-        bench: BenchEngine {
-            name: "candle",
-            step: bench_step,
-        },
-        defaults: DEFAULTS,
-    };
+    let engines = base_engines();
     let names = engines.names();
     let translators = engines.translators().join(", ");
     let port_names: Vec<_> = engines.ports.iter().map(|p| p.name()).collect();
@@ -248,7 +244,10 @@ pub fn with_registry(command: clap::Command) -> clap::Command {
         })
         .mut_subcommand("dist", |c| {
             c.mut_arg("semantics", |a| {
-                add(a.value_parser(semantics_name), semantics_list.clone())
+                add(
+                    a.value_parser(semantics_name(names.clone())),
+                    semantics_list.clone(),
+                )
             })
         })
         .mut_subcommand("trace", |c| {
@@ -256,7 +255,10 @@ pub fn with_registry(command: clap::Command) -> clap::Command {
                 add(a, format!("[default: {port}] [ports: {port_names}]"))
             })
             .mut_arg("port_semantics", |a| {
-                add(a.value_parser(semantics_name), semantics_list.clone())
+                add(
+                    a.value_parser(semantics_name(names.clone())),
+                    semantics_list.clone(),
+                )
             })
         })
         .mut_subcommand("beam", |c| {
@@ -287,13 +289,4 @@ pub fn with_registry(command: clap::Command) -> clap::Command {
 pub fn generation_config(path: Option<&Path>) -> anyhow::Result<Option<GenerationConfig>> {
     path.map(|p| GenerationConfig::from_path(p).with_context(|| format!("reading {}", p.display())))
         .transpose()
-}
-
-/// A flag's value that must be a JSON object: parsed, or an error naming the
-/// flag and quoting the text.
-fn json_object_arg(
-    flag: &str,
-    text: &str,
-) -> anyhow::Result<serde_json::Map<String, serde_json::Value>> {
-    serde_json::from_str(text).with_context(|| format!("{flag} is not a JSON object: {text}"))
 }

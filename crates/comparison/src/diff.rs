@@ -45,6 +45,8 @@ pub fn run<R: BufRead, W: Write, E: Write>(
         seed: 0,
         show_tokens: args.show_tokens,
     };
+    // Read once: it asks the terminal.
+    let width = wrap_width();
     let mut number = 0usize;
     let mut differing = 0usize;
     let summary = jsonl::drive(input, out, err, "error: ", |line, answer| {
@@ -80,7 +82,7 @@ pub fn run<R: BufRead, W: Write, E: Write>(
                 let doc = serde_json::json!({ "record": number, "rows": rows });
                 serde_json::to_writer(&mut *answer, &doc).map_err(|e| e.to_string())?;
             }
-            Format::Text => write_text(answer, number, &rows),
+            Format::Text => write_text(answer, width, number, &rows),
         }
         Ok(())
     })?;
@@ -104,12 +106,12 @@ fn exact_setups(
         .collect()
 }
 
-/// The record's rows for people, wrapped at [`wrap_width`] (without the
-/// last newline: the batch writes one).
-fn write_text(out: &mut Vec<u8>, number: usize, rows: &[Row]) {
+/// The record's rows for people, wrapped at `width` (without the last
+/// newline: the batch writes one).
+fn write_text(out: &mut Vec<u8>, width: usize, number: usize, rows: &[Row]) {
     let mut text = Vec::new();
     // Writing into a Vec cannot fail.
-    let _ = write_rows(&mut text, wrap_width(), number, rows);
+    let _ = write_rows(&mut text, width, number, rows);
     while text.last() == Some(&b'\n') {
         text.pop();
     }

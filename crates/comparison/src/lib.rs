@@ -37,8 +37,9 @@ pub use engines::{BenchEngine, BenchStep, Defaults, Engines};
 pub use progress::Progress;
 
 /// A command-line argument that must be a JSON object (`--kwargs`,
-/// `--port-params`): parsed, or an error naming the flag and quoting the text.
-pub(crate) fn json_object_arg(
+/// `--port-params`, a registry's own flags): parsed, or an error naming the
+/// flag and quoting the text.
+pub fn json_object_arg(
     flag: &str,
     text: &str,
 ) -> anyhow::Result<serde_json::Map<String, serde_json::Value>> {

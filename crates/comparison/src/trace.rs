@@ -264,14 +264,7 @@ pub fn run(
 ) -> anyhow::Result<()> {
     let registry = &engines.semantics[..];
     let port_name = args.port.as_deref().unwrap_or(engines.defaults.port);
-    let port = engines
-        .ports
-        .iter()
-        .find(|p| p.name() == port_name)
-        .with_context(|| {
-            let names: Vec<_> = engines.ports.iter().map(|p| p.name()).collect();
-            format!("unknown --port {port_name:?} (ports: {})", names.join(", "))
-        })?;
+    let port = engines.port(port_name)?;
     let port_semantics = args
         .port_semantics
         .clone()
@@ -387,11 +380,7 @@ fn decode(token: &str) -> String {
 }
 
 fn sci(x: f64) -> String {
-    if x == 0.0 {
-        "0".to_string()
-    } else {
-        format!("{x:.2e}")
-    }
+    crate::report::view::sci(Some(x))
 }
 
 fn write_text(out: &mut dyn Write, r: &TraceReport, vocab: Option<&Vocab>) -> anyhow::Result<()> {

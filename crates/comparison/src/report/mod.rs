@@ -29,7 +29,7 @@ mod schema;
 pub(crate) mod select;
 mod summary;
 pub(crate) mod text;
-mod view;
+pub(crate) mod view;
 
 pub(crate) use schema::text_fields;
 pub use schema::{
