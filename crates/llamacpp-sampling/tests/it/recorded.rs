@@ -4,7 +4,7 @@
 //! seeded draw is the token llama.cpp drew.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use llamacpp_sampling::{LlamaCpp, Ollama};
 use parity_core::{Context, Distribution, Fixture, Logits, Semantics};
@@ -55,7 +55,7 @@ struct Case {
 }
 
 fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures")
+    parity_core::fixture::bundled_dir().expect("bundled fixtures")
 }
 
 fn load_cases() -> (Header, Vec<Case>) {

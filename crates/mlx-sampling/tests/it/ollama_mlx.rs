@@ -8,10 +8,10 @@ use mlx_sampling::ollama_mlx::{mix_seed, top_k_order};
 use parity_core::{Context, Fixture, Logits, Semantics};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures")
+    parity_core::fixture::bundled_dir().expect("bundled fixtures")
 }
 
 #[test]

@@ -5,14 +5,14 @@
 //! request resolved as mlx_lm.server resolved it.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use mlx_sampling::{MlxLm, MlxParams, from_request};
 use parity_core::{Context, Fixture, Logits, Semantics};
 use serde_json::{Map, Value};
 
 fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures")
+    parity_core::fixture::bundled_dir().expect("bundled fixtures")
 }
 
 fn lines() -> (Value, Vec<Value>) {

@@ -2,14 +2,14 @@
 //! both branches: `fixtures/ollama/go_exp_fma.jsonl` (AVX+FMA, the default on
 //! current CPUs) and `go_exp_sse2.jsonl` (`GODEBUG=cpu.fma=off`).
 
-use std::path::Path;
 
 use ollama_sampling::go::exp_amd64;
 use serde_json::Value;
 
 fn check(file: &str, fma: bool) -> (usize, usize) {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../fixtures/ollama")
+    let path = parity_core::fixture::bundled_dir()
+        .expect("bundled fixtures")
+        .join("ollama")
         .join(file);
     let text = std::fs::read_to_string(&path).expect("recorded file");
     let (mut n, mut libm_differs) = (0, 0);

@@ -6,18 +6,18 @@
 //! kept set, the probabilities within 1e-6, and every seeded draw token for
 //! token.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use ollama_sampling::{OllamaGo, Steps, Token, penalised, sampler, settings};
 use parity_core::{Context, Fixture, Logits, Semantics};
 use serde_json::{Map, Value};
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+fn fixtures() -> PathBuf {
+    parity_core::fixture::bundled_dir().expect("bundled fixtures")
 }
 
 fn lines_of(file: &str) -> (Value, Vec<Value>) {
-    let text = std::fs::read_to_string(repo().join("fixtures/ollama").join(file))
+    let text = std::fs::read_to_string(fixtures().join("ollama").join(file))
         .unwrap_or_else(|e| panic!("fixtures/ollama/{file}: {e}"));
     let mut it = text
         .lines()
@@ -57,7 +57,7 @@ fn logits_of(case: &Value) -> Vec<f32> {
         Some(Value::Array(a)) => a.iter().map(f32_of).collect(),
         _ => {
             let source = case["source"].as_str().expect("source");
-            Fixture::load(&repo().join("fixtures").join(source))
+            Fixture::load(&fixtures().join(source))
                 .expect("fixture")
                 .logits
         }

@@ -4,14 +4,14 @@
 mod semantics;
 mod server;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use parity_core::{Context, Fixture, Logits, Semantics};
 use serde_json::{Map, Value};
 use sglang_sampling::{Sglang, seeded};
 
-pub(crate) fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+pub(crate) fn fixtures() -> PathBuf {
+    parity_core::fixture::bundled_dir().expect("bundled fixtures")
 }
 
 struct Recorded {
@@ -54,7 +54,7 @@ impl Recorded {
 }
 
 fn recorded() -> Vec<Recorded> {
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(repo().join("fixtures/sglang"))
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(fixtures().join("sglang"))
         .expect("fixtures/sglang exists")
         .map(|e| e.expect("entry").path())
         .filter(|p| p.extension().is_some_and(|e| e == "safetensors"))
@@ -117,7 +117,7 @@ fn every_recorded_case_replays() {
         let (raw, input_ids) = if source.starts_with("synthetic/") {
             (rec.f32s("logits"), rec.i64s("input_ids"))
         } else {
-            let f = Fixture::load(&repo().join("fixtures").join(&source)).expect("source fixture");
+            let f = Fixture::load(&fixtures().join(&source)).expect("source fixture");
             (f.logits, f.input_ids)
         };
         let prompt_len: usize = rec.meta["prompt_len"]

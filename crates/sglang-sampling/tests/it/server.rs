@@ -9,7 +9,7 @@ use sglang_sampling::{
 };
 
 fn server() -> Value {
-    let text = std::fs::read_to_string(crate::repo().join("fixtures/sglang/server.json"))
+    let text = std::fs::read_to_string(crate::fixtures().join("sglang/server.json"))
         .expect("fixtures/sglang/server.json");
     serde_json::from_str(&text).expect("json")
 }

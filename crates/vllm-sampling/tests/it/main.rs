@@ -3,14 +3,14 @@
 
 mod requests;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use parity_core::{Context, Fixture, Logits, Semantics};
 use serde_json::{Map, Value};
 use vllm_sampling::{Vllm, gumbel_argmax, kernel_seed};
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+fn fixtures() -> PathBuf {
+    parity_core::fixture::bundled_dir().expect("bundled fixtures")
 }
 
 struct Recorded {
@@ -59,7 +59,7 @@ impl Recorded {
 }
 
 fn recorded() -> Vec<Recorded> {
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(repo().join("fixtures/vllm"))
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(fixtures().join("vllm"))
         .expect("fixtures/vllm exists")
         .map(|e| e.expect("entry").path())
         .filter(|p| p.extension().is_some_and(|e| e == "safetensors"))
@@ -118,8 +118,7 @@ fn every_recorded_case_replays() {
     let mut kept_checked = 0;
     for rec in recorded() {
         let source = rec.meta["source"].as_str().expect("source").to_string();
-        let fixture =
-            Fixture::load(&repo().join("fixtures").join(&source)).expect("source fixture");
+        let fixture = Fixture::load(&fixtures().join(&source)).expect("source fixture");
         let prompt_len: usize = rec.meta["prompt_len"]
             .as_str()
             .expect("str")
