@@ -32,21 +32,17 @@ fn model_path() -> PathBuf {
         .join("../../.cache/models/SmolLM2-135M-Instruct.Q4_1.gguf")
 }
 
-/// Whether the model is there; without it, fails under CI and skips otherwise.
-fn model_or_skip(test: &str) -> bool {
-    if model_path().is_file() {
-        return true;
-    }
+/// The model must be here: the tests that call this are ignored (with the
+/// reason) when build.rs did not find it, so a model gone since the build
+/// is a failure, never a silent pass.
+fn require_model(test: &str) {
     assert!(
-        std::env::var_os("CI").is_none(),
-        "{test}: {} is missing and CI is set: run scripts/fetch-model.sh first",
+        model_path().is_file(),
+        "{test}: {} is missing, but it was there when this test was built (build.rs ignores the \
+         test without it): run scripts/fetch-model.sh, or `touch crates/compare/build.rs` to \
+         rebuild",
         model_path().display()
     );
-    eprintln!(
-        "{test}: skipped: {} is missing (scripts/fetch-model.sh fetches it)",
-        model_path().display()
-    );
-    false
 }
 
 fn scratch(tag: &str) -> PathBuf {
@@ -314,9 +310,7 @@ fn kwargs_override_and_port_params_are_used() {
     ignore = "needs the SmolLM2 GGUF in .cache/models/ (scripts/fetch-model.sh)"
 )]
 fn candle_port_logits_distance_recomputes_from_exported_logits() {
-    if !model_or_skip("candle_port_logits_distance_recomputes_from_exported_logits") {
-        return;
-    }
+    require_model("candle_port_logits_distance_recomputes_from_exported_logits");
     let dir = scratch("candle");
     let trace = "cook_k40p09rep";
     let doc = run_json(&[
@@ -459,12 +453,11 @@ fn a_trace_from_another_model_is_detected() {
     );
     assert!(err.contains("a trace from another model"), "{err}");
     // The candle port: the model's hash is not the trace's.
-    if model_or_skip("a_trace_from_another_model_is_detected") {
-        let out = compare(&["trace", "--trace", &trace.display().to_string()], "");
-        assert_eq!(out.status.code(), Some(2));
-        let err = text(&out.stderr);
-        assert!(err.contains(&format!("expected {other}")), "{err}");
-    }
+    require_model("a_trace_from_another_model_is_detected");
+    let out = compare(&["trace", "--trace", &trace.display().to_string()], "");
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(err.contains(&format!("expected {other}")), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -490,9 +483,7 @@ fn a_trace_with_another_vocabulary_size_is_refused() {
     ignore = "needs the SmolLM2 GGUF in .cache/models/ (scripts/fetch-model.sh)"
 )]
 fn a_prompt_longer_than_the_context_window_is_refused() {
-    if !model_or_skip("a_prompt_longer_than_the_context_window_is_refused") {
-        return;
-    }
+    require_model("a_prompt_longer_than_the_context_window_is_refused");
     // 5000 prompt ids (token 28 repeated) and one step: candle's
     // quantized_llama holds MAX_SEQ_LEN = 4096 positions.
     let prompt_len = 5000usize;

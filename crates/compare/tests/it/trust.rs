@@ -107,6 +107,14 @@ fn tests_that_need_a_real_component_know_whether_it_is_here() {
         .iter()
         .any(|b| Command::new(b).arg("--version").output().is_ok());
     assert_eq!(cfg!(has_chromium), ci || browser, "has_chromium");
+    let server = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../.cache/llama-server/0.3.36/llama-server")
+        .is_file();
+    assert_eq!(
+        cfg!(has_llama_server),
+        ci || (server && model),
+        "has_llama_server"
+    );
 }
 
 #[test]

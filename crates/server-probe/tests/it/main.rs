@@ -9,7 +9,7 @@
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::{Mutex, OnceLock};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use parity_core::AnySemantics;
@@ -30,9 +30,10 @@ fn model() -> PathBuf {
     repo().join(".cache/models/SmolLM2-135M-Instruct.Q4_1.gguf")
 }
 
-/// Whether the server and model are there; without them, fails under CI
-/// and prints the reason otherwise.
-fn available(test: &str) -> bool {
+/// The server and model must be here: the tests that call this are ignored
+/// (with the reason) when build.rs did not find them, so one gone since the
+/// build is a failure, never a silent pass.
+fn require(test: &str) {
     let missing: Vec<String> = [
         (binary(), "scripts/build-llama-server.sh"),
         (model(), "scripts/fetch-model.sh"),
@@ -41,16 +42,12 @@ fn available(test: &str) -> bool {
     .filter(|(p, _)| !p.is_file())
     .map(|(p, how)| format!("{} is missing ({how} makes it)", p.display()))
     .collect();
-    if missing.is_empty() {
-        return true;
-    }
     assert!(
-        std::env::var_os("CI").is_none(),
-        "{test}: CI is set and {}",
+        missing.is_empty(),
+        "{test}: {}, but it was there when this test was built (or CI is set); \
+         `touch crates/server-probe/build.rs` rebuilds it as ignored",
         missing.join("; ")
     );
-    eprintln!("{test}: skipped: {}", missing.join("; "));
-    false
 }
 
 /// A running llama-server, killed on drop.
@@ -121,15 +118,14 @@ fn minreq_health(url: &str) -> bool {
     text.starts_with("HTTP/1.1 200")
 }
 
-/// The one server of this test binary (tests take turns: the lock).
-fn server() -> std::sync::MutexGuard<'static, Option<Server>> {
-    static SERVER: OnceLock<Mutex<Option<Server>>> = OnceLock::new();
-    let m = SERVER.get_or_init(|| Mutex::new(None));
-    let mut guard = m.lock().unwrap_or_else(|e| e.into_inner());
-    if guard.is_none() {
-        *guard = Some(start());
-    }
-    guard
+/// A server of the calling test's own, killed when the test ends (also when
+/// it fails); tests take turns (the lock), so one runs at a time. (A server
+/// kept in a static for the whole binary is never dropped, so it outlived
+/// `cargo test`.)
+fn server() -> (std::sync::MutexGuard<'static, ()>, Server) {
+    static TURN: Mutex<()> = Mutex::new(());
+    let turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+    (turn, start())
 }
 
 pub(crate) fn registry() -> Vec<Box<dyn AnySemantics>> {
@@ -218,11 +214,9 @@ pub(crate) fn check_post_sampling(report: &Report) {
     ignore = "needs llama-server and the SmolLM2 GGUF (scripts/build-llama-server.sh, scripts/fetch-model.sh)"
 )]
 fn post_sampling_names_llama_cpp_on_every_request() {
-    if !available("post_sampling_names_llama_cpp_on_every_request") {
-        return;
-    }
-    let guard = server();
-    let url = guard.as_ref().map(|s| s.url.clone()).unwrap_or_default();
+    require("post_sampling_names_llama_cpp_on_every_request");
+    let (_turn, server) = server();
+    let url = server.url.clone();
     let o = options(&url, requests(), None);
     let (report, recording) = server_probe::probe(&o, &registry()).expect("probe");
     assert_eq!(report.probes.len(), requests().len());
@@ -293,11 +287,9 @@ fn post_sampling_names_llama_cpp_on_every_request() {
     ignore = "needs llama-server and the SmolLM2 GGUF (scripts/build-llama-server.sh, scripts/fetch-model.sh)"
 )]
 fn samples_name_llama_cpp_and_rule_out_temperature_first() {
-    if !available("samples_name_llama_cpp_and_rule_out_temperature_first") {
-        return;
-    }
-    let guard = server();
-    let url = guard.as_ref().map(|s| s.url.clone()).unwrap_or_default();
+    require("samples_name_llama_cpp_and_rule_out_temperature_first");
+    let (_turn, server) = server();
+    let url = server.url.clone();
     // min_p before temperature (llama.cpp) against temperature first, at
     // T = 2; and llama-server's defaults against transformers' defaults.
     let requests = vec![
@@ -341,11 +333,9 @@ fn samples_name_llama_cpp_and_rule_out_temperature_first() {
     ignore = "needs llama-server and the SmolLM2 GGUF (scripts/build-llama-server.sh, scripts/fetch-model.sh)"
 )]
 fn a_wrong_api_a_refused_request_and_a_dead_server_are_errors() {
-    if !available("a_wrong_api_a_refused_request_and_a_dead_server_are_errors") {
-        return;
-    }
-    let guard = server();
-    let url = guard.as_ref().map(|s| s.url.clone()).unwrap_or_default();
+    require("a_wrong_api_a_refused_request_and_a_dead_server_are_errors");
+    let (_turn, server) = server();
+    let url = server.url.clone();
     let mut o = options(&url, vec![json!({})], None);
     o.api = Api::Ollama;
     o.model = Some("m".into());
@@ -430,11 +420,9 @@ fn non_json_truncated_and_silent_answers_are_errors() {
     ignore = "needs llama-server and the SmolLM2 GGUF (scripts/build-llama-server.sh, scripts/fetch-model.sh)"
 )]
 fn the_openai_dialect_names_llama_cpp_behind_llama_servers_v1() {
-    if !available("the_openai_dialect_names_llama_cpp_behind_llama_servers_v1") {
-        return;
-    }
-    let guard = server();
-    let url = guard.as_ref().map(|s| s.url.clone()).unwrap_or_default();
+    require("the_openai_dialect_names_llama_cpp_behind_llama_servers_v1");
+    let (_turn, server) = server();
+    let url = server.url.clone();
     let mut o = options(&url, vec![json!({"temperature": 1.0})], Some(200));
     o.api = Api::Openai;
     o.top = Some(200);
@@ -446,4 +434,17 @@ fn the_openai_dialect_names_llama_cpp_behind_llama_servers_v1() {
     for c in p.candidates.iter().filter(|c| c.semantics == "hf-rust") {
         assert_eq!(c.verdict, Verdict::RuledOut, "{c:?}");
     }
+}
+
+/// build.rs's `has_llama_server` matches what is on disk (on whatever the
+/// machine has with CI set), so the live tests are ignored exactly when
+/// their server or model is missing outside CI.
+#[test]
+fn the_live_tests_know_whether_their_server_is_here() {
+    let ci = std::env::var_os("CI").is_some();
+    assert_eq!(
+        cfg!(has_llama_server),
+        ci || (binary().is_file() && model().is_file()),
+        "has_llama_server"
+    );
 }
