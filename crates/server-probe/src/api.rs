@@ -87,6 +87,18 @@ impl Api {
         }
     }
 
+    /// Whether a semantics' route (its `Route::endpoint` label, which starts
+    /// with the server's name) is one this API's server answers: llama-server's
+    /// own routes; Ollama's native ones (its OpenAI layer is `Openai`'s); any
+    /// OpenAI-compatible route.
+    pub fn serves(self, endpoint: &str) -> bool {
+        match self {
+            Api::LlamaServer => endpoint.starts_with("llama-server"),
+            Api::Ollama => endpoint.starts_with("Ollama") && !endpoint.contains("/v1/"),
+            Api::Openai => endpoint.contains("/v1/"),
+        }
+    }
+
     /// The most top log-probabilities one answer may hold, when the API caps it.
     pub fn max_top(self) -> Option<usize> {
         match self {

@@ -46,7 +46,7 @@ mod stats;
 use std::collections::HashMap;
 use std::time::Duration;
 
-use parity_core::{AnySemantics, Comparison, Context, Distribution, Error, Logits, Prepared};
+use parity_core::{AnySemantics, Comparison, Context, Distribution, Error, Logits, Prepared, Role};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
@@ -565,16 +565,6 @@ struct Routed<'s> {
     prepared: Result<Box<dyn Prepared + 's>, String>,
 }
 
-fn fits(api: Api, semantics: &str, endpoint: &str) -> bool {
-    match api {
-        Api::LlamaServer => semantics == "llama.cpp" && endpoint.starts_with("llama-server"),
-        Api::Ollama => {
-            matches!(semantics, "ollama" | "ollama-go" | "ollama-mlx") && !endpoint.contains("/v1/")
-        }
-        Api::Openai => endpoint.contains("/v1/"),
-    }
-}
-
 /// The candidates for one request: the fitting routes, transformers, and
 /// on llama-server the same chain with temperature first.
 fn candidates<'s>(
@@ -593,7 +583,7 @@ fn candidates<'s>(
                 variant: None,
                 prepared: route.params.map_err(|e| e.to_string()),
             };
-            if name == "hf-rust" && i == 0 {
+            if s.role() == Role::ReferenceComputed && i == 0 {
                 let again = s.prepare_request(request, None).into_iter().next();
                 transformers = again.map(|r| Routed {
                     semantics: name,
@@ -604,7 +594,7 @@ fn candidates<'s>(
                 out.push(routed);
                 continue;
             }
-            if !fits(api, name, route.endpoint) {
+            if !api.serves(route.endpoint) {
                 continue;
             }
             let temp_first = (api == Api::LlamaServer)
