@@ -62,19 +62,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn descending_sort_is_the_ascending_sort_of_the_negation() {
-        // torch 2.14.1: probs.sort(descending=True) gave the same indices as
-        // (-probs).sort() on tie-heavy rows (checked while writing record.py);
-        // the comparator x > y is y' < x' on negated values.
-        let v: Vec<f32> = (0..100).map(|i| ((i * 7919) % 5) as f32).collect();
-        let neg: Vec<f32> = v.iter().map(|x| -x).collect();
-        assert_eq!(
-            argsort_descending(&v),
-            hf_sampling::torch_ops::argsort_ascending(&neg)
-        );
-    }
-
-    #[test]
     fn topk_of_distinct_values_is_the_k_largest_in_order() {
         let v = [0.1f32, 0.4, 0.2, 0.3];
         assert_eq!(topk(&v, 2), vec![1, 3]);
