@@ -49,7 +49,7 @@
 pub mod ollama_mlx;
 pub mod ollama_mlx_request;
 mod params;
-pub mod random;
+mod random;
 mod sampler;
 mod translate;
 
@@ -60,7 +60,7 @@ use parity_core::{
 use serde_json::{Map, Value};
 
 pub use ollama_mlx::{OllamaMlx, OllamaMlxParams};
-pub use params::{FIELDS, MAX_DRAWS, MlxParams, from_request, server_reads};
+pub use params::{MAX_DRAWS, MlxParams, from_request};
 
 /// mlx-lm 0.32.2's `generate_step` sampling on MLX 0.32.4 (CPU).
 #[derive(Debug, Clone, Copy, Default)]
@@ -231,7 +231,7 @@ impl Semantics for MlxLm {
             "mlx_lm.server 0.32.2 /v1/chat/completions (and /v1/completions)",
             params,
         )
-        .ignoring_all_but(request, server_reads);
+        .ignoring_all_but(request, params::server_reads);
         if !request.contains_key("temperature") {
             route = route.note("temperature 0.0: greedy (mlx_lm.server --temp default)");
         }

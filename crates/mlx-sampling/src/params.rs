@@ -168,7 +168,7 @@ fn float(v: f64) -> Value {
 
 /// The fields `parse` accepts: the server's sampling fields, the XTC
 /// special ids (which the server takes from the tokenizer) and `draws`.
-pub const FIELDS: &[&str] = &[
+pub(crate) const FIELDS: &[&str] = &[
     "temperature",
     "top_p",
     "top_k",
@@ -430,7 +430,7 @@ const OTHER_READ: &[&str] = &[
 ];
 
 /// Whether the server reads `field` (for [`parity_core::Route`]'s ignored list).
-pub fn server_reads(field: &str) -> bool {
+pub(crate) fn server_reads(field: &str) -> bool {
     (FIELDS.contains(&field) && field != "xtc_special_tokens" && field != "draws")
         || OTHER_READ.contains(&field)
 }

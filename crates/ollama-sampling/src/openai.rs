@@ -10,7 +10,7 @@ use parity_core::Error;
 use serde_json::{Map, Value};
 
 /// The Go type a JSON value must decode into, named for the error.
-pub fn decode_error(strukt: &str, field: &str, val: &Value, go_type: &str) -> Error {
+pub(crate) fn decode_error(strukt: &str, field: &str, val: &Value, go_type: &str) -> Error {
     let kind = match val {
         Value::Bool(_) => "bool".to_string(),
         Value::String(_) => "string".to_string(),
@@ -26,7 +26,7 @@ pub fn decode_error(strukt: &str, field: &str, val: &Value, go_type: &str) -> Er
 
 /// A `*float64` / `*float32` / `*int` field of an OpenAI request body, as Go's
 /// JSON decoder reads it: absent or null → `None`.
-pub fn field(
+pub(crate) fn field(
     request: &Map<String, Value>,
     strukt: &str,
     name: &str,

@@ -38,8 +38,8 @@
 
 #![deny(missing_docs)]
 
-pub mod api;
-pub mod http;
+mod api;
+mod http;
 mod report;
 mod stats;
 
@@ -261,7 +261,7 @@ enum Observed {
 }
 
 /// Runs the probe through any transport.
-pub fn run(
+pub(crate) fn run(
     options: &Options,
     registry: &[Box<dyn AnySemantics>],
     transport: &mut dyn Transport,
