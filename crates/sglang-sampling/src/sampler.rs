@@ -145,16 +145,18 @@ pub fn run(logits: &[f32], context: &Context<'_>, p: &SglangParams) -> Result<St
     }
     // NaN compares false both ways, so an all-NaN row sorts like a row of
     // equal values.
-    let keys: Vec<f32> = if all_nan {
-        vec![0.0; vocab]
+    let zeros;
+    let keys: &[f32] = if all_nan {
+        zeros = vec![0.0; vocab];
+        &zeros
     } else {
-        probs.clone()
+        &probs
     };
     let use_topk = !seeded && p.top_k < TOP_K_ALL && (p.top_k as usize) < vocab;
     let (path, idx) = if use_topk {
-        (Path::TopK, torch::topk(&keys, p.top_k as usize))
+        (Path::TopK, torch::topk(keys, p.top_k as usize))
     } else {
-        (Path::Sorted, torch::argsort_descending(&keys))
+        (Path::Sorted, torch::argsort_descending(keys))
     };
     let mut sorted: Vec<f32> = idx.iter().map(|&i| probs[i]).collect();
     let sums = torch::cumsum(&sorted);

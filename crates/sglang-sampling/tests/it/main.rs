@@ -188,6 +188,17 @@ fn every_recorded_case_replays() {
                 Some(got.tokens().is_some()),
                 "{what}: seeded path"
             );
+            // The branch of SGLang's sampler, as record.py saw it taken.
+            use sglang_sampling::Path;
+            let path = match (step.path, got.tokens().is_some()) {
+                (Path::Greedy, _) => "greedy",
+                (Path::Simple, false) => "simple",
+                (Path::Simple, true) => "seeded_simple",
+                (Path::TopK, _) => "topk",
+                (Path::Sorted, false) => "sorted",
+                (Path::Sorted, true) => "seeded_sorted",
+            };
+            assert_eq!(case["path"].as_str(), Some(path), "{what}: path");
             let kept = case["kept"].as_u64().expect("kept") as usize;
             assert_eq!(got.kept().len(), kept, "{what}: kept count");
             let ids = rec.i64s(&format!("{name}.ids"));
