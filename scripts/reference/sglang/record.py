@@ -48,7 +48,6 @@ os.environ["TORCH_COMPILE_DISABLE"] = "1"
 os.environ.setdefault("SGLANG_LOGGING_LEVEL", "ERROR")
 
 import argparse  # noqa: E402
-import difflib  # noqa: E402
 import json  # noqa: E402
 import logging  # noqa: E402
 import math  # noqa: E402
@@ -64,13 +63,17 @@ logging.disable(logging.WARNING)
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 import triton  # noqa: E402
-from safetensors.numpy import load, load_file, save  # noqa: E402
+from safetensors.numpy import load_file, save  # noqa: E402
 
 import sglang  # noqa: E402
 from sglang.srt.runtime_context import get_context, get_parallel  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[3]
 OUT = REPO / "fixtures" / "sglang"
+# The shared --check (standard library only: it leaves torch's kernel
+# choice alone, unlike fixturelib).
+sys.path.insert(0, str(REPO / "scripts" / "reference"))
+import textcheck  # noqa: E402
 FORMAT = "sampling-parity-sglang/1"
 SPARSE_MAX = 2048  # store every kept weight up to this many, else the TOP largest
 TOP = 256
@@ -741,21 +744,6 @@ def build() -> dict[str, bytes]:
     return files
 
 
-def describe(name: str, data: bytes) -> list[str]:
-    """A readable dump of one output file, for --check diffs."""
-    if name.endswith(".json"):
-        return data.decode().splitlines()
-    n = int.from_bytes(data[:8], "little")
-    header = json.loads(data[8: 8 + n])
-    meta = header.pop("__metadata__", {})
-    lines = [f"{k}: {v}" for k, v in sorted(meta.items()) if k != "cases"]
-    for c in json.loads(meta.get("cases", "[]")):
-        lines.append(json.dumps(c, sort_keys=True))
-    for k, v in sorted(load(data).items()):
-        bits = v.view(np.uint32 if v.dtype == np.float32 else np.uint64) if v.dtype.kind == "f" else v
-        lines.append(f"{k}: {v.dtype} {bits.tolist()}")
-    return lines
-
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -764,28 +752,10 @@ def main() -> int:
     args = ap.parse_args()
     files = build()
     if args.check:
-        bad = 0
         existing = {p.name for p in OUT.iterdir()} if OUT.exists() else set()
-        for name in sorted(existing - files.keys()):
-            print(f"record.py --check: stale file fixtures/sglang/{name}", file=sys.stderr)
-            bad += 1
-        for name, data in sorted(files.items()):
-            path = OUT / name
-            old_lines = describe(name, path.read_bytes()) if path.exists() else []
-            new_lines = describe(name, data)
-            if old_lines == new_lines:
-                continue
-            bad += 1
-            diff = difflib.unified_diff(old_lines, new_lines, f"committed/{name}", f"regenerated/{name}",
-                                        lineterm="", n=0)
-            print("\n".join(list(diff)[:60]))
-        if bad:
-            print(f"record.py --check: {bad} file(s) differ; regenerate with "
-                  "scripts/reference/sglang/.venv/bin/python scripts/reference/sglang/record.py",
-                  file=sys.stderr)
-            return 1
-        print(f"record.py --check: {len(files)} files identical", file=sys.stderr)
-        return 0
+        return textcheck.check_files(
+            OUT, files, existing, "record.py",
+            "scripts/reference/sglang/.venv/bin/python scripts/reference/sglang/record.py")
     OUT.mkdir(parents=True, exist_ok=True)
     for name, data in files.items():
         (OUT / name).write_bytes(data)

@@ -21,7 +21,6 @@ Usage (from the repository root, after scripts/reference/vllm/setup.sh):
 """
 
 import argparse
-import difflib
 import json
 import os
 import sys
@@ -43,6 +42,10 @@ from vllm.v1.worker.gpu_input_batch import CachedRequestState, InputBatch  # noq
 
 REPO = Path(__file__).resolve().parents[3]
 OUT = REPO / "fixtures" / "vllm"
+# The shared --check (standard library only: it leaves torch's kernel
+# choice alone, unlike fixturelib).
+sys.path.insert(0, str(REPO / "scripts" / "reference"))
+import textcheck  # noqa: E402
 FORMAT = "sampling-parity-vllm/1"
 DRAWS = 16  # seeded draws per sampled case
 STEPS = 3  # consecutive steps on one request generator, per sampled case
@@ -340,22 +343,6 @@ def build() -> dict[str, bytes]:
     return files
 
 
-def describe(data: bytes) -> list[str]:
-    """A readable dump of one output file, for --check diffs."""
-    from safetensors.numpy import load
-
-    n = int.from_bytes(data[:8], "little")
-    header = json.loads(data[8 : 8 + n])
-    meta = header.pop("__metadata__", {})
-    lines = [f"{k}: {v}" for k, v in sorted(meta.items()) if k != "cases"]
-    for c in json.loads(meta.get("cases", "[]")):
-        lines.append(json.dumps(c, sort_keys=True))
-    for k, v in sorted(load(data).items()):
-        # float32/float64 values as their exact bit patterns
-        bits = v.view(np.uint32 if v.dtype == np.float32 else np.uint64) if v.dtype.kind == "f" else v
-        lines.append(f"{k}: {v.dtype} {bits.tolist()}")
-    return lines
-
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -364,31 +351,10 @@ def main() -> int:
     args = ap.parse_args()
     files = build()
     if args.check:
-        bad = 0
         existing = {p.name for p in OUT.glob("*.safetensors")} if OUT.exists() else set()
-        for name in sorted(existing - files.keys()):
-            print(f"record.py --check: stale file fixtures/vllm/{name}", file=sys.stderr)
-            bad += 1
-        for name, data in sorted(files.items()):
-            path = OUT / name
-            old = path.read_bytes() if path.exists() else b""
-            # Compare contents (metadata sorted, every value exactly), not bytes:
-            # safetensors may write the metadata keys in any order.
-            old_lines = describe(old) if old else []
-            new_lines = describe(data)
-            if old_lines == new_lines:
-                continue
-            bad += 1
-            diff = difflib.unified_diff(old_lines, new_lines, f"committed/{name}",
-                                        f"regenerated/{name}", lineterm="", n=0)
-            print("\n".join(list(diff)[:60]))
-        if bad:
-            print(f"record.py --check: {bad} file(s) differ; regenerate with "
-                  "scripts/reference/vllm/.venv/bin/python scripts/reference/vllm/record.py",
-                  file=sys.stderr)
-            return 1
-        print(f"record.py --check: {len(files)} files identical", file=sys.stderr)
-        return 0
+        return textcheck.check_files(
+            OUT, files, existing, "record.py",
+            "scripts/reference/vllm/.venv/bin/python scripts/reference/vllm/record.py")
     OUT.mkdir(parents=True, exist_ok=True)
     for name, data in files.items():
         (OUT / name).write_bytes(data)
