@@ -79,8 +79,8 @@ mod params;
 mod sampler;
 
 use parity_core::{
-    Against, Context, Described, Distribution, Error, Explanation, Info, Logits, ParamInfo,
-    Precision, Route, Semantics,
+    Against, Context, Described, Distribution, Error, Explanation, Info, Logits, Precision, Route,
+    Semantics,
 };
 use serde_json::{Map, Value};
 
@@ -95,58 +95,7 @@ static INFO: Info = Info {
     engine: "mistral.rs 0.9.2 (commit 9e922623, CPU sampler); 0.9.1 with version=\"0.9.1\"",
     summary: "frequency/presence then repetition penalty, logit bias, temperature, softmax, top-k by selection (exactly k), top-p (renormalised over the top-k since 0.9.2), min-p dropping p == threshold",
     verified_against: "vectors computed by hand from mistralrs-core/src/sampler.rs at v0.9.1 and 9e922623 (the sampler cannot be driven on given logits here)",
-    params: &[
-        ParamInfo {
-            name: "temperature",
-            default: "1.0",
-            meaning: "null is 1.0 (add_request.rs); < 1e-7 (0 included) = argmax",
-        },
-        ParamInfo {
-            name: "top_k",
-            default: "null",
-            meaning: "null or 0 = off; exactly k kept",
-        },
-        ParamInfo {
-            name: "top_p",
-            default: "null",
-            meaning: "used only when 0 < top_p < 1",
-        },
-        ParamInfo {
-            name: "min_p",
-            default: "null",
-            meaning: "used only when 0 < min_p < 1; drops p <= max_p * min_p",
-        },
-        ParamInfo {
-            name: "frequency_penalty",
-            default: "null",
-            meaning: "per generated occurrence (whole context in 0.9.1)",
-        },
-        ParamInfo {
-            name: "presence_penalty",
-            default: "null",
-            meaning: "once per generated id (whole context in 0.9.1)",
-        },
-        ParamInfo {
-            name: "repetition_penalty",
-            default: "null",
-            meaning: "every id in the context, after frequency/presence",
-        },
-        ParamInfo {
-            name: "logit_bias",
-            default: "null",
-            meaning: "{\"token id\": bias}, after the penalties",
-        },
-        ParamInfo {
-            name: "dry_multiplier",
-            default: "null",
-            meaning: "only 0 (DRY needs the tokenizer)",
-        },
-        ParamInfo {
-            name: "version",
-            default: "\"0.9.2\"",
-            meaning: "\"0.9.2\" or \"0.9.1\" (before the 2026-08-18 top-p change)",
-        },
-    ],
+    params: MistralRsParams::PARAMS,
 };
 
 impl Semantics for MistralRs {
@@ -195,7 +144,7 @@ impl Semantics for MistralRs {
         request: &Map<String, Value>,
         generation_config: Option<&Map<String, Value>>,
     ) -> Vec<Route<MistralRsParams>> {
-        let own = |k: &str| params::FIELDS.contains(&k) && k != "version";
+        let own = |k: &str| MistralRsParams::FIELDS.contains(&k) && k != "version";
         let mut route = Route::new(
             "mistralrs-server /v1/chat/completions",
             request_params(request, generation_config),

@@ -4,190 +4,107 @@
 //! called from `mistralrs-core/src/engine/add_request.rs`).
 
 use parity_core::Error;
-use serde_json::{Map, Number, Value};
+use serde_json::{Map, Value};
+
+use std::collections::BTreeMap;
+
+use parity_core::params::{Null, from_map, non_default};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// Which mistral.rs sampler to reproduce.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
 pub enum Version {
     /// Tag v0.9.1 (2026-08-14): raw top-p cutoff, frequency/presence over
     /// the whole context, no generation-config merge.
+    #[serde(rename = "0.9.1")]
     V0_9_1,
     /// Tag v0.9.2 / commit 9e922623 (2026-08-22): top-p renormalised over
     /// the top-k, frequency/presence over generated ids, merge.
     #[default]
+    #[serde(rename = "0.9.2")]
     V0_9_2,
 }
 
-impl Version {
-    fn as_str(self) -> &'static str {
-        match self {
-            Self::V0_9_1 => "0.9.1",
-            Self::V0_9_2 => "0.9.2",
-        }
+parity_core::params! {
+    /// The request's sampling fields, as mistral.rs holds them (unset =
+    /// `None`; `null` is unset). mistral.rs validates none of their ranges:
+    /// out-of-range values simply switch a filter off (top-p ≥ 1, min-p ≥ 1)
+    /// or mean greedy (temperature < 1e-7, 0 included). Only what its
+    /// deserialiser refuses is refused (a negative or fractional `top_k`, a
+    /// non-integer bias key).
+    #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+    #[serde(default, deny_unknown_fields)]
+    pub struct MistralRsParams {
+        /// `temperature`; unset means 1.0 (`engine/add_request.rs`:
+        /// `temperature.unwrap_or(1.0)`), below 1e-7 means argmax.
+        pub temperature: Option<f64> ["1.0"]
+            => "null is 1.0 (add_request.rs); < 1e-7 (0 included) = argmax",
+        /// `top_k` (a `usize`; 0 is off).
+        pub top_k: Option<usize> => "null or 0 = off; exactly k kept",
+        /// `top_p`, used only strictly between 0 and 1.
+        pub top_p: Option<f64> => "used only when 0 < top_p < 1",
+        /// `min_p`, used only strictly between 0 and 1.
+        pub min_p: Option<f64> => "used only when 0 < min_p < 1; drops p <= max_p * min_p",
+        /// `frequency_penalty` (f32).
+        pub frequency_penalty: Option<f32>
+            => "per generated occurrence (whole context in 0.9.1)",
+        /// `presence_penalty` (f32).
+        pub presence_penalty: Option<f32> => "once per generated id (whole context in 0.9.1)",
+        /// `repetition_penalty` (f32).
+        pub repetition_penalty: Option<f32>
+            => "every id in the context, after frequency/presence",
+        /// `logit_bias`: token id → bias (keys read as Rust's `u32::from_str`).
+        #[serde(serialize_with = "bias_out", deserialize_with = "bias_in")]
+        pub logit_bias: Vec<(u32, f32)> => "{\"token id\": bias}, after the penalties",
+        /// `dry_multiplier`: only 0 or unset ([`check`]: DRY needs the
+        /// model's tokenizer for its sequence breakers).
+        #[serde(skip_serializing)]
+        pub dry_multiplier: Option<f64> => "only 0 (DRY needs the tokenizer)",
+        /// Which sampler.
+        pub version: Version ["\"0.9.2\""]
+            => "\"0.9.2\" or \"0.9.1\" (before the 2026-08-18 top-p change)",
     }
 }
 
-/// The request's sampling fields, as mistral.rs holds them (unset = `None`).
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct MistralRsParams {
-    /// Which sampler.
-    pub version: Version,
-    /// `temperature`; unset means 1.0 (`engine/add_request.rs`:
-    /// `temperature.unwrap_or(1.0)`), below 1e-7 means argmax.
-    pub temperature: Option<f64>,
-    /// `top_k` (a `usize`; 0 is off).
-    pub top_k: Option<usize>,
-    /// `top_p`, used only strictly between 0 and 1.
-    pub top_p: Option<f64>,
-    /// `min_p`, used only strictly between 0 and 1.
-    pub min_p: Option<f64>,
-    /// `frequency_penalty` (f32).
-    pub frequency_penalty: Option<f32>,
-    /// `presence_penalty` (f32).
-    pub presence_penalty: Option<f32>,
-    /// `repetition_penalty` (f32).
-    pub repetition_penalty: Option<f32>,
-    /// `logit_bias`: token id → bias.
-    pub logit_bias: Vec<(u32, f32)>,
+fn bias_in<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<(u32, f32)>, D::Error> {
+    BTreeMap::<String, f32>::deserialize(d)?
+        .into_iter()
+        .map(|(k, b)| match k.parse() {
+            Ok(id) => Ok((id, b)),
+            Err(_) => Err(serde::de::Error::custom(format_args!(
+                "key \"{k}\": invalid value, expected a u32 token id"
+            ))),
+        })
+        .collect()
+}
+
+fn bias_out<S: Serializer>(bias: &[(u32, f32)], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_map(bias.iter().map(|(k, b)| (k.to_string(), f64::from(*b))))
 }
 
 impl MistralRsParams {
     /// The params as JSON (set fields only).
     pub fn to_json(&self) -> Map<String, Value> {
-        let mut m = Map::new();
-        let f = |v: f64| Number::from_f64(v).map_or(Value::Null, Value::Number);
-        if let Some(t) = self.temperature {
-            m.insert("temperature".into(), f(t));
-        }
-        if let Some(k) = self.top_k {
-            m.insert("top_k".into(), Value::from(k));
-        }
-        for (name, v) in [("top_p", self.top_p), ("min_p", self.min_p)] {
-            if let Some(v) = v {
-                m.insert(name.into(), f(v));
-            }
-        }
-        for (name, v) in [
-            ("frequency_penalty", self.frequency_penalty),
-            ("presence_penalty", self.presence_penalty),
-            ("repetition_penalty", self.repetition_penalty),
-        ] {
-            if let Some(v) = v {
-                m.insert(name.into(), f(f64::from(v)));
-            }
-        }
-        if !self.logit_bias.is_empty() {
-            let b: Map<String, Value> = self
-                .logit_bias
-                .iter()
-                .map(|(k, v)| (k.to_string(), f(f64::from(*v))))
-                .collect();
-            m.insert("logit_bias".into(), Value::Object(b));
-        }
-        if self.version != Version::default() {
-            m.insert("version".into(), Value::from(self.version.as_str()));
-        }
-        m
+        non_default(self)
     }
 }
 
-pub(crate) const FIELDS: &[&str] = &[
-    "temperature",
-    "top_k",
-    "top_p",
-    "min_p",
-    "frequency_penalty",
-    "presence_penalty",
-    "repetition_penalty",
-    "logit_bias",
-    "dry_multiplier",
-    "version",
-];
-
-fn float(params: &Map<String, Value>, key: &str) -> Result<Option<f64>, Error> {
-    match params.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::Number(n)) => Ok(n.as_f64()),
-        Some(other) => Err(Error::new(format_args!(
-            "`{key}` = {other}: invalid type, expected a number (mistral.rs deserialises it as a float)"
-        ))),
-    }
-}
-
-/// Parses the request fields. mistral.rs validates none of their ranges:
-/// out-of-range values simply switch a filter off (top-p ≥ 1, min-p ≥ 1)
-/// or mean greedy (temperature < 1e-7, 0 included). Only what its deserialiser refuses
-/// is refused (a negative or fractional `top_k`, a non-integer bias key).
+/// Parses the request fields ([`MistralRsParams`]), then refuses what this
+/// semantics cannot run.
 pub(crate) fn parse(params: &Map<String, Value>) -> Result<MistralRsParams, Error> {
-    parity_core::params::refuse_unknown(params, "mistral.rs", FIELDS)?;
-    let version = match params.get("version") {
-        None | Some(Value::Null) => Version::default(),
-        Some(Value::String(s)) if s == "0.9.2" => Version::V0_9_2,
-        Some(Value::String(s)) if s == "0.9.1" => Version::V0_9_1,
-        Some(other) => {
-            return Err(Error::new(format_args!(
-                "`version` = {other}: expected \"0.9.2\" or \"0.9.1\""
-            )));
-        }
-    };
-    let top_k = match params.get("top_k") {
-        None | Some(Value::Null) => None,
-        Some(Value::Number(n)) => Some(
-            n.as_u64()
-                .and_then(|k| usize::try_from(k).ok())
-                .ok_or_else(|| {
-                    Error::new(format_args!("`top_k` = {n}: invalid value, expected usize"))
-                })?,
-        ),
-        Some(other) => {
-            return Err(Error::new(format_args!(
-                "`top_k` = {other}: invalid type, expected usize"
-            )));
-        }
-    };
-    if let Some(d) = float(params, "dry_multiplier")?
-        && d != 0.0
-    {
-        return Err(Error::new(format_args!(
+    let p: MistralRsParams = from_map(params, "mistral.rs", MistralRsParams::FIELDS, Null::Unset)?;
+    check(&p)?;
+    Ok(p)
+}
+
+fn check(p: &MistralRsParams) -> Result<(), Error> {
+    if let Some(d) = p.dry_multiplier {
+        parity_core::ensure!(
+            d == 0.0,
             "`dry_multiplier` = {d}: DRY needs the model's tokenizer for its sequence breakers, which this semantics does not have"
-        )));
+        );
     }
-    let f32_of = |k: &str| float(params, k).map(|v| v.map(|v| v as f32));
-    let mut logit_bias = Vec::new();
-    match params.get("logit_bias") {
-        None | Some(Value::Null) => {}
-        Some(Value::Object(o)) => {
-            for (k, v) in o {
-                let id: u32 = k.parse().map_err(|_| {
-                    Error::new(format_args!(
-                        "`logit_bias` key \"{k}\": invalid value, expected a u32 token id"
-                    ))
-                })?;
-                let b = v.as_f64().ok_or_else(|| {
-                    Error::new(format_args!(
-                        "`logit_bias[\"{k}\"]` = {v}: expected a number"
-                    ))
-                })?;
-                logit_bias.push((id, b as f32));
-            }
-        }
-        Some(other) => {
-            return Err(Error::new(format_args!(
-                "`logit_bias` = {other}: expected an object of token id → bias"
-            )));
-        }
-    }
-    Ok(MistralRsParams {
-        version,
-        temperature: float(params, "temperature")?,
-        top_k,
-        top_p: float(params, "top_p")?,
-        min_p: float(params, "min_p")?,
-        frequency_penalty: f32_of("frequency_penalty")?,
-        presence_penalty: f32_of("presence_penalty")?,
-        repetition_penalty: f32_of("repetition_penalty")?,
-        logit_bias,
-    })
+    Ok(())
 }
 
 /// What mistral.rs samples with for an OpenAI-style `request`, given the
@@ -206,7 +123,7 @@ pub fn request_params(
 ) -> Result<MistralRsParams, Error> {
     let mut own = Map::new();
     for (k, v) in request {
-        if FIELDS.contains(&k.as_str()) {
+        if MistralRsParams::FIELDS.contains(&k.as_str()) {
             own.insert(k.clone(), v.clone());
         }
     }

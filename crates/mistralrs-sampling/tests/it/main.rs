@@ -231,7 +231,11 @@ fn refusals_are_mistral_rs_own() {
     let e = MistralRs
         .parse_params(json!({"top_k": -1}).as_object().expect("obj"))
         .unwrap_err();
-    assert_eq!(e.to_string(), "`top_k` = -1: invalid value, expected usize");
+    // serde's own words, as mistral.rs's deserialiser gives them.
+    assert_eq!(
+        e.to_string(),
+        "`top_k` = -1: invalid value: integer `-1`, expected usize"
+    );
 }
 
 #[test]
@@ -354,4 +358,13 @@ fn request_notes_the_default_temperature_and_the_dropped_seed() {
         "{:?}",
         routes[0].notes
     );
+}
+
+/// `compare semantics`' list is derived from `MistralRsParams`; each listed
+/// default, written out, is what the parser does with the field left out.
+#[test]
+fn the_listed_params_and_defaults_are_the_parsers() {
+    assert_eq!(parity_core::params::defaults_agree(&MistralRs), Ok(()));
+    let names: Vec<_> = MistralRs.info().params.iter().map(|p| p.name).collect();
+    assert_eq!(names, mistralrs_sampling::MistralRsParams::FIELDS);
 }
