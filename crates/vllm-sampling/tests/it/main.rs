@@ -309,3 +309,12 @@ fn top_p_through_a_tie_keeps_the_id_torchs_sort_leaves_last() {
     assert_eq!(kernel_seed(5, 0), 236_996_814);
     assert_eq!(d.tokens(), Some(&[0i64][..]));
 }
+
+/// `compare semantics`' list is derived from `VllmParams`; each listed
+/// default, written out, is what the parser does with the field left out.
+#[test]
+fn the_listed_params_and_defaults_are_the_parsers() {
+    assert_eq!(parity_core::params::defaults_agree(&Vllm::AUTO), Ok(()));
+    let names: Vec<_> = Vllm::AUTO.info().params.iter().map(|p| p.name).collect();
+    assert_eq!(names, vllm_sampling::VllmParams::FIELDS);
+}
