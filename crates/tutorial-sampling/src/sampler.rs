@@ -66,10 +66,12 @@
 //! - `top_k` larger than the vocabulary.
 //! - Nothing left to draw (every logit `-inf`, or `top_p < 0`).
 
+use parity_core::params::{Null, from_map};
 use parity_core::{
     Against, Comparison, Context, Described, Distribution, Error, Explanation, Fix, Info, Logits,
-    ParamInfo, Precision, Semantics,
+    Precision, Semantics,
 };
+use serde::Deserialize;
 use serde_json::{Map, Value};
 
 /// The tutorial's sampler: `temperature`, then top-k with ties kept, then
@@ -77,22 +79,28 @@ use serde_json::{Map, Value};
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Tutorial;
 
-/// Validated parameters of [`Tutorial`].
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Params {
-    temperature: f64,
-    top_k: i64,
-    top_p: f64,
+parity_core::params! {
+    /// Validated parameters of [`Tutorial`] (`sample_top_k_top_p`'s
+    /// keyword arguments; `null` is refused, as the function has no use
+    /// for `None`).
+    #[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+    #[serde(default, deny_unknown_fields)]
+    pub struct Params {
+        /// The temperature the logits are divided by (in f32).
+        temperature: f64 = 1.0 => "divides the logits (f32); 0 is an error, negative reverses them",
+        /// Top-k (`<= 0`: off); torch's `topk` takes no float.
+        #[serde(deserialize_with = "top_k")]
+        top_k: i64 = 0 => "keep logits not below the k-th largest (ties kept); <= 0 is off",
+        /// Top-p (`>= 1`: off).
+        top_p: f64 = 1.0 => "remove a token when the mass before it exceeds p; >= 1 is off",
+    }
 }
 
-impl Default for Params {
-    fn default() -> Self {
-        Self {
-            temperature: 1.0,
-            top_k: 0,
-            top_p: 1.0,
-        }
-    }
+/// `top_k` as torch's `topk` takes it: an integer.
+fn top_k<'de, D: serde::Deserializer<'de>>(d: D) -> Result<i64, D::Error> {
+    serde_json::Number::deserialize(d)?
+        .as_i64()
+        .ok_or_else(|| serde::de::Error::custom("must be an integer (torch's topk takes no float)"))
 }
 
 impl Params {
@@ -139,30 +147,12 @@ impl Params {
     }
 }
 
-static PARAMS: [ParamInfo; 3] = [
-    ParamInfo {
-        name: "temperature",
-        default: "1.0",
-        meaning: "divides the logits (f32); 0 is an error, negative reverses them",
-    },
-    ParamInfo {
-        name: "top_k",
-        default: "0",
-        meaning: "keep logits not below the k-th largest (ties kept); <= 0 is off",
-    },
-    ParamInfo {
-        name: "top_p",
-        default: "1.0",
-        meaning: "remove a token when the mass before it exceeds p; >= 1 is off",
-    },
-];
-
 static INFO: Info = Info {
     name: "tutorial",
     engine: "TorchCode ch. 6 sample_top_k_top_p (torch tutorial), rules in f64",
     summary: "temperature, top-k keeping ties, top-p removing a token once the mass before it exceeds p, softmax",
     verified_against: "hand-computed values; where it parts from transformers 5.23's recorded scores on fixtures/edge (top-p boundary, ties)",
-    params: &PARAMS,
+    params: Params::PARAMS,
 };
 
 impl Semantics for Tutorial {
@@ -173,22 +163,8 @@ impl Semantics for Tutorial {
     }
 
     fn parse_params(&self, params: &Map<String, Value>) -> Result<Params, Error> {
-        let mut out = Params::default();
-        let (mut temperature, mut top_k, mut top_p) = (out.temperature, out.top_k, out.top_p);
-        for (key, value) in params {
-            match key.as_str() {
-                "temperature" => temperature = number(key, value)?,
-                "top_p" => top_p = number(key, value)?,
-                "top_k" => top_k = integer(key, value)?,
-                other => {
-                    return Err(Error::new(format_args!(
-                        "unknown field `{other}` (the tutorial's sampler takes `temperature`, `top_k`, `top_p`)"
-                    )));
-                }
-            }
-        }
-        out = Params::new(temperature, top_k, top_p)?;
-        Ok(out)
+        let p: Params = from_map(params, "tutorial", Params::FIELDS, Null::Value)?;
+        Params::new(p.temperature, p.top_k, p.top_p)
     }
 
     fn distribution(
@@ -206,29 +182,23 @@ impl Semantics for Tutorial {
         if kwargs.get("do_sample") != Some(&Value::Bool(true)) {
             return None;
         }
-        let mut temperature = 1.0;
-        let mut top_k = 0;
-        let mut top_p = 1.0;
+        // `None` in generate means "not set" for these three: the
+        // tutorial's own default is what a port would write. Penalties,
+        // min-p, typical, epsilon, eta, ...: the tutorial has no such
+        // parameter.
+        let mut own = Map::new();
         for (key, value) in kwargs {
-            let parsed = match (key.as_str(), value) {
-                ("do_sample", _) => Ok(()),
-                // `None` in generate means "not set" for these three: the
-                // tutorial's own default is what a port would write.
-                (_, Value::Null) if matches!(key.as_str(), "temperature" | "top_k" | "top_p") => {
-                    Ok(())
+            if !Params::FIELDS.contains(&key.as_str()) {
+                if key == "do_sample" {
+                    continue;
                 }
-                ("temperature", v) => number(key, v).map(|t| temperature = t),
-                ("top_k", v) => integer(key, v).map(|k| top_k = k),
-                ("top_p", v) => number(key, v).map(|p| top_p = p),
-                // Penalties, min-p, typical, epsilon, eta, ...: the tutorial
-                // has no such parameter.
-                _ => return None,
-            };
-            if let Err(e) = parsed {
-                return Some(Err(e));
+                return None;
+            }
+            if !value.is_null() {
+                own.insert(key.clone(), value.clone());
             }
         }
-        Some(Params::new(temperature, top_k, top_p))
+        Some(self.parse_params(&own))
     }
 
     fn describe(&self, params: &Params) -> Option<Described> {
@@ -411,20 +381,6 @@ fn proven_fix(row: &Against<'_>, candidate: &Params) -> Option<Fix> {
     })
 }
 
-fn number(key: &str, value: &Value) -> Result<f64, Error> {
-    value
-        .as_f64()
-        .ok_or_else(|| Error::new(format_args!("`{key}` must be a number, got {value}")))
-}
-
-fn integer(key: &str, value: &Value) -> Result<i64, Error> {
-    value.as_i64().ok_or_else(|| {
-        Error::new(format_args!(
-            "`{key}` must be an integer (torch's topk takes no float), got {value}"
-        ))
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -561,11 +517,11 @@ mod tests {
         );
         assert_eq!(
             parse(r#"{"top_k": 2.0}"#).unwrap_err().to_string(),
-            "`top_k` must be an integer (torch's topk takes no float), got 2.0"
+            "`top_k` = 2.0: must be an integer (torch's topk takes no float)"
         );
         assert_eq!(
             parse(r#"{"top_p": "0.9"}"#).unwrap_err().to_string(),
-            "`top_p` must be a number, got \"0.9\""
+            "`top_p` = \"0.9\": invalid type: string \"0.9\", expected f64"
         );
         assert!(
             parse(r#"{"min_p": 0.1}"#)
