@@ -40,7 +40,7 @@ use crate::semantics::{Context, Error, Semantics};
 #[macro_export]
 macro_rules! params {
     (@default) => { ::core::default::Default::default() };
-    (@default $e:expr) => { $e };
+    (@default $e:expr) => { $crate::params::DefaultFrom::default_from($e) };
     (@shown [$s:literal] $(= $e:expr)?) => { $s };
     (@shown = $e:expr) => { stringify!($e) };
     (@shown) => { "null" };
@@ -79,6 +79,21 @@ macro_rules! params {
             )*];
         }
     };
+}
+
+/// How a field's `= expr` default in [`params!`](crate::params!) becomes
+/// the field's value: itself, or (for a type holding a JSON number as
+/// written, such as an int-or-float) a conversion the type provides, so the
+/// default is written as the literal `compare semantics` shows.
+pub trait DefaultFrom<T> {
+    /// The field's default from the declared expression.
+    fn default_from(value: T) -> Self;
+}
+
+impl<T> DefaultFrom<T> for T {
+    fn default_from(value: T) -> T {
+        value
+    }
 }
 
 /// Returns an [`Error`](crate::Error) unless `cond` holds: a check stated in
@@ -278,8 +293,24 @@ mod tests {
             seed: Option<u64> => "a seed",
             /// Unset means 2 to the engine.
             top_k: Option<usize> ["2"] => "keeps k",
+            /// A number kept as written (int or float).
+            offset: Written = -1 => "an int or float",
             /// A list.
             ids: Vec<i64> => "ids",
+        }
+    }
+
+    /// A JSON number as written: int or float.
+    #[derive(Debug, Clone, Copy, PartialEq, serde::Deserialize, serde::Serialize)]
+    #[serde(untagged)]
+    enum Written {
+        Int(i64),
+        Float(f64),
+    }
+
+    impl DefaultFrom<i64> for Written {
+        fn default_from(value: i64) -> Self {
+            Self::Int(value)
         }
     }
 
@@ -299,10 +330,14 @@ mod tests {
                 temperature: 1.0,
                 seed: None,
                 top_k: None,
+                offset: Written::Int(-1),
                 ids: Vec::new()
             }
         );
-        assert_eq!(Toy::FIELDS, ["temperature", "seed", "top_k", "ids"]);
+        assert_eq!(
+            Toy::FIELDS,
+            ["temperature", "seed", "top_k", "offset", "ids"]
+        );
         let listed: Vec<_> = Toy::PARAMS
             .iter()
             .map(|p| (p.name, p.default, p.meaning))
@@ -313,6 +348,7 @@ mod tests {
                 ("temperature", "1.0", "divides the logits"),
                 ("seed", "null", "a seed"),
                 ("top_k", "2", "keeps k"),
+                ("offset", "-1", "an int or float"),
                 ("ids", "null", "ids"),
             ]
         );
@@ -342,7 +378,7 @@ mod tests {
         );
         assert_eq!(
             err(json!({"temprature": 1})),
-            "unknown field `temprature` (= 1) for toy; known: temperature, seed, top_k, ids"
+            "unknown field `temprature` (= 1) for toy; known: temperature, seed, top_k, offset, ids"
         );
     }
 
