@@ -74,8 +74,8 @@ pub mod seeded;
 mod torch;
 
 use parity_core::{
-    Against, Context, Described, Distribution, Error, Explanation, Fix, Info, Logits, ParamInfo,
-    Precision, Route, Semantics,
+    Against, Context, Described, Distribution, Error, Explanation, Fix, Info, Logits, Precision,
+    Route, Semantics,
 };
 use serde_json::{Map, Value};
 
@@ -98,63 +98,7 @@ static INFO: Info = Info {
     engine: "SGLang 0.5.23 (pytorch sampling backend, torch 2.14.1)",
     summary: "penalties over generated ids only, logit bias, greedy at T<1e-6 (top_k=1), temperature, softmax, then top-k by sorted position and top-p on the full-vocabulary mass (not renormalised after top-k), min-p on the max; seeded murmur3/Gumbel draws under --enable-deterministic-inference",
     verified_against: "the real SGLang 0.5.23 SamplingParams, SamplingBatchInfo, penalizers and Sampler (torch 2.14.1, CPU, pytorch backend) driven on the bundled fixture logits by scripts/reference/sglang/record.py: penalised logits bit for bit, kept sets and weights exact; seeded draws against the murmur3 kernel run by Triton's CPU interpreter and a hand-written Python formula (not the GPU kernel)",
-    params: &[
-        ParamInfo {
-            name: "temperature",
-            default: "1.0",
-            meaning: "below 1e-6 = greedy (top_k 1); no upper bound",
-        },
-        ParamInfo {
-            name: "top_p",
-            default: "1.0",
-            meaning: "in (0, 1]; measured on the full-vocabulary mass",
-        },
-        ParamInfo {
-            name: "top_k",
-            default: "-1",
-            meaning: "-1 = off, else >= 1; exactly k by sorted position",
-        },
-        ParamInfo {
-            name: "min_p",
-            default: "0.0",
-            meaning: "keep p >= max_p * min_p, after top-k/top-p",
-        },
-        ParamInfo {
-            name: "repetition_penalty",
-            default: "1.0",
-            meaning: "in (0, 2]; generated ids only",
-        },
-        ParamInfo {
-            name: "frequency_penalty",
-            default: "0.0",
-            meaning: "per occurrence in the generated ids, in [-2, 2]",
-        },
-        ParamInfo {
-            name: "presence_penalty",
-            default: "0.0",
-            meaning: "once per generated id, in [-2, 2]",
-        },
-        ParamInfo {
-            name: "logit_bias",
-            default: "null",
-            meaning: "{\"token id\": bias}, added after the penalties",
-        },
-        ParamInfo {
-            name: "sampling_seed",
-            default: "null",
-            meaning: "read only with enable_deterministic_inference (else 42 there)",
-        },
-        ParamInfo {
-            name: "enable_deterministic_inference",
-            default: "false",
-            meaning: "server flag: seeded murmur3/Gumbel draws, full sort, min_p refused",
-        },
-        ParamInfo {
-            name: "draws",
-            default: "1",
-            meaning: "seeded draws replayed at positions p, p+1, ... (this crate's)",
-        },
-    ],
+    params: params::Raw::PARAMS,
 };
 
 impl Semantics for Sglang {

@@ -6,9 +6,12 @@
 //! `serving_completions.py`: `_build_sampling_params`;
 //! `sglang/srt/configs/model_config.py`: `get_default_sampling_params`).
 
-use parity_core::Error;
-use parity_core::params::python_int;
+use std::collections::BTreeMap;
+
+use parity_core::params::{DefaultFrom, Null, from_map, python_int};
 use parity_core::text::python_float_repr as py_float;
+use parity_core::{Error, ensure};
+use serde::{Deserialize, Deserializer};
 use serde_json::{Map, Number, Value};
 
 /// `TOP_K_ALL` (`1 << 30`): what `top_k = -1` becomes in `__post_init__`.
@@ -50,24 +53,6 @@ pub struct SglangParams {
     pub draws: usize,
 }
 
-impl Default for SglangParams {
-    fn default() -> Self {
-        Self {
-            temperature: 1.0,
-            top_p: 1.0,
-            top_k: TOP_K_ALL,
-            min_p: 0.0,
-            frequency_penalty: 0.0,
-            presence_penalty: 0.0,
-            repetition_penalty: 1.0,
-            logit_bias: None,
-            sampling_seed: None,
-            enable_deterministic_inference: false,
-            draws: 1,
-        }
-    }
-}
-
 impl SglangParams {
     /// Greedy: `top_k <= 1` (`SamplingBatchInfo.is_all_greedy`), which is
     /// what a temperature below 1e-6 becomes.
@@ -96,67 +81,66 @@ impl SglangParams {
     /// The params as JSON with SGLang's field names (non-default fields
     /// only; `top_k` off is written as -1, greedy as `temperature` 0).
     pub fn to_json(&self) -> Map<String, Value> {
-        let d = Self::default();
+        // The declared defaults after `__post_init__` (they pass `verify`:
+        // a test says so).
+        let Ok(d) = Raw::default().build() else {
+            return Map::new();
+        };
         let mut m = Map::new();
+        let mut num = |k: &str, v: f64, dv: f64| {
+            if v != dv {
+                m.insert(k.into(), Value::from(v));
+            }
+        };
         if self.is_greedy() && self.temperature == 1.0 && self.top_k == 1 {
-            m.insert("temperature".into(), float(0.0));
+            num("temperature", 0.0, f64::NAN);
         } else {
-            let mut num = |k: &str, v: f64, dv: f64| {
-                if v != dv {
-                    m.insert(k.into(), float(v));
-                }
-            };
             num("temperature", self.temperature, d.temperature);
             num("top_p", self.top_p, d.top_p);
             num("min_p", self.min_p, d.min_p);
-            if self.top_k != TOP_K_ALL {
-                m.insert("top_k".into(), Value::from(self.top_k));
-            }
         }
-        let mut num = |k: &str, v: f64, dv: f64| {
-            if v != dv {
-                m.insert(k.into(), float(v));
-            }
-        };
-        num("frequency_penalty", self.frequency_penalty, 0.0);
-        num("presence_penalty", self.presence_penalty, 0.0);
-        num("repetition_penalty", self.repetition_penalty, 1.0);
+        num(
+            "frequency_penalty",
+            self.frequency_penalty,
+            d.frequency_penalty,
+        );
+        num(
+            "presence_penalty",
+            self.presence_penalty,
+            d.presence_penalty,
+        );
+        num(
+            "repetition_penalty",
+            self.repetition_penalty,
+            d.repetition_penalty,
+        );
+        if !(self.is_greedy() && self.temperature == 1.0 && self.top_k == 1)
+            && self.top_k != d.top_k
+        {
+            m.insert("top_k".into(), Value::from(self.top_k));
+        }
         if let Some(b) = &self.logit_bias {
-            let b: Map<String, Value> = b.iter().map(|(k, v)| (k.clone(), float(*v))).collect();
+            let b: Map<String, Value> = b
+                .iter()
+                .map(|(k, v)| (k.clone(), Value::from(*v)))
+                .collect();
             m.insert("logit_bias".into(), Value::Object(b));
         }
         if let Some(s) = self.sampling_seed {
             m.insert("sampling_seed".into(), Value::from(s));
         }
-        if self.enable_deterministic_inference {
-            m.insert("enable_deterministic_inference".into(), Value::Bool(true));
+        if self.enable_deterministic_inference != d.enable_deterministic_inference {
+            m.insert(
+                "enable_deterministic_inference".into(),
+                Value::Bool(self.enable_deterministic_inference),
+            );
         }
-        if self.draws != 1 {
+        if self.draws != d.draws {
             m.insert("draws".into(), Value::from(self.draws));
         }
         m
     }
 }
-
-fn float(v: f64) -> Value {
-    Number::from_f64(v).map_or(Value::Null, Value::Number)
-}
-
-/// Fields `parse_params` accepts: `SamplingParams` names, the server flag
-/// `enable_deterministic_inference` and `draws` (this crate's).
-pub(crate) const FIELDS: &[&str] = &[
-    "temperature",
-    "top_p",
-    "top_k",
-    "min_p",
-    "frequency_penalty",
-    "presence_penalty",
-    "repetition_penalty",
-    "logit_bias",
-    "sampling_seed",
-    "enable_deterministic_inference",
-    "draws",
-];
 
 /// A number as SGLang holds it: an int stays an int (`SamplingParams`
 /// does not coerce), which changes how its messages print it.
@@ -180,77 +164,98 @@ impl Num {
             Self::Float(f) => py_float(f),
         }
     }
-}
-
-fn number(params: &Map<String, Value>, key: &str) -> Result<Option<Num>, Error> {
-    match params.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::Number(n)) => Ok(Some(match n.as_i64() {
-            Some(i) => Num::Int(i),
-            None => Num::Float(n.as_f64().ok_or_else(|| {
-                Error::new(format_args!(
-                    "`{key}` = {n} is not a number SGLang can hold"
-                ))
-            })?),
-        })),
-        Some(other) => Err(Error::new(format_args!(
-            "`{key}` must be a number, got {other}"
-        ))),
+    /// The JSON number it was read from.
+    fn to_json(self) -> Value {
+        match self {
+            Self::Int(i) => Value::from(i),
+            Self::Float(f) => Value::from(f),
+        }
     }
 }
 
-/// The raw values `SamplingParams(**kw)` receives, before `__post_init__`.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Raw {
-    pub temperature: Option<Num>,
-    pub top_p: Option<Num>,
-    pub top_k: Option<Num>,
-    pub min_p: Option<Num>,
-    pub frequency_penalty: Option<Num>,
-    pub presence_penalty: Option<Num>,
-    pub repetition_penalty: Option<Num>,
-    pub logit_bias: Option<Vec<(String, f64)>>,
-    pub sampling_seed: Option<Value>,
+impl<'de> Deserialize<'de> for Num {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let n = Number::deserialize(d)?;
+        Ok(match (n.as_i64(), n.as_f64()) {
+            (Some(i), _) => Self::Int(i),
+            (None, Some(f)) => Self::Float(f),
+            (None, None) => return Err(serde::de::Error::custom("not a number SGLang can hold")),
+        })
+    }
+}
+
+impl DefaultFrom<f64> for Num {
+    fn default_from(value: f64) -> Self {
+        Self::Float(value)
+    }
+}
+
+impl DefaultFrom<i64> for Num {
+    fn default_from(value: i64) -> Self {
+        Self::Int(value)
+    }
+}
+
+parity_core::params! {
+    /// The native `/generate` API's `sampling_params` as
+    /// `SamplingParams(**kw)` receives them, before `__post_init__`, plus
+    /// the server flag that decides whether `sampling_seed` is read and
+    /// this crate's `draws`. `null` means the field's default; unknown
+    /// fields are refused.
+    #[derive(Debug, Clone, PartialEq, Deserialize)]
+    #[serde(default, deny_unknown_fields)]
+    pub(crate) struct Raw {
+        /// `temperature`.
+        pub temperature: Num = 1.0 => "below 1e-6 = greedy (top_k 1); no upper bound",
+        /// `top_p`.
+        pub top_p: Num = 1.0 => "in (0, 1]; measured on the full-vocabulary mass",
+        /// `top_k` (an int; -1 is [`TOP_K_ALL`]).
+        pub top_k: Num = -1 => "-1 = off, else >= 1; exactly k by sorted position",
+        /// `min_p`.
+        pub min_p: Num = 0.0 => "keep p >= max_p * min_p, after top-k/top-p",
+        /// `repetition_penalty`.
+        pub repetition_penalty: Num = 1.0 => "in (0, 2]; generated ids only",
+        /// `frequency_penalty`.
+        pub frequency_penalty: Num = 0.0 => "per occurrence in the generated ids, in [-2, 2]",
+        /// `presence_penalty`.
+        pub presence_penalty: Num = 0.0 => "once per generated id, in [-2, 2]",
+        /// `logit_bias` as written (keys are token ids in strings).
+        #[serde(deserialize_with = "logit_bias")]
+        pub logit_bias: Option<Vec<(String, f64)>>
+            => "{\"token id\": bias}, added after the penalties",
+        /// `sampling_seed` as written (`verify` checks its type).
+        pub sampling_seed: Option<Value>
+            => "read only with enable_deterministic_inference (else 42 there)",
+        /// The server's `--enable-deterministic-inference`.
+        pub enable_deterministic_inference: bool = false
+            => "server flag: seeded murmur3/Gumbel draws, full sort, min_p refused",
+        /// How many seeded draws to replay.
+        pub draws: u64 = 1 => "seeded draws replayed at positions p, p+1, ... (this crate's)",
+    }
 }
 
 impl Raw {
-    fn read(params: &Map<String, Value>) -> Result<Self, Error> {
-        Ok(Self {
-            temperature: number(params, "temperature")?,
-            top_p: number(params, "top_p")?,
-            top_k: number(params, "top_k")?,
-            min_p: number(params, "min_p")?,
-            frequency_penalty: number(params, "frequency_penalty")?,
-            presence_penalty: number(params, "presence_penalty")?,
-            repetition_penalty: number(params, "repetition_penalty")?,
-            logit_bias: logit_bias(params.get("logit_bias"))?,
-            sampling_seed: params
-                .get("sampling_seed")
-                .filter(|v| !v.is_null())
-                .cloned(),
-        })
-    }
-
     /// `SamplingParams.__post_init__` then `verify` (all but the
-    /// vocabulary checks of `logit_bias`, made in [`verify_vocab`]).
+    /// vocabulary checks of `logit_bias`, made in [`verify_vocab`]), then
+    /// this crate's `draws` bound.
     pub(crate) fn build(self) -> Result<SglangParams, Error> {
-        let num = |v: Option<Num>, d: f64| v.unwrap_or(Num::Float(d));
-        let mut temperature = num(self.temperature, 1.0);
-        let top_p = num(self.top_p, 1.0);
+        let mut temperature = self.temperature;
+        let top_p = self.top_p;
         let mut top_k = match self.top_k {
-            None => -1,
-            Some(Num::Int(i)) => i,
-            Some(Num::Float(f)) => {
+            Num::Int(i) => i,
+            Num::Float(f) => {
                 return Err(Error::new(format_args!(
                     "`top_k` = {} is not an integer",
                     py_float(f)
                 )));
             }
         };
-        let min_p = num(self.min_p, 0.0);
-        let frequency_penalty = num(self.frequency_penalty, 0.0);
-        let presence_penalty = num(self.presence_penalty, 0.0);
-        let repetition_penalty = num(self.repetition_penalty, 1.0);
+        let (min_p, frequency_penalty, presence_penalty, repetition_penalty) = (
+            self.min_p,
+            self.frequency_penalty,
+            self.presence_penalty,
+            self.repetition_penalty,
+        );
         // __post_init__: 0 <= T < 1e-6 is greedy (top_k = 1, T = 1).
         if (0.0..SAMPLING_EPS).contains(&temperature.value()) {
             temperature = Num::Float(1.0);
@@ -261,49 +266,42 @@ impl Raw {
         }
         // verify(), in SGLang's order.
         let t = temperature.value();
-        if !t.is_finite() || t < 0.0 {
-            return Err(Error::new(format_args!(
-                "temperature must be a non-negative finite number, got {}.",
-                temperature.py()
-            )));
-        }
+        ensure!(
+            t.is_finite() && t >= 0.0,
+            "temperature must be a non-negative finite number, got {}.",
+            temperature.py()
+        );
         let p = top_p.value();
-        if !(0.0 < p && p <= 1.0) {
-            return Err(Error::new(format_args!(
-                "top_p must be in (0, 1], got {}.",
-                top_p.py()
-            )));
-        }
-        if !(0.0..=1.0).contains(&min_p.value()) {
-            return Err(Error::new(format_args!(
-                "min_p must be in [0, 1], got {}.",
-                min_p.py()
-            )));
-        }
-        if top_k < 1 || top_k == -1 {
-            return Err(Error::new(format_args!(
-                "top_k must be -1 (disable) or at least 1, got {top_k}."
-            )));
-        }
-        if !(-2.0..=2.0).contains(&frequency_penalty.value()) {
-            return Err(Error::new(format_args!(
-                "frequency_penalty must be in [-2, 2], got {}.",
-                frequency_penalty.py()
-            )));
-        }
-        if !(-2.0..=2.0).contains(&presence_penalty.value()) {
-            return Err(Error::new(format_args!(
-                "presence_penalty must be in [-2, 2], got {}.",
-                presence_penalty.py()
-            )));
-        }
+        ensure!(
+            0.0 < p && p <= 1.0,
+            "top_p must be in (0, 1], got {}.",
+            top_p.py()
+        );
+        ensure!(
+            (0.0..=1.0).contains(&min_p.value()),
+            "min_p must be in [0, 1], got {}.",
+            min_p.py()
+        );
+        ensure!(
+            top_k >= 1,
+            "top_k must be -1 (disable) or at least 1, got {top_k}."
+        );
+        ensure!(
+            (-2.0..=2.0).contains(&frequency_penalty.value()),
+            "frequency_penalty must be in [-2, 2], got {}.",
+            frequency_penalty.py()
+        );
+        ensure!(
+            (-2.0..=2.0).contains(&presence_penalty.value()),
+            "presence_penalty must be in [-2, 2], got {}.",
+            presence_penalty.py()
+        );
         let r = repetition_penalty.value();
-        if !(0.0 < r && r <= 2.0) {
-            return Err(Error::new(format_args!(
-                "repetition_penalty must be in (0, 2] (1.0 = no penalty), got {}.",
-                repetition_penalty.py()
-            )));
-        }
+        ensure!(
+            0.0 < r && r <= 2.0,
+            "repetition_penalty must be in (0, 2] (1.0 = no penalty), got {}.",
+            repetition_penalty.py()
+        );
         let sampling_seed = match self.sampling_seed {
             None => None,
             Some(Value::Number(n)) => match (n.as_i64(), n.as_u64()) {
@@ -329,6 +327,11 @@ impl Raw {
                 )));
             }
         };
+        let draws = self.draws;
+        ensure!(
+            (1..=MAX_DRAWS).contains(&draws),
+            "`draws` = {draws}: must be an integer in [1, {MAX_DRAWS}]"
+        );
         Ok(SglangParams {
             temperature: t,
             top_p: p,
@@ -339,33 +342,19 @@ impl Raw {
             repetition_penalty: r,
             logit_bias: self.logit_bias,
             sampling_seed,
-            enable_deterministic_inference: false,
-            draws: 1,
+            enable_deterministic_inference: self.enable_deterministic_inference,
+            draws: draws as usize,
         })
     }
 }
 
-/// `logit_bias`: an object of token id (a string) → bias.
-fn logit_bias(v: Option<&Value>) -> Result<Option<Vec<(String, f64)>>, Error> {
-    let obj = match v {
-        None | Some(Value::Null) => return Ok(None),
-        Some(Value::Object(o)) => o,
-        Some(other) => {
-            return Err(Error::new(format_args!(
-                "`logit_bias` must be an object of token id → bias, got {other}"
-            )));
-        }
-    };
-    obj.iter()
-        .map(|(k, b)| {
-            b.as_f64().map(|b| (k.clone(), b)).ok_or_else(|| {
-                Error::new(format_args!(
-                    "`logit_bias[\"{k}\"]` must be a number, got {b}"
-                ))
-            })
-        })
-        .collect::<Result<Vec<_>, _>>()
-        .map(Some)
+/// `logit_bias`: an object of token id (a string) → bias, in key order.
+fn logit_bias<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<(String, f64)>>, D::Error> {
+    Ok(Some(
+        BTreeMap::<String, f64>::deserialize(d)?
+            .into_iter()
+            .collect(),
+    ))
 }
 
 /// `verify`'s vocabulary check of `logit_bias`, then the bias as
@@ -400,32 +389,10 @@ pub(crate) fn verify_vocab(p: &SglangParams, vocab: usize) -> Result<Vec<(usize,
 }
 
 /// Parses `params` as `SamplingParams(**params)` then `verify` would (the
-/// native `/generate` API's `sampling_params`): unknown fields are refused;
-/// `null` means the field's default.
+/// native `/generate` API's `sampling_params`).
 pub(crate) fn parse(params: &Map<String, Value>) -> Result<SglangParams, Error> {
-    parity_core::params::refuse_unknown(params, "sglang", FIELDS)?;
-    let mut p = Raw::read(params)?.build()?;
-    p.enable_deterministic_inference = match params.get("enable_deterministic_inference") {
-        None | Some(Value::Null) => false,
-        Some(Value::Bool(b)) => *b,
-        Some(other) => {
-            return Err(Error::new(format_args!(
-                "`enable_deterministic_inference` must be true or false, got {other}"
-            )));
-        }
-    };
-    p.draws = match params.get("draws") {
-        None | Some(Value::Null) => 1,
-        Some(v) => match v.as_u64() {
-            Some(n) if (1..=MAX_DRAWS).contains(&n) => n as usize,
-            _ => {
-                return Err(Error::new(format_args!(
-                    "`draws` = {v}: must be an integer in [1, {MAX_DRAWS}]"
-                )));
-            }
-        },
-    };
-    Ok(p)
+    let raw: Raw = from_map(params, "sglang", Raw::FIELDS, Null::Unset)?;
+    raw.build()
 }
 
 /// The sampling fields SGLang takes from a model's `generation_config.json`
@@ -576,40 +543,48 @@ pub fn request_params(
     if !failures.is_empty() {
         return Err(Error::new(failures.join("; ")));
     }
-    let mut raw = Raw {
-        temperature,
-        top_p,
-        top_k,
-        min_p,
-        frequency_penalty,
-        presence_penalty,
-        repetition_penalty,
-        logit_bias: logit_bias(request.get("logit_bias"))?,
-        sampling_seed,
-    };
+    let mut raw = [
+        ("temperature", temperature),
+        ("top_p", top_p),
+        ("top_k", top_k),
+        ("min_p", min_p),
+        ("frequency_penalty", frequency_penalty),
+        ("presence_penalty", presence_penalty),
+        ("repetition_penalty", repetition_penalty),
+    ];
     if let (true, Some(gc)) = (chat, generation_config) {
-        let merged = |own: Option<Num>, key: &str| -> Result<Option<Num>, Error> {
-            if own.is_some() {
-                return Ok(own);
+        for (key, own) in &mut raw {
+            if own.is_some() || !GENERATION_CONFIG_FIELDS.contains(key) {
+                continue;
             }
-            match gc.get(key) {
-                None | Some(Value::Null) => Ok(None),
-                Some(Value::Number(n)) => Ok(n
+            *own = match gc.get(*key) {
+                None | Some(Value::Null) => None,
+                Some(Value::Number(n)) => n
                     .as_i64()
                     .map(Num::Int)
-                    .or_else(|| n.as_f64().map(Num::Float))),
-                Some(other) => Err(Error::new(format_args!(
-                    "generation_config `{key}` = {other} is not a number"
-                ))),
-            }
-        };
-        raw.temperature = merged(raw.temperature, "temperature")?;
-        raw.top_p = merged(raw.top_p, "top_p")?;
-        raw.top_k = merged(raw.top_k, "top_k")?;
-        raw.min_p = merged(raw.min_p, "min_p")?;
-        raw.repetition_penalty = merged(raw.repetition_penalty, "repetition_penalty")?;
+                    .or_else(|| n.as_f64().map(Num::Float)),
+                Some(other) => {
+                    return Err(Error::new(format_args!(
+                        "generation_config `{key}` = {other} is not a number"
+                    )));
+                }
+            };
+        }
     }
-    raw.build()
+    // What SamplingParams(**kw) then receives.
+    let mut kw: Map<String, Value> = raw
+        .iter()
+        .filter_map(|(k, v)| v.map(|v| (k.to_string(), v.to_json())))
+        .collect();
+    for (k, v) in [
+        ("logit_bias", request.get("logit_bias")),
+        ("sampling_seed", sampling_seed.as_ref()),
+    ] {
+        if let Some(v) = v {
+            kw.insert(k.into(), v.clone());
+        }
+    }
+    parse(&kw)
 }
 
 /// The literal port of transformers `generate(**kwargs)` to SGLang
@@ -658,6 +633,13 @@ mod tests {
         );
         let e = parse(&obj(json!({"top_p": 2}))).unwrap_err();
         assert_eq!(e.to_string(), "top_p must be in (0, 1], got 2.");
+    }
+
+    #[test]
+    fn the_declared_defaults_pass_verify() {
+        let d = Raw::default().build().expect("defaults are valid");
+        assert_eq!((d.temperature, d.top_k, d.draws), (1.0, TOP_K_ALL, 1));
+        assert_eq!(d.to_json(), Map::new());
     }
 
     #[test]

@@ -278,3 +278,11 @@ fn every_recorded_case_replays() {
     );
     assert!(cases >= 600 && draws >= 100, "{cases} cases, {draws} draws");
 }
+
+/// `compare semantics`' list is derived from the declared `sampling_params`;
+/// each listed default, written out, is what the parser does with the field
+/// left out.
+#[test]
+fn the_listed_params_and_defaults_are_the_parsers() {
+    assert_eq!(parity_core::params::defaults_agree(&Sglang), Ok(()));
+}
