@@ -249,7 +249,10 @@ impl ServerDefaults {
                     set(Field::PenaltyRepeat, self);
                 }
                 "--samplers" => {
-                    p.samplers = value.split(';').filter_map(SamplerType::from_name).collect();
+                    p.samplers = value
+                        .split(';')
+                        .filter_map(SamplerType::from_name)
+                        .collect();
                     set(Field::Samplers, self);
                 }
                 other => {
@@ -327,9 +330,8 @@ impl ServerDefaults {
                 continue;
             };
             if user.contains(&field) {
-                self.notes.push(format!(
-                    "{key} = {text} is replaced by the operator's flag"
-                ));
+                self.notes
+                    .push(format!("{key} = {text} is replaced by the operator's flag"));
                 continue;
             }
             let buf = match field {
@@ -376,8 +378,10 @@ impl ServerDefaults {
                 },
             };
             if applied {
-                self.sources.insert(field.request_name(), FieldSource::ModelFile);
-                self.notes.push(format!("{key} = {text} (from the model file)"));
+                self.sources
+                    .insert(field.request_name(), FieldSource::ModelFile);
+                self.notes
+                    .push(format!("{key} = {text} (from the model file)"));
             } else {
                 self.notes.push(format!(
                     "{key} = {text:?} does not start with a number: llama.cpp ignores it"
@@ -470,7 +474,11 @@ fn stof(s: &str) -> Option<f32> {
     let rest = t[i..].to_ascii_lowercase();
     for word in ["infinity", "inf", "nan"] {
         if rest.starts_with(word) {
-            let v = if word == "nan" { f32::NAN } else { f32::INFINITY };
+            let v = if word == "nan" {
+                f32::NAN
+            } else {
+                f32::INFINITY
+            };
             return Some(if b.first() == Some(&b'-') { -v } else { v });
         }
     }

@@ -57,11 +57,11 @@ use parity_core::{
     Route, Semantics,
 };
 
-pub use ollama::Ollama;
 pub use defaults::ServerDefaults;
+pub use ollama::Ollama;
 pub use params::ServerParams;
-pub use served::LlamaServer;
 pub use port::LlamaCppPort;
+pub use served::LlamaServer;
 
 /// llama.cpp's sampler chain as llama-server runs it.
 #[derive(Debug, Clone, Copy, Default)]

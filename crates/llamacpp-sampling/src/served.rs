@@ -36,7 +36,10 @@ impl LlamaServer {
 /// llama-server's route for `request` over `defaults`: the request's own
 /// fields replace the defaults; each described field says where its value
 /// came from.
-pub(crate) fn routes(defaults: &ServerDefaults, request: &Map<String, Value>) -> Vec<Route<ServerParams>> {
+pub(crate) fn routes(
+    defaults: &ServerDefaults,
+    request: &Map<String, Value>,
+) -> Vec<Route<ServerParams>> {
     let known = |k: &str| params::FIELDS.contains(&k) && k != "draws";
     let own: Map<String, Value> = request
         .iter()

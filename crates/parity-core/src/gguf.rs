@@ -171,7 +171,11 @@ pub struct GgufError {
 impl fmt::Display for GgufError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.key {
-            Some(k) => write!(f, "GGUF key `{k}` at byte offset {}: {}", self.offset, self.what),
+            Some(k) => write!(
+                f,
+                "GGUF key `{k}` at byte offset {}: {}",
+                self.offset, self.what
+            ),
             None => write!(f, "GGUF at byte offset {}: {}", self.offset, self.what),
         }
     }
@@ -243,7 +247,9 @@ impl GgufMetadata {
             let at = r.pos;
             let key = r.string(MAX_KEY_LEN, "a key")?;
             if entries.iter().any(|(k, _)| *k == key) {
-                return Err(r.error_at(at, format!("duplicate key `{key}` (ggml refuses the file)")));
+                return Err(
+                    r.error_at(at, format!("duplicate key `{key}` (ggml refuses the file)"))
+                );
             }
             r.key = Some(key.clone());
             let value = r.value()?;
@@ -493,7 +499,10 @@ mod tests {
         w.kv_i32("x", 1);
         let e = GgufMetadata::from_bytes(&w.0).unwrap_err();
         assert_eq!(e.offset, 16, "{e}");
-        assert!(e.to_string().contains("key count 18446744073709551615"), "{e}");
+        assert!(
+            e.to_string().contains("key count 18446744073709551615"),
+            "{e}"
+        );
         let mut w = Writer::new(1);
         w.str("tokenizer.ggml.scores");
         w.0.extend(9u32.to_le_bytes());
@@ -501,7 +510,10 @@ mod tests {
         w.0.extend((1u64 << 62).to_le_bytes());
         let e = GgufMetadata::from_bytes(&w.0).unwrap_err();
         assert_eq!(e.key.as_deref(), Some("tokenizer.ggml.scores"), "{e}");
-        assert!(e.to_string().contains("array of 4611686018427387904 f32"), "{e}");
+        assert!(
+            e.to_string().contains("array of 4611686018427387904 f32"),
+            "{e}"
+        );
         let mut w = Writer::new(1);
         w.kv_f32("general.sampling.temp", 0.6);
         let cut = &w.0[..w.0.len() - 2];

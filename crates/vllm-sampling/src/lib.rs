@@ -128,9 +128,7 @@ impl Vllm {
 
     /// The server defaults a request is read over when a model config was given.
     fn merged_defaults(&self) -> Option<Map<String, Value>> {
-        self.model_config
-            .as_ref()
-            .map(|gc| self.defaults(Some(gc)))
+        self.model_config.as_ref().map(|gc| self.defaults(Some(gc)))
     }
 
     /// The server's sampling defaults for a model whose

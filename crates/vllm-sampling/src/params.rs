@@ -870,7 +870,9 @@ mod tests {
     #[test]
     fn literal_port_of_generate_kwargs() {
         let k = obj(json!({"do_sample": false, "repetition_penalty": 1.3}));
-        let p = from_generate(&k, None).expect("expressible").expect("valid");
+        let p = from_generate(&k, None)
+            .expect("expressible")
+            .expect("valid");
         assert!(p.is_greedy());
         assert_eq!(p.repetition_penalty, 1.3);
         assert!(from_generate(&obj(json!({"do_sample": true, "typical_p": 0.9})), None).is_none());

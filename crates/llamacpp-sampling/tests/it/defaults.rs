@@ -27,7 +27,10 @@ fn route(server: &LlamaServer, request: Value) -> (Map<String, Value>, Vec<(Stri
     let r = server.from_request(&request, None).remove(0);
     let params = r.params.expect("accepted");
     let described = server.describe(&params).expect("fields").into_json();
-    (described.as_object().cloned().unwrap_or_default(), r.sources)
+    (
+        described.as_object().cloned().unwrap_or_default(),
+        r.sources,
+    )
 }
 
 fn source(sources: &[(String, FieldSource)], field: &str) -> FieldSource {
@@ -74,16 +77,24 @@ fn flags_are_read_as_llama_server_reads_them() {
     // `--top_k` is `--top-k`; the last of two wins; --temp is clamped to >= 0.
     let d = ServerDefaults::new(None, Some("--top_k 5 --top-k 7 --temp -2")).expect("valid");
     let (p, _) = route(&LlamaServer::new(d), json!({}));
-    assert_eq!((p["top_k"].clone(), p["temperature"].clone()), (json!(7), json!(0.0)));
+    assert_eq!(
+        (p["top_k"].clone(), p["temperature"].clone()),
+        (json!(7), json!(0.0))
+    );
     for (flags, says) in [
         ("--mirostat 2", "`--mirostat` is not modelled"),
         ("--port 8080", "`--port` is not modelled"),
         ("--top-k", "needs a value"),
         ("--top-k abc", "refuses to start (std::stoi"),
-        ("--repeat-penalty 0", "repeat-penalty must be finite and greater than 0"),
+        (
+            "--repeat-penalty 0",
+            "repeat-penalty must be finite and greater than 0",
+        ),
         ("--repeat-last-n -1", "invalid repeat-last-n"),
     ] {
-        let e = ServerDefaults::new(None, Some(flags)).expect_err(flags).to_string();
+        let e = ServerDefaults::new(None, Some(flags))
+            .expect_err(flags)
+            .to_string();
         assert!(e.contains(says), "{flags}: {e}");
     }
 }
