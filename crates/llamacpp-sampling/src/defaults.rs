@@ -61,7 +61,7 @@ pub const GGUF_SAMPLING_KEYS: &[&str] = &[
 ];
 
 /// The server's defaults for absent request fields, with where each came from.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct ServerDefaults {
     pub(crate) params: ServerParams,
     /// Request field name → where its default came from (only the fields
@@ -71,15 +71,6 @@ pub struct ServerDefaults {
     pub(crate) notes: Vec<String>,
 }
 
-impl Default for ServerDefaults {
-    fn default() -> Self {
-        Self {
-            params: ServerParams::default(),
-            sources: BTreeMap::new(),
-            notes: Vec::new(),
-        }
-    }
-}
 
 /// One of the twelve fields a model may set, and its request field name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -259,14 +250,13 @@ impl ServerDefaults {
                     // Flags without a user_sampling_config bit: no model key
                     // competes with them (or, for --sampler-seq, the model's
                     // sequence replaces them).
-                    let x = || float();
                     match other {
-                        "--typical" | "--typical-p" => p.typ_p = x()?,
-                        "--top-nsigma" | "--top-n-sigma" => p.top_n_sigma = x()?,
-                        "--dynatemp-range" => p.dynatemp_range = x()?,
-                        "--dynatemp-exp" => p.dynatemp_exponent = x()?,
+                        "--typical" | "--typical-p" => p.typ_p = float()?,
+                        "--top-nsigma" | "--top-n-sigma" => p.top_n_sigma = float()?,
+                        "--dynatemp-range" => p.dynatemp_range = float()?,
+                        "--dynatemp-exp" => p.dynatemp_exponent = float()?,
                         "--presence-penalty" | "--frequency-penalty" => {
-                            let v = x()?;
+                            let v = float()?;
                             if !v.is_finite() {
                                 return Err(bad("the penalty must be finite"));
                             }
