@@ -71,7 +71,6 @@ pub struct ServerDefaults {
     pub(crate) notes: Vec<String>,
 }
 
-
 /// One of the twelve fields a model may set, and its request field name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Field {

@@ -236,7 +236,10 @@ fn report_gives_vllm_and_sglang_the_config_their_servers_merge() {
             })
             .collect();
         for (a, b) in from_report.iter().zip(&from_request) {
-            assert!((a - b).abs() <= 1e-12, "{semantics}: report {a} vs request {b}");
+            assert!(
+                (a - b).abs() <= 1e-12,
+                "{semantics}: report {a} vs request {b}"
+            );
         }
     }
     // vLLM's merged setup is transformers' on every fixture (before the fix
