@@ -29,7 +29,7 @@
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
-ALL_TARGETS=(compare_dist compare_diff compare_request speculative_args token_piece trace spec_line fixture hf_sampler probe_replay beam_recording)
+ALL_TARGETS=(compare_dist compare_diff compare_request speculative_args token_piece trace spec_line fixture hf_sampler probe_replay beam_recording gguf_metadata)
 export RUSTC_BOOTSTRAP=1
 SANITIZER=${FUZZ_SANITIZER:-none}
 BUILD_FLAGS=(-O --debug-assertions --sanitizer "$SANITIZER")

@@ -562,3 +562,24 @@ pub fn beam_recording(data: &[u8]) {
         }
     }
 }
+
+/// A GGUF's metadata (`--model-file`): any bytes give the metadata or an
+/// error naming a byte offset inside the input, never a panic or an
+/// allocation past the input's size.
+pub fn gguf_metadata(data: &[u8]) {
+    match parity_core::gguf::GgufMetadata::from_bytes(data) {
+        Err(error) => {
+            assert!(
+                error.offset <= data.len() as u64,
+                "offset {} past the {} input bytes: {error}",
+                error.offset,
+                data.len()
+            );
+            assert!(error.to_string().contains("byte offset"), "{error}");
+        }
+        Ok(meta) => {
+            assert!(meta.entries.len() as u64 <= parity_core::gguf::MAX_KEYS);
+            assert!((2..=3).contains(&meta.version));
+        }
+    }
+}

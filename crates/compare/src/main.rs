@@ -68,7 +68,7 @@ fn run(cli: Cli, options: &registry::Options) -> anyhow::Result<ExitCode> {
         error: None,
     };
     let engines = |config: Option<&Path>| -> anyhow::Result<_> {
-        let config = registry::generation_config(config)?;
+        let config = registry::command_generation_config(config, options)?;
         let engines = registry::engines(config.as_ref(), options)?;
         Ok((config, engines))
     };

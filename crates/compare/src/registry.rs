@@ -18,6 +18,7 @@ use parity_core::AnySemantics;
 /// `generation_config.json` goes to the engines that read one.
 pub fn all(generation_config: Option<&GenerationConfig>) -> Vec<Box<dyn AnySemantics>> {
     let config = || generation_config.cloned();
+    let config_map = || generation_config.map(|c| c.values().clone());
     vec![
         Box::new(hf_sampling::Hf::new(config())),
         Box::new(hf_sampling::HfRust::new(config())),
@@ -28,23 +29,38 @@ pub fn all(generation_config: Option<&GenerationConfig>) -> Vec<Box<dyn AnySeman
         Box::new(llamacpp_sampling::Ollama::default()),
         Box::new(ollama_sampling::OllamaGo::default()),
         Box::new(mlx_sampling::OllamaMlx::default()),
-        Box::new(vllm_sampling::Vllm::AUTO),
-        Box::new(sglang_sampling::Sglang),
+        Box::new(vllm_sampling::Vllm::AUTO.with_model_config(config_map())),
+        match config_map() {
+            Some(map) => Box::new(sglang_sampling::SglangServed::new(map)),
+            None => Box::new(sglang_sampling::Sglang),
+        },
         Box::new(mistralrs_sampling::MistralRs),
         Box::new(mlx_sampling::MlxLm),
         Box::new(tutorial_sampling::Tutorial),
     ]
 }
 
-/// [`all`], with a model's published Ollama parameters (`ollama show
-/// --parameters`, as a JSON object) layered under the requests of the
-/// Ollama engines that read them, as Ollama layers them.
-fn with_ollama_model_params(
+/// [`all`], with what the command line says about the servers layered in:
+/// a model's published Ollama parameters (`ollama show --parameters`, as a
+/// JSON object) under the requests of the Ollama engines that read them, as
+/// Ollama layers them; and a GGUF's `general.sampling.*` keys and
+/// llama-server's sampling flags under llama-server's requests.
+fn with_layers(
     generation_config: Option<&GenerationConfig>,
-    ollama_model_params: Option<&serde_json::Map<String, serde_json::Value>>,
+    options: &Options,
 ) -> anyhow::Result<Vec<Box<dyn AnySemantics>>> {
     let mut registry = all(generation_config);
-    let Some(params) = ollama_model_params else {
+    let gguf = options.model_file.as_ref().and_then(ModelFile::gguf);
+    if gguf.is_some() || options.server_args.is_some() {
+        let defaults =
+            llamacpp_sampling::ServerDefaults::new(gguf, options.server_args.as_deref())?;
+        for s in &mut registry {
+            if s.info().name == "llama.cpp" {
+                *s = Box::new(llamacpp_sampling::LlamaServer::new(defaults.clone()));
+            }
+        }
+    }
+    let Some(params) = options.ollama_model_params.as_ref() else {
         return Ok(registry);
     };
     for s in &mut registry {
@@ -110,12 +126,79 @@ pub fn engines(
     options: &Options,
 ) -> anyhow::Result<Engines> {
     Ok(Engines {
-        semantics: with_ollama_model_params(
-            generation_config,
-            options.ollama_model_params.as_ref(),
-        )?,
+        semantics: with_layers(generation_config, options)?,
         ..base_engines()
     })
+}
+
+/// The generation config a command runs with: `--generation-config FILE`,
+/// or `--model-file` when that is a generation_config.json (both is an
+/// error: one model has one config).
+pub fn command_generation_config(
+    path: Option<&Path>,
+    options: &Options,
+) -> anyhow::Result<Option<GenerationConfig>> {
+    let from_model = options
+        .model_file
+        .as_ref()
+        .and_then(ModelFile::generation_config);
+    match (generation_config(path)?, from_model) {
+        (Some(_), Some(_)) => anyhow::bail!(
+            "--generation-config and --model-file both give a generation_config.json: give one"
+        ),
+        (Some(c), None) => Ok(Some(c)),
+        (None, c) => Ok(c.cloned()),
+    }
+}
+
+/// `--model-file FILE`, read: a GGUF's metadata (no tensors) or a
+/// generation_config.json.
+#[derive(Debug)]
+pub enum ModelFile {
+    /// A GGUF's header and key/value metadata.
+    Gguf(parity_core::gguf::GgufMetadata),
+    /// A Hugging Face generation_config.json.
+    GenerationConfig(GenerationConfig),
+}
+
+impl ModelFile {
+    /// Reads `path`: a GGUF when it starts with GGUF's magic, else a
+    /// generation_config.json.
+    pub fn read(path: &Path) -> anyhow::Result<Self> {
+        use std::io::Read;
+        let mut magic = [0u8; 4];
+        let n = std::fs::File::open(path)
+            .and_then(|mut f| f.read(&mut magic))
+            .with_context(|| format!("--model-file: reading {}", path.display()))?;
+        if parity_core::gguf::GgufMetadata::is_gguf(&magic[..n]) {
+            let meta = parity_core::gguf::GgufMetadata::from_path(path)
+                .with_context(|| format!("--model-file: reading {}", path.display()))?
+                .with_context(|| format!("--model-file {}", path.display()))?;
+            return Ok(Self::Gguf(meta));
+        }
+        GenerationConfig::from_path(path)
+            .with_context(|| {
+                format!(
+                    "--model-file {}: neither a GGUF (no `GGUF` magic) nor a generation_config.json",
+                    path.display()
+                )
+            })
+            .map(Self::GenerationConfig)
+    }
+
+    fn gguf(&self) -> Option<&parity_core::gguf::GgufMetadata> {
+        match self {
+            Self::Gguf(m) => Some(m),
+            Self::GenerationConfig(_) => None,
+        }
+    }
+
+    fn generation_config(&self) -> Option<&GenerationConfig> {
+        match self {
+            Self::GenerationConfig(c) => Some(c),
+            Self::Gguf(_) => None,
+        }
+    }
 }
 
 /// [`engines`] with no generation config and no options.
@@ -166,6 +249,10 @@ fn bench_step(
 pub struct Options {
     /// `--ollama-model-params`, read.
     pub ollama_model_params: Option<serde_json::Map<String, serde_json::Value>>,
+    /// `--model-file`, read.
+    pub model_file: Option<ModelFile>,
+    /// `--server-args`, as given.
+    pub server_args: Option<String>,
 }
 
 impl Options {
@@ -174,18 +261,52 @@ impl Options {
         let Some((_, sub)) = matches.subcommand() else {
             return Ok(Self::default());
         };
-        let arg = sub
-            .try_get_one::<String>(OLLAMA_MODEL_PARAMS)
-            .ok()
-            .flatten()
-            .map(String::as_str);
+        let get = |name: &str| {
+            sub.try_get_one::<String>(name)
+                .ok()
+                .flatten()
+                .map(String::as_str)
+        };
+        let model_file = get(MODEL_FILE)
+            .map(|p| ModelFile::read(Path::new(p)))
+            .transpose()?;
         Ok(Self {
-            ollama_model_params: ollama_model_params(arg)?,
+            ollama_model_params: ollama_model_params(get(OLLAMA_MODEL_PARAMS))?,
+            model_file,
+            server_args: get(SERVER_ARGS).map(str::to_string),
         })
     }
 }
 
 const OLLAMA_MODEL_PARAMS: &str = "ollama-model-params";
+const MODEL_FILE: &str = "model-file";
+const SERVER_ARGS: &str = "server-args";
+
+/// `--model-file` and `--server-args`, for the commands that take them.
+fn layer_args(command: clap::Command) -> clap::Command {
+    command
+        .arg(
+            Arg::new(MODEL_FILE)
+                .long(MODEL_FILE)
+                .value_name("FILE")
+                .help(
+                    "The model file: a GGUF (only its metadata is read; llama-server takes its \
+                     general.sampling.* keys as defaults under the request and the operator's \
+                     flags) or a generation_config.json (as --generation-config).",
+                ),
+        )
+        .arg(
+            Arg::new(SERVER_ARGS)
+                .long(SERVER_ARGS)
+                .value_name("FLAGS")
+                .allow_hyphen_values(true)
+                .help(
+                    "llama-server's sampling flags, as its operator starts it, e.g. \
+                     '--top-k 25 --temp 0.9': defaults under the request, over the GGUF's keys \
+                     (flags that are not modelled are refused with the reason).",
+                ),
+        )
+}
 
 /// A parser that takes a name from `known` (comma-separated); anything else
 /// is a usage error listing them.
@@ -235,20 +356,20 @@ pub fn with_registry(command: clap::Command) -> clap::Command {
              bundled fixtures."
         ))
         .mut_subcommand("report", |c| {
-            c.mut_arg("pairs", |a| add(a, semantics_list.clone()))
+            layer_args(c.mut_arg("pairs", |a| add(a, semantics_list.clone())))
         })
         .mut_subcommand("diff", |c| {
-            c.mut_arg("pairs", |a| {
+            layer_args(c.mut_arg("pairs", |a| {
                 add(a, format!("[default: {diff_pair}] {semantics_list}"))
-            })
+            }))
         })
         .mut_subcommand("dist", |c| {
-            c.mut_arg("semantics", |a| {
+            layer_args(c.mut_arg("semantics", |a| {
                 add(
                     a.value_parser(semantics_name(names.clone())),
                     semantics_list.clone(),
                 )
-            })
+            }))
         })
         .mut_subcommand("trace", |c| {
             c.mut_arg("port", |a| {
@@ -265,7 +386,7 @@ pub fn with_registry(command: clap::Command) -> clap::Command {
             c.mut_arg("port", |a| add(a, format!("[ports: {port_names}]")))
         })
         .mut_subcommand("translate", |c| {
-            c.mut_arg("to", |a| {
+            layer_args(c).mut_arg("to", |a| {
                 add(
                     a,
                     format!("[default: {translation}] [engines: {translators}]"),
@@ -277,7 +398,7 @@ pub fn with_registry(command: clap::Command) -> clap::Command {
             ))
         })
         .mut_subcommand("request", |c| {
-            c.arg(ollama(
+            layer_args(c).arg(ollama(
                 "The model's own Ollama parameters (its Modelfile PARAMETERs): a JSON object, or a \
                  file holding one or what `ollama show --parameters` prints. Ollama layers them \
                  between its defaults and the request.",

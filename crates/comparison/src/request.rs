@@ -38,6 +38,10 @@ pub struct Endpoint {
     pub ignored: Vec<String>,
     /// What the endpoint decided on its own.
     pub notes: Vec<String>,
+    /// Where each effective field came from, for the engines that say
+    /// (`{"top_k": "model-file", ...}`; empty for the others).
+    #[serde(skip_serializing_if = "Map::is_empty")]
+    pub sources: Map<String, Value>,
 }
 
 /// One endpoint on one fixture.
@@ -159,6 +163,7 @@ fn routes<'s>(
                 error: route.params.as_ref().err().map(|e| e.to_string()),
                 ignored: route.ignored,
                 notes: route.notes,
+                sources: sources_json(&route.sources),
             };
             out.push((endpoint, route.params.map_err(|e| e.to_string())));
         }
@@ -262,6 +267,7 @@ fn write_text(answer: &Answer, width: usize, out: &mut dyn Write) -> io::Result<
         for note in &e.notes {
             wrapped(out, width, "      note: ", 6, note)?;
         }
+        write_sources(e, width, out)?;
     }
     // The figures take 2 + 6 + 2 + 9 + 2 + 9 columns after the name.
     let name_width = answer
@@ -304,4 +310,43 @@ fn write_text(answer: &Answer, width: usize, out: &mut dyn Write) -> io::Result<
         }
     }
     Ok(())
+}
+
+/// The route's field sources as a JSON object, field → source.
+fn sources_json(sources: &[(String, parity_core::FieldSource)]) -> Map<String, Value> {
+    sources
+        .iter()
+        .map(|(k, s)| {
+            let v = serde_json::to_value(s).unwrap_or(Value::Null);
+            (k.clone(), v)
+        })
+        .collect()
+}
+
+/// The `from:` line: each field whose value is not the engine's built-in
+/// default, with where it came from (nothing when every field is the
+/// request's or built in and the engine says no more).
+fn write_sources(e: &Endpoint, width: usize, out: &mut dyn Write) -> io::Result<()> {
+    if e.sources.is_empty() {
+        return Ok(());
+    }
+    let mut by_source: Vec<(String, Vec<&str>)> = Vec::new();
+    for (field, source) in &e.sources {
+        let words = source.as_str().unwrap_or("?").replace('-', " ");
+        match by_source.iter_mut().find(|(w, _)| *w == words) {
+            Some((_, fields)) => fields.push(field),
+            None => by_source.push((words, vec![field])),
+        }
+    }
+    let rest = "engine default";
+    let mut parts: Vec<String> = by_source
+        .iter()
+        .filter(|(w, _)| w != rest)
+        .map(|(w, fields)| format!("{w}: {}", fields.join(", ")))
+        .collect();
+    if by_source.iter().any(|(w, _)| w == rest) {
+        parts.push(format!("the rest: {rest}"));
+    }
+    let text = parts.join("; ");
+    wrapped(out, width, "      from: ", 6, &text)
 }

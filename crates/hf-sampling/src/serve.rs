@@ -323,6 +323,7 @@ impl ServeReading {
             params: self.params.map_err(Error::new),
             ignored: self.ignored,
             notes: self.notes,
+            sources: Vec::new(),
         }
     }
 }

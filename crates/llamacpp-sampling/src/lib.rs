@@ -41,11 +41,13 @@
 #![deny(missing_docs)]
 
 mod chain;
+pub mod defaults;
 mod engine;
 mod mt;
 pub mod ollama;
 mod params;
 pub mod port;
+mod served;
 pub mod translate;
 
 use serde_json::{Map, Value, json};
@@ -55,9 +57,11 @@ use parity_core::{
     Route, Semantics,
 };
 
+pub use defaults::ServerDefaults;
 pub use ollama::Ollama;
 pub use params::ServerParams;
 pub use port::LlamaCppPort;
+pub use served::LlamaServer;
 
 /// llama.cpp's sampler chain as llama-server runs it.
 #[derive(Debug, Clone, Copy, Default)]
@@ -205,25 +209,15 @@ impl Semantics for LlamaCpp {
     /// llama-server's `/v1/chat/completions` reads the same field names as
     /// `/completion` (tools/server/server-common.cpp
     /// `oaicompat_chat_params_parse` passes them through), ignores the ones
-    /// it does not know, fills in its own defaults and never reads a
-    /// generation config.
+    /// it does not know, fills in its built-in defaults (this server was
+    /// given no model file and no flags: [`LlamaServer`] has them) and
+    /// reads no generation config of its own.
     fn from_request(
         &self,
         request: &Map<String, Value>,
         _generation_config: Option<&Map<String, Value>>,
     ) -> Vec<Route<ServerParams>> {
-        let known = |k: &str| params::FIELDS.contains(&k) && k != "draws";
-        let own: Map<String, Value> = request
-            .iter()
-            .filter(|(k, _)| known(k))
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
-        vec![
-            Route::new("llama-server /v1/chat/completions", params::parse(&own))
-                .ignoring_all_but(request, known)
-                .note("defaults for absent fields: top_k 40, top_p 0.95, min_p 0.05, repeat_last_n 64")
-                .note("generation_config.json is never read"),
-        ]
+        served::routes(&ServerDefaults::default(), request)
     }
 
     fn describe(&self, params: &ServerParams) -> Option<Described> {

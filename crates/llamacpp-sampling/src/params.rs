@@ -58,7 +58,7 @@ pub(crate) enum SamplerType {
 }
 
 impl SamplerType {
-    fn from_name(name: &str) -> Option<Self> {
+    pub(crate) fn from_name(name: &str) -> Option<Self> {
         use SamplerType::*;
         Some(match name.to_ascii_lowercase().as_str() {
             "dry" => Dry,
@@ -76,7 +76,7 @@ impl SamplerType {
         })
     }
 
-    fn from_char(c: char) -> Option<Self> {
+    pub(crate) fn from_char(c: char) -> Option<Self> {
         use SamplerType::*;
         Some(match c {
             'd' => Dry,
@@ -385,7 +385,16 @@ fn hard_limit_i32(field: &str, v: &Value, n: Num, min: i32) -> Result<i32, Error
 
 /// Parses a llama-server `/completion` request's sampling fields.
 pub(crate) fn parse(request: &Map<String, Value>) -> Result<ServerParams, Error> {
-    let mut p = ServerParams::default();
+    parse_over(ServerParams::default(), request)
+}
+
+/// Parses a request's sampling fields over the server's defaults `p`
+/// (`eval_llama_cmpl_schema` starts from `params_base.sampling`,
+/// tools/server/server-schema.cpp line 527).
+pub(crate) fn parse_over(
+    mut p: ServerParams,
+    request: &Map<String, Value>,
+) -> Result<ServerParams, Error> {
     for (field, v) in request {
         if !FIELDS.contains(&field.as_str()) {
             return Err(Error::new(format_args!(

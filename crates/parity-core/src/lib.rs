@@ -15,6 +15,7 @@
 
 pub mod fixture;
 pub mod fragile;
+pub mod gguf;
 pub mod jsonl;
 pub mod metrics;
 pub mod mt19937;
@@ -35,7 +36,8 @@ pub use metrics::{Comparison, TokenMass};
 pub use record::{Logits, Record};
 pub use semantics::{
     Against, AnySemantics, Context, Described, Distribution, DrawCheck, DrawOptions, Error,
-    Explanation, Fix, Info, ParamInfo, Precision, Prepared, REQUEST_FIELDS_NOT_SAMPLING, Role,
-    Route, Semantics, TranslateOptions, Translation, TranslationLine, Variant,
+    Explanation, FieldSource, Fix, Info, ParamInfo, Precision, Prepared,
+    REQUEST_FIELDS_NOT_SAMPLING, Role, Route, Semantics, TranslateOptions, Translation,
+    TranslationLine, Variant,
 };
 pub use vocab::Vocab;

@@ -442,6 +442,39 @@ pub struct Route<P> {
     /// What the endpoint decided on its own, in words (a default it fills
     /// in, a field it renames, a merge), for the reader of the table.
     pub notes: Vec<String>,
+    /// Where each effective field's value came from, for the engines that
+    /// say (`compare request` prints them); empty when the engine does not.
+    pub sources: Vec<(String, FieldSource)>,
+}
+
+/// Where an effective sampling field's value came from on a server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FieldSource {
+    /// The request set it.
+    Request,
+    /// The operator's command-line flag set the server's default.
+    OperatorFlag,
+    /// The model file (a GGUF's `general.sampling.*`, a
+    /// `generation_config.json`, a model's own parameters) set it.
+    ModelFile,
+    /// The engine's built-in default.
+    EngineDefault,
+    /// The server sets it whatever the request says.
+    Forced,
+}
+
+impl FieldSource {
+    /// The words `compare request` prints.
+    pub fn words(self) -> &'static str {
+        match self {
+            FieldSource::Request => "request",
+            FieldSource::OperatorFlag => "operator flag",
+            FieldSource::ModelFile => "model file",
+            FieldSource::EngineDefault => "engine default",
+            FieldSource::Forced => "forced",
+        }
+    }
 }
 
 impl<P> Route<P> {
@@ -452,6 +485,7 @@ impl<P> Route<P> {
             params,
             ignored: Vec::new(),
             notes: Vec::new(),
+            sources: Vec::new(),
         }
     }
 
@@ -483,7 +517,14 @@ impl<P> Route<P> {
             params: self.params.map(f),
             ignored: self.ignored,
             notes: self.notes,
+            sources: self.sources,
         }
+    }
+
+    /// The same route with `sources` as its fields' sources.
+    pub fn with_sources(mut self, sources: Vec<(String, FieldSource)>) -> Self {
+        self.sources = sources;
+        self
     }
 }
 

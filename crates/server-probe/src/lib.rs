@@ -371,10 +371,15 @@ pub(crate) fn run(
     let (logits, tail_mass) = rebuild(&raw, &mut space, logit_offset.unwrap_or(0.0))?;
     let context = Context::new(&context_ids, None)?;
 
+    let defaults = info
+        .props
+        .pointer("/default_generation_settings/params")
+        .and_then(Value::as_object)
+        .filter(|_| options.api == Api::LlamaServer);
     let mut probes = Vec::new();
     for (request, o) in options.requests.iter().zip(&observed) {
         probes.push(analyse(
-            request, o, &logits, tail_mass, &context, &mut space, options, registry,
+            request, o, &logits, tail_mass, &context, &mut space, options, registry, defaults,
         )?);
     }
     Ok(Report {
@@ -571,11 +576,14 @@ fn candidates<'s>(
     api: Api,
     request: &Map<String, Value>,
     registry: &'s [Box<dyn AnySemantics>],
+    defaults: Option<&Map<String, Value>>,
 ) -> (Vec<Routed<'s>>, Option<Routed<'s>>) {
     let mut out = Vec::new();
     let mut transformers = None;
     for s in registry {
         let name = s.info().name;
+        let served = served_request(s.as_ref(), api, request, defaults);
+        let request = served.as_ref().unwrap_or(request);
         for (i, route) in s.prepare_request(request, None).into_iter().enumerate() {
             let routed = Routed {
                 semantics: name,
@@ -619,6 +627,37 @@ fn candidates<'s>(
     (out, transformers)
 }
 
+/// The request a candidate served by this API's own server sees: the
+/// fields the server reports as its defaults (llama-server's `/props`
+/// `default_generation_settings.params`: built in, the model file's, the
+/// operator's flags) that the candidate's own params name and the request
+/// leaves out, filled in — so the candidate samples with the server's real
+/// defaults instead of its built-in ones. `None`: nothing to fill (another
+/// API, transformers, a route the server does not serve, a refusal).
+fn served_request(
+    s: &dyn AnySemantics,
+    api: Api,
+    request: &Map<String, Value>,
+    defaults: Option<&Map<String, Value>>,
+) -> Option<Map<String, Value>> {
+    let defaults = defaults?;
+    if s.role() == Role::ReferenceComputed {
+        return None;
+    }
+    let route = s
+        .prepare_request(request, None)
+        .into_iter()
+        .find(|r| api.serves(r.endpoint))?;
+    let described = route.params.ok()?.describe()?.into_json();
+    let mut filled = request.clone();
+    for key in described.as_object()?.keys() {
+        if let (None, Some(v)) = (request.get(key), defaults.get(key)) {
+            filled.insert(key.clone(), v.clone());
+        }
+    }
+    (filled != *request).then_some(filled)
+}
+
 /// The request with the effective sampler chain reordered to put
 /// temperature first, when it is not first already.
 fn temperature_first(p: &dyn Prepared, request: &Map<String, Value>) -> Option<Map<String, Value>> {
@@ -650,6 +689,7 @@ fn analyse(
     space: &mut Space,
     options: &Options,
     registry: &[Box<dyn AnySemantics>],
+    defaults: Option<&Map<String, Value>>,
 ) -> Result<Probe, Error> {
     let n = logits.len();
     let (server, server_kept) = server_distribution(observed, space, n)?;
@@ -663,7 +703,7 @@ fn analyse(
         }
         Observed::Post(_) => None,
     };
-    let (routes, transformers) = candidates(options.api, request, registry);
+    let (routes, transformers) = candidates(options.api, request, registry, defaults);
     let rule_out_tv = RULE_OUT_TV.max(10.0 * tail_mass);
     let mut out = Vec::new();
     for r in &routes {

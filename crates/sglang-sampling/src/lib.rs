@@ -346,3 +346,75 @@ fn fix(kwargs: &Map<String, Value>) -> Option<Fix> {
     };
     Some(Fix { text, params: m })
 }
+
+/// [`Sglang`] serving a model whose `generation_config.json` the user gave:
+/// `launch_server --sampling-defaults model` (the default) reads it, so the
+/// literal port's request (`compare report`, `diff`) and params (`dist`) are
+/// read as `/v1/chat/completions` reads them, over its values
+/// ([`request_params`] with [`Endpoint::Chat`], the route
+/// [`Semantics::from_request`] runs). Everything else is [`Sglang`]'s.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SglangServed {
+    model_config: Map<String, Value>,
+}
+
+impl SglangServed {
+    /// SGLang serving a model whose generation config is `model_config`.
+    pub fn new(model_config: Map<String, Value>) -> Self {
+        Self { model_config }
+    }
+}
+
+impl Semantics for SglangServed {
+    type Params = SglangParams;
+
+    fn info(&self) -> &'static Info {
+        Sglang.info()
+    }
+
+    fn parse_params(&self, params: &Map<String, Value>) -> Result<SglangParams, Error> {
+        request_params(Endpoint::Chat, params, Some(&self.model_config))
+    }
+
+    fn distribution(
+        &self,
+        logits: &Logits,
+        context: &Context<'_>,
+        params: &SglangParams,
+    ) -> Result<Distribution, Error> {
+        Sglang.distribution(logits, context, params)
+    }
+
+    fn from_generate(&self, kwargs: &Map<String, Value>) -> Option<Result<SglangParams, Error>> {
+        let request = params::literal_request(kwargs)?;
+        Some(self.parse_params(&request))
+    }
+
+    fn reads_generation_config(&self) -> bool {
+        true
+    }
+
+    fn from_request(
+        &self,
+        request: &Map<String, Value>,
+        generation_config: Option<&Map<String, Value>>,
+    ) -> Vec<Route<SglangParams>> {
+        Sglang.from_request(request, generation_config.or(Some(&self.model_config)))
+    }
+
+    fn describe(&self, params: &SglangParams) -> Option<Described> {
+        Sglang.describe(params)
+    }
+
+    fn explain(&self, row: &Against<'_>, params: &SglangParams) -> Explanation {
+        Sglang.explain(row, params)
+    }
+
+    fn fix(
+        &self,
+        kwargs: &Map<String, Value>,
+        variant: Option<&parity_core::Variant>,
+    ) -> Option<Fix> {
+        Sglang.fix(kwargs, variant)
+    }
+}

@@ -596,11 +596,17 @@ pub fn request_params(
 /// ([`hf_sampling::portable_kwargs`]: the typical, epsilon or eta warper
 /// while sampling, beam search).
 pub(crate) fn from_generate(kwargs: &Map<String, Value>) -> Option<Result<SglangParams, Error>> {
+    Some(parse(&literal_request(kwargs)?))
+}
+
+/// The literal port's request: [`hf_sampling::portable_kwargs`], with
+/// `do_sample=False` as `temperature` 0 (`None`: not expressible).
+pub(crate) fn literal_request(kwargs: &Map<String, Value>) -> Option<Map<String, Value>> {
     let mut m = hf_sampling::portable_kwargs(kwargs)?;
     if kwargs.get("do_sample") == Some(&Value::Bool(false)) {
         m.insert("temperature".into(), Value::from(0.0));
     }
-    Some(parse(&m))
+    Some(m)
 }
 
 #[cfg(test)]

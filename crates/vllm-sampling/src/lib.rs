@@ -93,6 +93,10 @@ pub use params::{
 pub struct Vllm {
     source: GenerationConfigSource,
     overrides: Option<Map<String, Value>>,
+    /// The model's generation_config.json, when the user gave one: then
+    /// [`Semantics::from_generate`] and [`Semantics::parse_params`] read a
+    /// request as the server does, over the defaults it merges from it.
+    model_config: Option<Map<String, Value>>,
 }
 
 impl Vllm {
@@ -100,6 +104,7 @@ impl Vllm {
     pub const AUTO: Self = Self {
         source: GenerationConfigSource::Model,
         overrides: None,
+        model_config: None,
     };
 
     /// A server started with `--generation-config` reading `source` and
@@ -108,7 +113,22 @@ impl Vllm {
         Self {
             source,
             overrides: Some(overrides).filter(|o| !o.is_empty()),
+            model_config: None,
         }
+    }
+
+    /// The same server serving a model whose `generation_config.json` is
+    /// `config`: the literal port's request (`compare report`, `diff`) and
+    /// params (`dist`) are read over the defaults the server merges from it,
+    /// as [`Semantics::from_request`] reads a request.
+    pub fn with_model_config(mut self, config: Option<Map<String, Value>>) -> Self {
+        self.model_config = config;
+        self
+    }
+
+    /// The server defaults a request is read over when a model config was given.
+    fn merged_defaults(&self) -> Option<Map<String, Value>> {
+        self.model_config.as_ref().map(|gc| self.defaults(Some(gc)))
     }
 
     /// The server's sampling defaults for a model whose
@@ -140,7 +160,15 @@ impl Semantics for Vllm {
     }
 
     fn parse_params(&self, params: &Map<String, Value>) -> Result<VllmParams, Error> {
-        params::parse(params)
+        match self.merged_defaults() {
+            Some(d) => request_params(params, Some(&d)),
+            None => params::parse(params),
+        }
+    }
+
+    /// `vllm serve --generation-config auto` (the default) merges it.
+    fn reads_generation_config(&self) -> bool {
+        true
     }
 
     fn distribution(
@@ -177,7 +205,7 @@ impl Semantics for Vllm {
     }
 
     fn from_generate(&self, kwargs: &Map<String, Value>) -> Option<Result<VllmParams, Error>> {
-        params::from_generate(kwargs)
+        params::from_generate(kwargs, self.merged_defaults().as_ref())
     }
 
     fn from_request(

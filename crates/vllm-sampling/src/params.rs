@@ -605,8 +605,13 @@ pub fn request_params(
 /// such switch: it samples at temperature 1 by default). `None` when the
 /// kwargs use what vLLM has no counterpart for
 /// ([`hf_sampling::portable_kwargs`]: the typical, epsilon or eta warper
-/// while sampling, beam search).
-pub(crate) fn from_generate(kwargs: &Map<String, Value>) -> Option<Result<VllmParams, Error>> {
+/// while sampling, beam search). With the server's `defaults` (a model's
+/// generation config merged, [`default_sampling_params`]) the port's request
+/// goes through [`request_params`], as the server reads it.
+pub(crate) fn from_generate(
+    kwargs: &Map<String, Value>,
+    defaults: Option<&Map<String, Value>>,
+) -> Option<Result<VllmParams, Error>> {
     let mut m = hf_sampling::portable_kwargs(kwargs)?;
     if m.get("top_k").is_some_and(Value::is_null) {
         m.insert("top_k".into(), Value::from(0));
@@ -614,7 +619,10 @@ pub(crate) fn from_generate(kwargs: &Map<String, Value>) -> Option<Result<VllmPa
     if kwargs.get("do_sample") == Some(&Value::Bool(false)) {
         m.insert("temperature".into(), Value::from(0.0));
     }
-    Some(parse(&m))
+    Some(match defaults {
+        Some(d) => request_params(&m, Some(d)),
+        None => parse(&m),
+    })
 }
 
 #[cfg(test)]
@@ -681,10 +689,12 @@ mod tests {
     #[test]
     fn literal_port_of_generate_kwargs() {
         let k = obj(json!({"do_sample": false, "repetition_penalty": 1.3}));
-        let p = from_generate(&k).expect("expressible").expect("valid");
+        let p = from_generate(&k, None)
+            .expect("expressible")
+            .expect("valid");
         assert!(p.is_greedy());
         assert_eq!(p.repetition_penalty, 1.3);
-        assert!(from_generate(&obj(json!({"do_sample": true, "typical_p": 0.9}))).is_none());
+        assert!(from_generate(&obj(json!({"do_sample": true, "typical_p": 0.9})), None).is_none());
     }
 
     /// transformers 5.23.0 `generation/utils.py` adds `TypicalLogitsWarper`
@@ -699,7 +709,7 @@ mod tests {
             json!({"do_sample": true, "typical_p": 1.5}),
             json!({"do_sample": false, "typical_p": 0.9, "epsilon_cutoff": 0.5}),
         ] {
-            assert!(from_generate(&obj(k.clone())).is_some(), "{k}");
+            assert!(from_generate(&obj(k.clone()), None).is_some(), "{k}");
         }
     }
 }

@@ -13,6 +13,7 @@ mod registry;
 mod report;
 mod request;
 mod robustness;
+mod server_defaults;
 mod snapshots;
 mod speculative;
 mod tokens;

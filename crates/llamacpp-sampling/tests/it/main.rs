@@ -2,6 +2,7 @@
 //! llama.cpp sampler chain replayed exactly, request parsing and errors, and
 //! Ollama's request mapping.
 
+mod defaults;
 mod errors;
 mod explain;
 mod ollama;

@@ -73,6 +73,11 @@ fn fuzz_corpus_compare_request_replays() {
 }
 
 #[test]
+fn fuzz_corpus_gguf_metadata_replays() {
+    replay("gguf_metadata", harness::gguf_metadata, 8);
+}
+
+#[test]
 fn fuzz_corpus_hf_sampler_replays() {
     replay("hf_sampler", harness::hf_sampler, 20);
 }

@@ -1,0 +1,250 @@
+//! What a server samples an absent field with: `--model-file` (a GGUF's
+//! `general.sampling.*` keys, or a generation_config.json), `--server-args`
+//! (llama-server's flags), each field's source in `compare request`, the
+//! generation config reaching vLLM and SGLang in `report` as in `request`,
+//! and the real llama-server's recordings (fixtures/llamacpp/server-defaults/,
+//! scripts/reference/llamacpp/record_server_defaults.py) replayed.
+
+use std::path::PathBuf;
+
+use serde_json::Value;
+
+use crate::helpers::{compare, text};
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn stamped_keys() -> String {
+    repo()
+        .join("fixtures/llamacpp/server-defaults/stamped-keys.gguf")
+        .display()
+        .to_string()
+}
+
+fn json_ok(args: &[&str]) -> Value {
+    let out = compare(args, "");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{args:?}: {}",
+        text(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("JSON")
+}
+
+fn endpoint<'a>(answer: &'a Value, semantics: &str) -> (usize, &'a Value) {
+    answer["endpoints"]
+        .as_array()
+        .expect("endpoints")
+        .iter()
+        .enumerate()
+        .find(|(_, e)| e["semantics"] == semantics)
+        .unwrap_or_else(|| panic!("no {semantics} endpoint"))
+}
+
+fn tvs(answer: &Value, index: usize) -> Vec<f64> {
+    answer["fixtures"]
+        .as_array()
+        .expect("fixtures")
+        .iter()
+        .map(|f| f["cells"][index]["tv"].as_f64().expect("a tv"))
+        .collect()
+}
+
+#[test]
+fn a_gguf_model_file_gives_llama_server_its_keys_with_their_source() {
+    let gguf = stamped_keys();
+    let plain = json_ok(&["request", r#"{"temperature": 0.7}"#, "--format", "json"]);
+    let with = json_ok(&[
+        "request",
+        r#"{"temperature": 0.7}"#,
+        "--model-file",
+        &gguf,
+        "--format",
+        "json",
+    ]);
+    let (i, e) = endpoint(&with, "llama.cpp");
+    let p = &e["params"];
+    assert_eq!(
+        (&p["top_k"], &p["top_p"], &p["min_p"]),
+        (&20.into(), &0.8.into(), &0.1.into())
+    );
+    assert_eq!(e["sources"]["top_k"], "model-file");
+    assert_eq!(e["sources"]["min_p"], "model-file");
+    assert_eq!(e["sources"]["temperature"], "request");
+    assert_eq!(e["sources"]["typical_p"], "engine-default");
+    let (j, before) = endpoint(&plain, "llama.cpp");
+    assert_eq!(before["params"]["top_k"], 40);
+    assert_ne!(
+        tvs(&with, i),
+        tvs(&plain, j),
+        "the TV to transformers must move"
+    );
+    // The text says it too.
+    let out = compare(
+        &["request", r#"{"temperature": 0.7}"#, "--model-file", &gguf],
+        "",
+    );
+    let t = text(&out.stdout);
+    assert!(
+        t.contains(
+            "from: model file: min_p, top_k, top_p; request: temperature; the rest: engine default"
+        ),
+        "{t}"
+    );
+}
+
+#[test]
+fn server_args_sit_over_the_gguf_and_under_the_request() {
+    let gguf = stamped_keys();
+    let answer = json_ok(&[
+        "request",
+        r#"{"top_p": 0.5}"#,
+        "--model-file",
+        &gguf,
+        "--server-args",
+        "--top-k 25 --temp 0.9",
+        "--format",
+        "json",
+    ]);
+    let (_, e) = endpoint(&answer, "llama.cpp");
+    assert_eq!(e["params"]["top_k"], 25);
+    assert_eq!(e["params"]["temperature"], 0.9);
+    assert_eq!(e["params"]["min_p"], 0.1);
+    assert_eq!(e["params"]["top_p"], 0.5);
+    assert_eq!(e["sources"]["top_k"], "operator-flag");
+    assert_eq!(e["sources"]["min_p"], "model-file");
+    assert_eq!(e["sources"]["top_p"], "request");
+}
+
+#[test]
+fn bad_model_files_and_flags_exit_2_naming_what_and_where() {
+    let dir = std::env::temp_dir().join(format!("compare-model-file-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let keys = std::fs::read(stamped_keys()).expect("fixture");
+    let cases: Vec<(&str, Vec<u8>, &str)> = vec![
+        (
+            "zip.bin",
+            b"PK\x03\x04 not a model".to_vec(),
+            "neither a GGUF (no `GGUF` magic) nor a generation_config.json",
+        ),
+        (
+            "cut.gguf",
+            keys[..keys.len() - 3].to_vec(),
+            "GGUF key `general.sampling.temp` at byte offset",
+        ),
+        (
+            "huge.gguf",
+            [
+                b"GGUF".as_slice(),
+                &3u32.to_le_bytes(),
+                &0u64.to_le_bytes(),
+                &(1u64 << 63).to_le_bytes(),
+            ]
+            .concat(),
+            "GGUF at byte offset 16: key count 9223372036854775808 is over the 65536",
+        ),
+    ];
+    for (name, bytes, says) in cases {
+        let path = dir.join(name);
+        std::fs::write(&path, bytes).expect("write");
+        let p = path.display().to_string();
+        let out = compare(&["request", "{}", "--model-file", &p], "");
+        assert_eq!(out.status.code(), Some(2), "{name}");
+        assert!(out.stdout.is_empty(), "{name}");
+        let e = text(&out.stderr);
+        assert!(e.contains(says) && e.contains(&p), "{name}: {e}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = compare(&["request", "{}", "--server-args", "--mirostat 2"], "");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("`--mirostat` is not modelled"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+#[cfg_attr(
+    not(has_model),
+    ignore = "needs the SmolLM2 GGUF (scripts/fetch-model.sh)"
+)]
+fn the_real_smollm2_gguf_is_read_without_its_tensors() {
+    let model = repo().join(".cache/models/SmolLM2-135M-Instruct.Q4_1.gguf");
+    let m = model.display().to_string();
+    let answer = json_ok(&["request", "{}", "--model-file", &m, "--format", "json"]);
+    let (_, e) = endpoint(&answer, "llama.cpp");
+    // SmolLM2's GGUF carries no general.sampling.* key: every default is built in.
+    assert_eq!(e["params"]["top_k"], 40);
+    assert_eq!(e["sources"]["top_k"], "engine-default");
+}
+
+/// The issue's new user: the model's generation config must reach vLLM and
+/// SGLang in `report --kwargs` exactly as `compare request` merges it.
+#[test]
+fn report_gives_vllm_and_sglang_the_config_their_servers_merge() {
+    let dir = std::env::temp_dir().join(format!("compare-gc-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let gc = dir.join("generation_config.json");
+    std::fs::write(
+        &gc,
+        r#"{"do_sample": true, "temperature": 0.6, "top_k": 20, "top_p": 0.95}"#,
+    )
+    .expect("write");
+    let gc = gc.display().to_string();
+    let request = json_ok(&[
+        "request",
+        r#"{"do_sample": true}"#,
+        "--generation-config",
+        &gc,
+        "--format",
+        "json",
+    ]);
+    let report = json_ok(&[
+        "report",
+        "--kwargs",
+        r#"{"do_sample": true}"#,
+        "--generation-config",
+        &gc,
+        "--pairs",
+        "hf:vllm,hf:sglang",
+        "--draws",
+        "0",
+        "--format",
+        "json",
+    ]);
+    let _ = std::fs::remove_dir_all(&dir);
+    let rows = report["rows"].as_array().expect("rows");
+    let fixtures: Vec<&str> = request["fixtures"]
+        .as_array()
+        .expect("fixtures")
+        .iter()
+        .map(|f| f["fixture"].as_str().expect("name"))
+        .collect();
+    for semantics in ["vllm", "sglang"] {
+        let (i, _) = endpoint(&request, semantics);
+        let from_request = tvs(&request, i);
+        let from_report: Vec<f64> = fixtures
+            .iter()
+            .map(|fx| {
+                rows.iter()
+                    .find(|r| r["right"] == semantics && r["fixture"] == *fx)
+                    .and_then(|r| r["tv"].as_f64())
+                    .unwrap_or_else(|| panic!("no {semantics} row for {fx}"))
+            })
+            .collect();
+        for (a, b) in from_report.iter().zip(&from_request) {
+            assert!(
+                (a - b).abs() <= 1e-12,
+                "{semantics}: report {a} vs request {b}"
+            );
+        }
+    }
+    // vLLM's merged setup is transformers' on every fixture (before the fix
+    // it sampled the whole vocabulary at T 1: TV 0.644 on hello_k0).
+    for r in rows.iter().filter(|r| r["right"] == "vllm") {
+        assert_eq!(r["verdict"], "same", "{}", r["fixture"]);
+    }
+}
