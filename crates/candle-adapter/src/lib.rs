@@ -72,6 +72,8 @@ pub use gumbel::GumbelDistribution;
 pub use mirror::{Draw, Mirrored};
 pub use params::{CandleParams, CandleSampling, RepeatPenalty, Window};
 pub use penalty::{PenaltyWindow, apply_repeat_penalty, penalty_windows};
-pub use run::{CandleRun, Disagreement, Replay, Verification, VerifyOptions, real_draws};
+pub use run::{
+    CandleRun, Disagreement, Replay, Verification, VerifyOptions, forget_shared_streams, real_draws,
+};
 pub use semantics::{Candle, EXAMPLE_WINDOWS, fix_for_literal};
 pub use translate::{TranslateWarning, Translation, literal, translate, translate_kwargs};

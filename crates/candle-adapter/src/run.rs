@@ -1,5 +1,6 @@
 //! The real `LogitsProcessor` next to its mirror: real draws, replay, verification.
 
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
 
 use candle_core::{Device, Tensor};
@@ -321,15 +322,70 @@ impl CandleRun {
 
     /// Real draws replayed and tested: see [`Verification`].
     pub fn verify(&self, opts: &VerifyOptions<'_>) -> Result<Verification, AdapterError> {
+        self.check_reference(opts)?;
+        let drawn = self.draw_streams(opts)?;
+        Ok(self.summarise(&drawn, opts))
+    }
+
+    /// [`CandleRun::verify`], drawing each real stream once per process: a
+    /// call whose real processor sees what an earlier call's saw (the same
+    /// logits tensor, bit for bit, the same `Sampling`, closure, seeds,
+    /// stream count and draw counts) reuses that call's real draws and their
+    /// replay, which the same calls of the real `LogitsProcessor` would give
+    /// again (it is a function of its seed and inputs). Only the figures
+    /// that depend on this call's options (`other_kept`, `reference`) are
+    /// computed anew. `GumbelSoftmax` with T > 0 draws from candle's device
+    /// RNG, not the seed, so it is never shared; nor is
+    /// [`Verification::secs_per_real_draw`] a fresh timing on reuse.
+    ///
+    /// Reports use this: rows whose candle setup comes out the same (the
+    /// literal port and `translate`'s exact setup where they agree, two
+    /// settings that map onto one `Sampling`, a penalty window that covers
+    /// the whole context) draw the same real stream.
+    pub fn verify_shared(&self, opts: &VerifyOptions<'_>) -> Result<Verification, AdapterError> {
+        self.check_reference(opts)?;
+        if !self.replayable() {
+            return self.verify(opts);
+        }
+        let key = StreamKey::new(&self.real, opts);
+        let known = shared_streams()
+            .iter()
+            .find(|(k, _)| *k == key)
+            .map(|(_, d)| Arc::clone(d));
+        let drawn = match known {
+            Some(d) => d,
+            None => {
+                let d = Arc::new(self.draw_streams(opts)?);
+                let mut memo = shared_streams();
+                if memo.len() >= SHARED_STREAMS {
+                    memo.remove(0);
+                }
+                memo.push((key, Arc::clone(&d)));
+                d
+            }
+        };
+        Ok(self.summarise(&drawn, opts))
+    }
+
+    /// Whether the draws are a function of the seed (all but `GumbelSoftmax`
+    /// with T > 0).
+    fn replayable(&self) -> bool {
+        !matches!(self.mirrored.draw, Draw::Gumbel(_))
+    }
+
+    fn check_reference(&self, opts: &VerifyOptions<'_>) -> Result<(), AdapterError> {
         let v = self.mirrored.vocab;
-        if let Some(len) = opts.reference.map(<[f64]>::len)
-            && len != v
-        {
-            return Err(AdapterError::Argument {
+        match opts.reference.map(<[f64]>::len) {
+            Some(len) if len != v => Err(AdapterError::Argument {
                 what: "reference",
                 problem: format!("has {len} entries, the logits have {v}"),
-            });
+            }),
+            _ => Ok(()),
         }
+    }
+
+    /// Every stream's real draws and replay, on `opts.streams` threads.
+    fn draw_streams(&self, opts: &VerifyOptions<'_>) -> Result<Drawn, AdapterError> {
         let streams = opts.streams.max(1);
         let start = Instant::now();
         let results: Vec<Result<StreamDraws, AdapterError>> = std::thread::scope(|scope| {
@@ -353,7 +409,7 @@ impl CandleRun {
                 })
                 .collect()
         });
-        let elapsed = start.elapsed().as_secs_f64();
+        let secs = start.elapsed().as_secs_f64();
         let mut tokens = Vec::with_capacity(opts.draws);
         let mut replay: Option<Replay> = None;
         for r in results {
@@ -372,7 +428,18 @@ impl CandleRun {
                 }
             }
         }
-        let c = counts(v, &tokens);
+        Ok(Drawn {
+            tokens,
+            replay,
+            secs,
+        })
+    }
+
+    /// The figures of [`Verification`] from the drawn streams.
+    fn summarise(&self, drawn: &Drawn, opts: &VerifyOptions<'_>) -> Verification {
+        let v = self.mirrored.vocab;
+        let tokens = &drawn.tokens;
+        let c = counts(v, tokens);
         let vs_mirror = frequencies(&c, &self.mirrored.probs);
         let vs_reference = opts.reference.map(|r| frequencies(&c, r));
         let outside_other_kept = opts.other_kept.map(|kept| {
@@ -385,20 +452,78 @@ impl CandleRun {
             let outside = tokens.iter().filter(|&&t| !mask[t as usize]).count();
             outside as f64 / tokens.len().max(1) as f64
         });
-        Ok(Verification {
+        Verification {
             sampling: self.real.sampling.to_string(),
             draws: tokens.len(),
-            real_draws: replay.as_ref().map_or(tokens.len(), |r| r.checked),
-            streams,
+            real_draws: drawn.replay.as_ref().map_or(tokens.len(), |r| r.checked),
+            streams: opts.streams.max(1),
             seed: opts.seed,
             mirror_kept: self.mirrored.kept.len(),
-            replay,
+            replay: drawn.replay.clone(),
             outside_mirror_kept: vs_mirror.outside_reference,
             vs_mirror,
             vs_reference,
             outside_other_kept,
-            secs_per_real_draw: elapsed / opts.draws.max(1) as f64,
+            secs_per_real_draw: drawn.secs / opts.draws.max(1) as f64,
             counts: c,
-        })
+        }
     }
+}
+
+/// Every stream of one [`CandleRun::verify`] call, merged in stream order.
+struct Drawn {
+    /// Real draws (then any replay continuations), stream after stream.
+    tokens: Vec<u32>,
+    /// The replay of the real draws, summed over streams.
+    replay: Option<Replay>,
+    /// Wall-clock seconds the streams took.
+    secs: f64,
+}
+
+/// Everything the real draws of [`CandleRun::draw_streams`] depend on: the
+/// tensor `LogitsProcessor::sample` receives (as bits), the `Sampling`
+/// (its `Debug` text, which writes every f64 exactly), the closure, and how
+/// the draws are split into seeded streams.
+#[derive(PartialEq)]
+struct StreamKey {
+    logits: Vec<u32>,
+    sampling: String,
+    closure: Option<HfTopK>,
+    seed: u64,
+    draws: usize,
+    streams: usize,
+    real_per_stream: Option<usize>,
+}
+
+impl StreamKey {
+    fn new(real: &Real, opts: &VerifyOptions<'_>) -> Self {
+        StreamKey {
+            logits: real.penalised.iter().map(|x| x.to_bits()).collect(),
+            sampling: format!("{:?}", real.sampling.to_candle()),
+            closure: real.closure.clone(),
+            seed: opts.seed,
+            draws: opts.draws,
+            streams: opts.streams.max(1),
+            real_per_stream: opts.real_per_stream,
+        }
+    }
+}
+
+/// Streams [`CandleRun::verify_shared`] keeps (the oldest goes first): a
+/// report's rows on one fixture need a few dozen at most, and a key holds
+/// one vocabulary of logits.
+const SHARED_STREAMS: usize = 32;
+
+/// Forgets every stream [`CandleRun::verify_shared`] keeps, so that the next
+/// calls draw anew (a benchmark timing a whole report per iteration).
+pub fn forget_shared_streams() {
+    shared_streams().clear();
+}
+
+/// The streams drawn so far in this process, oldest first.
+fn shared_streams() -> MutexGuard<'static, Vec<(StreamKey, Arc<Drawn>)>> {
+    static STREAMS: Mutex<Vec<(StreamKey, Arc<Drawn>)>> = Mutex::new(Vec::new());
+    // A thread that panicked while holding the lock left the list whole
+    // (entries are pushed complete), so it is still good to read.
+    STREAMS.lock().unwrap_or_else(PoisonError::into_inner)
 }

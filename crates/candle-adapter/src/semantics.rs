@@ -246,7 +246,7 @@ impl Semantics for Candle {
             let logits = logits.to_f32()?;
             let run = CandleRun::new(&logits, context.input_ids(), params).map_err(Error::new)?;
             let v = run
-                .verify(&VerifyOptions {
+                .verify_shared(&VerifyOptions {
                     seed: options.seed,
                     draws: options.draws,
                     streams: if options.parallel { 2 } else { 1 },

@@ -7,6 +7,7 @@ mod gumbel;
 mod k40p09;
 mod params;
 mod penalty;
+mod shared;
 mod ties;
 mod torch_seeded;
 mod translate;
