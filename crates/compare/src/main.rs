@@ -60,7 +60,11 @@ fn run(cli: Cli, options: &registry::Options) -> anyhow::Result<ExitCode> {
     // closes early (`| head -1`): a failed check exits 1 however stdout ends.
     let verdict = matches!(
         command,
-        Command::Report(_) | Command::Dist(_) | Command::Diff(_) | Command::Beam(_)
+        Command::Report(_)
+            | Command::Dist(_)
+            | Command::Diff(_)
+            | Command::Beam(_)
+            | Command::Probe(_)
     );
     let mut out = Stdout {
         inner: io::stdout().lock(),
@@ -118,7 +122,7 @@ fn run(cli: Cli, options: &registry::Options) -> anyhow::Result<ExitCode> {
         Command::Trace(args) => {
             trace::run(&args, &engines(None)?.1, &mut progress, &mut out).map(|()| false)?
         }
-        Command::Probe(args) => probe::run(&args, &engines(None)?.1, &mut out).map(|()| false)?,
+        Command::Probe(args) => probe::run(&args, &engines(None)?.1, &mut out)?,
     };
     out.flush()?;
     match out.error {

@@ -508,6 +508,10 @@ pub struct ProbeArgs {
     /// Re-run a recorded probe offline from FILE (no server).
     #[arg(long, value_name = "FILE")]
     pub replay: Option<PathBuf>,
+    /// Exit 1 unless this semantics (a registry name, e.g. llama.cpp) explains every request:
+    /// it fits the server and every candidate that differs from it is ruled out.
+    #[arg(long, value_name = "SEMANTICS")]
+    pub expect: Option<String>,
     /// Output format.
     #[arg(long, value_enum, default_value_t)]
     pub format: Format,
