@@ -65,6 +65,7 @@ fn run(cli: Cli, options: &registry::Options) -> anyhow::Result<ExitCode> {
             | Command::Diff(_)
             | Command::Beam(_)
             | Command::Probe(_)
+            | Command::Request(_)
     );
     let mut out = Stdout {
         inner: io::stdout().lock(),
@@ -99,7 +100,7 @@ fn run(cli: Cli, options: &registry::Options) -> anyhow::Result<ExitCode> {
         }
         Command::Request(args) => {
             let (config, engines) = engines(args.generation_config.as_deref())?;
-            request::run(&args, config.as_ref(), &engines, &mut out).map(|()| false)?
+            request::run(&args, config.as_ref(), &engines, &mut out)?
         }
         Command::Translate(args) => {
             let (config, engines) = engines(args.generation_config.as_deref())?;
