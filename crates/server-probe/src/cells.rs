@@ -86,7 +86,8 @@ impl Cells {
         let mut configs = Vec::new();
         let mut note = None;
         if tail_mass > 0.0 && p_min.is_finite() && p_min > 0.0 {
-            let m = (tail_mass / p_min).ceil().max(1.0);
+            // (The ratio's last bits are f32 noise from the logits.)
+            let m = (tail_mass / p_min * (1.0 - 1e-6)).ceil().max(1.0);
             if m <= MAX_CONCENTRATED as f64 {
                 let m = m as usize;
                 let mut l = base.clone();
@@ -154,5 +155,39 @@ impl Cells {
         out.resize(self.n_known, 0.0);
         out.push(probs.iter().skip(self.n_known).sum());
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_truncated_list_gets_a_tail_cell_and_two_extreme_tails() {
+        // Listed p = 0.5, 0.2, 0.1 at space indices 4, 0, 7; τ = 0.2.
+        let listed: Vec<(usize, f32)> = [(4, 0.5f64), (0, 0.2), (7, 0.1)]
+            .iter()
+            .map(|&(i, p)| (i, p.ln() as f32))
+            .collect();
+        let cells = Cells::truncated(&listed, 0.2, 0.0, Some(10), &[7, 3, 4]).expect("cells");
+        assert!(cells.has_tail());
+        assert_eq!(cells.len(), 4);
+        // Concentrated: 0.2 / 0.1 = 2 tokens of 0.1; spread: 7 of 0.2/7.
+        assert_eq!(cells.configs.len(), 2);
+        assert_eq!(cells.configs[0].1.len(), 3 + 2);
+        assert_eq!(cells.configs[1].1.len(), 3 + 7);
+        // Unlisted indices fall in the tail cell; the context keeps the listed.
+        assert_eq!(cells.cell(4), 0);
+        assert_eq!(cells.cell(3), 3);
+        assert_eq!(cells.context, vec![2, 0]);
+        assert_eq!(
+            cells.project(&[0.5, 0.2, 0.1, 0.1, 0.1]),
+            vec![0.5, 0.2, 0.1, 0.2]
+        );
+        // Without the vocabulary size only the concentrated tail is tried.
+        let cells = Cells::truncated(&listed, 0.2, 0.0, None, &[]).expect("cells");
+        assert_eq!(cells.configs.len(), 1);
+        assert!(cells.note.is_some());
+        assert!(Cells::truncated(&[(1, 0.0), (1, -1.0)], 0.0, 0.0, None, &[]).is_err());
     }
 }

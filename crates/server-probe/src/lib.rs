@@ -885,13 +885,17 @@ fn label_of(r: &Routed<'_>) -> String {
     }
 }
 
-/// The server's side over the cells: post-sampling probabilities, or draw
-/// counts, and the tokens it keeps (or the distinct tokens drawn).
+/// The server's side over the cells: its probabilities (or the draws'
+/// frequencies), the draw counts (samples mode), and the tokens it keeps
+/// (or the distinct tokens drawn).
+type ServerCells = (Vec<f64>, Option<Vec<u64>>, usize);
+
+/// The server's side over the cells ([`ServerCells`]).
 fn server_cells(
     o: &Observed,
     space: &mut Space,
     cells: &cells::Cells,
-) -> Result<(Vec<f64>, Option<Vec<u64>>, usize), Error> {
+) -> Result<ServerCells, Error> {
     let n = cells.len();
     match o {
         Observed::Post(list) => {
@@ -1126,7 +1130,7 @@ fn score(
             let Some(fit) = best else { return Ok(()) };
             c.p_value = Some(fit.p);
             c.p_support = Some(fit.p_support);
-            c.p_shape = Some(fit.p_shape);
+            c.p_shape = fit.p_shape;
             c.verdict = if fit.p > EXPLAIN_P {
                 Verdict::Explains
             } else if fit.p < RULE_OUT_P {

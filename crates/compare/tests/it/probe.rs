@@ -104,10 +104,16 @@ fn the_committed_recording_replays_and_names_llama_cpp() {
 /// (transformers' defaults are ruled out there), with the reason on stderr.
 #[test]
 fn expect_passes_for_the_explaining_semantics_and_fails_for_another() {
-    let out = compare(&["probe", "--replay", &recording(), "--expect", "llama.cpp"], "");
+    let out = compare(
+        &["probe", "--replay", &recording(), "--expect", "llama.cpp"],
+        "",
+    );
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(text(&out.stdout).contains("explained by: llama.cpp"));
-    let out = compare(&["probe", "--replay", &recording(), "--expect", "hf-rust"], "");
+    let out = compare(
+        &["probe", "--replay", &recording(), "--expect", "hf-rust"],
+        "",
+    );
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
     let stderr = text(&out.stderr);
     assert!(
@@ -127,17 +133,31 @@ fn record_is_written_when_the_probe_fails() {
         .map(|a| a.port())
         .expect("a free port");
     let dead = format!("http://127.0.0.1:{port}");
-    let record = std::env::temp_dir().join(format!("compare-probe-fail-{}.json", std::process::id()));
+    let record =
+        std::env::temp_dir().join(format!("compare-probe-fail-{}.json", std::process::id()));
     let record_arg = record.display().to_string();
     let out = compare(
         &[
-            "probe", "--server", &dead, "--api", "vllm", "--prompt", "Hi", "--request", "{}",
-            "--record", &record_arg,
+            "probe",
+            "--server",
+            &dead,
+            "--api",
+            "vllm",
+            "--prompt",
+            "Hi",
+            "--request",
+            "{}",
+            "--record",
+            &record_arg,
         ],
         "",
     );
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
-    assert!(text(&out.stderr).contains("connection refused"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("connection refused"),
+        "{}",
+        text(&out.stderr)
+    );
     let written = std::fs::read_to_string(&record).expect("the recording was written");
     let _ = std::fs::remove_file(&record);
     let v: Value = serde_json::from_str(&written).expect("json");
