@@ -381,7 +381,7 @@ pub(crate) fn run(
         return Err(Error::new("--top must be at least 1"));
     }
     let mut session = api::Session::new(transport, options.api, options.model.clone());
-    let info = session.hello()?;
+    let mut info = session.hello()?;
     let prompt_ids = session.prompt_ids(&prompt)?;
     if let (Some(ids), Some(n)) = (&prompt_ids, info.n_vocab)
         && let Some((i, id)) = ids
@@ -409,6 +409,11 @@ pub(crate) fn run(
     let raw = session.raw(&sent, k, options.seed)?;
     if raw.is_empty() {
         return Err(Error::new("the server returned an empty raw top-K list"));
+    }
+    // A dialect that asked for the whole vocabulary (vLLM `logprobs: -1`)
+    // and got every id from 0 up once has told the vocabulary's size.
+    if info.n_vocab.is_none() && k == usize::MAX && covers_every_id(&raw) {
+        info.n_vocab = Some(raw.len());
     }
     // One index space for everything: token ids on llama-server, else the
     // keys in the order first seen.
@@ -504,6 +509,21 @@ pub(crate) fn run(
         },
         auto_samples.then_some(drawn),
     ))
+}
+
+/// Whether the list names the ids 0..len, each once.
+fn covers_every_id(raw: &[(Key, f64)]) -> bool {
+    let mut seen = vec![false; raw.len()];
+    for (key, _) in raw {
+        match key {
+            Key::Id(id) => match usize::try_from(*id).ok().and_then(|i| seen.get_mut(i)) {
+                Some(s) if !*s => *s = true,
+                _ => return false,
+            },
+            Key::Text(_) => return false,
+        }
+    }
+    true
 }
 
 /// The draws to make when the user gives no `--samples`: what separates the
@@ -850,9 +870,6 @@ fn power(evals: &[Eval], routes: &[Routed<'_>]) -> Result<Option<Power>, Error> 
             let (Ok(a), Ok(b)) = (&evals[i].cells, &evals[j].cells) else {
                 continue;
             };
-            if label_of(&routes[i]) == label_of(&routes[j]) {
-                continue;
-            }
             let (_, hi) = pair_tv(a, b)?;
             if hi < DIFFERENT_TV {
                 continue;
@@ -876,6 +893,20 @@ fn power(evals: &[Eval], routes: &[Routed<'_>]) -> Result<Option<Power>, Error> 
         needed,
         hardest: Some(h),
     }))
+}
+
+/// A candidate's label, with its route when another candidate has the same
+/// label on another route.
+fn named(out: &[Candidate], i: usize) -> String {
+    let c = &out[i];
+    if out
+        .iter()
+        .any(|o| o.label() == c.label() && o.endpoint != c.endpoint)
+    {
+        format!("{} ({})", c.label(), c.endpoint)
+    } else {
+        c.label()
+    }
 }
 
 fn label_of(r: &Routed<'_>) -> String {
@@ -993,7 +1024,7 @@ fn analyse(
         let Ok(a) = &evals[i].cells else { continue };
         let mut alone = true;
         for j in 0..out.len() {
-            if i == j || out[j].verdict == Verdict::RuledOut || out[j].label() == out[i].label() {
+            if i == j || out[j].verdict == Verdict::RuledOut {
                 continue;
             }
             let Ok(b) = &evals[j].cells else { continue };
@@ -1002,7 +1033,7 @@ fn analyse(
                 continue;
             }
             alone = false;
-            let (x, y) = (out[i].label(), out[j].label());
+            let (x, y) = (named(&out, i), named(&out, j));
             let key = if x < y {
                 (x.clone(), y.clone())
             } else {
@@ -1055,9 +1086,18 @@ fn analyse(
         }
     };
     let mut explained_by: Vec<String> = Vec::new();
-    for c in out.iter().filter(|c| c.verdict == Verdict::Explains) {
-        if !explained_by.contains(&c.label()) {
-            explained_by.push(c.label());
+    for (i, c) in out.iter().enumerate() {
+        if c.verdict != Verdict::Explains {
+            continue;
+        }
+        // A label whose other routes do not explain is named with its route
+        // (transformers serve explains where generate(**request) does not).
+        let mixed = out
+            .iter()
+            .any(|o| o.label() == c.label() && o.verdict != Verdict::Explains);
+        let name = if mixed { named(&out, i) } else { c.label() };
+        if !explained_by.contains(&name) {
+            explained_by.push(name);
         }
     }
     let (closest, draws_needed) = match power.and_then(|p| p.hardest.as_ref().map(|h| (p, h))) {
