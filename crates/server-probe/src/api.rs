@@ -69,7 +69,7 @@ pub mod help {
     pub const SAMPLES: &str = "Draw N single-token samples per request (distinct seeds) instead \
                                of asking for post-sampling probabilities (the only way on \
                                OpenAI-compatible servers and Ollama; there the default is \
-                               as many as tell the candidates apart, 200 to 2000)";
+                               as many as tell the candidates apart, 200 to 1000)";
     /// `--top`.
     pub const TOP: &str = "Raw top log-probabilities to ask for (default: the whole vocabulary \
                            on llama-server, 20 elsewhere)";

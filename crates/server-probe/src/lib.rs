@@ -82,7 +82,7 @@ pub const MAX_SAMPLES: usize = 100_000;
 /// of different candidates, at least this many ...
 pub const MIN_AUTO_SAMPLES: usize = 200;
 /// ... and at most this many.
-pub const MAX_AUTO_SAMPLES: usize = 2_000;
+pub const MAX_AUTO_SAMPLES: usize = 1_000;
 
 /// Everything a probe needs besides the registry.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -324,11 +324,11 @@ fn samples_name_llama_cpp_and_rule_out_temperature_first() {
             );
         }
         let right = by("llama.cpp").p_value.expect("p");
-        assert!(right > 0.01, "llama.cpp p = {right}");
+        assert!(right > server_probe::EXPLAIN_P, "llama.cpp p = {right}");
         assert_eq!(p.explained_by, ["llama.cpp"]);
         for wrong in ["llama.cpp[temperature first]", "hf-rust"] {
             let pv = by(wrong).p_value.expect("p");
-            assert!(pv < 1e-6, "{wrong} p = {pv}");
+            assert!(pv < server_probe::RULE_OUT_P, "{wrong} p = {pv}");
             assert_eq!(by(wrong).verdict, Verdict::RuledOut);
         }
     }
