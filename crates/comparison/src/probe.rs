@@ -13,24 +13,23 @@ use crate::cli::{Format, ProbeArgs};
 /// Probes the server (or replays a recording) and writes the report.
 pub fn run(args: &ProbeArgs, engines: &Engines, out: &mut dyn Write) -> anyhow::Result<()> {
     let semantics = &engines.semantics[..];
-    let report = match &args.replay {
-        Some(path) => {
-            let bytes = parity_core::fixture::read_at_most(path, 1 << 30)
-                .with_context(|| format!("--replay: reading {}", path.display()))?
-                .map_err(|_| anyhow::anyhow!("--replay: {} is over 1 GiB", path.display()))?;
-            let recording: Recording = serde_json::from_slice(&bytes).with_context(|| {
-                format!("--replay: {} is not a probe recording", path.display())
-            })?;
-            server_probe::replay(&recording, semantics)?
-        }
+    let recorded = match &args.replay {
+        Some(path) => Some(read_recording(path)?),
+        None => None,
+    };
+    let repeated = match &recorded {
+        Some(r) => r.options.repeat.is_some(),
+        None => args.repeat.is_some(),
+    };
+    if repeated {
+        return repeat(args, recorded.as_ref(), out);
+    }
+    let report = match &recorded {
+        Some(recording) => server_probe::replay(recording, semantics)?,
         None => {
             let options = options(args)?;
             let (report, recording) = server_probe::probe(&options, semantics)?;
-            if let Some(path) = &args.record {
-                let text = serde_json::to_string(&recording)?;
-                std::fs::write(path, text + "\n")
-                    .with_context(|| format!("--record: writing {}", path.display()))?;
-            }
+            record(args, &recording)?;
             report
         }
     };
@@ -40,6 +39,47 @@ pub fn run(args: &ProbeArgs, engines: &Engines, out: &mut dyn Write) -> anyhow::
             writeln!(out)?;
         }
         Format::Text => server_probe::write_text(&report, out)?,
+    }
+    Ok(())
+}
+
+/// `--repeat N`, live or replayed.
+fn repeat(
+    args: &ProbeArgs,
+    recorded: Option<&Recording>,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
+    let report = match recorded {
+        Some(recording) => server_probe::repeat::replay(recording)?,
+        None => {
+            let (report, recording) = server_probe::repeat::probe(&options(args)?)?;
+            record(args, &recording)?;
+            report
+        }
+    };
+    match args.format {
+        Format::Json => {
+            serde_json::to_writer_pretty(&mut *out, &report)?;
+            writeln!(out)?;
+        }
+        Format::Text => server_probe::repeat::write_text(&report, out)?,
+    }
+    Ok(())
+}
+
+fn read_recording(path: &std::path::Path) -> anyhow::Result<Recording> {
+    let bytes = parity_core::fixture::read_at_most(path, 1 << 30)
+        .with_context(|| format!("--replay: reading {}", path.display()))?
+        .map_err(|_| anyhow::anyhow!("--replay: {} is over 1 GiB", path.display()))?;
+    serde_json::from_slice(&bytes)
+        .with_context(|| format!("--replay: {} is not a probe recording", path.display()))
+}
+
+fn record(args: &ProbeArgs, recording: &Recording) -> anyhow::Result<()> {
+    if let Some(path) = &args.record {
+        let text = serde_json::to_string(recording)?;
+        std::fs::write(path, text + "\n")
+            .with_context(|| format!("--record: writing {}", path.display()))?;
     }
     Ok(())
 }
@@ -71,5 +111,6 @@ fn options(args: &ProbeArgs) -> anyhow::Result<Options> {
         seed: args.seed,
         top: args.top,
         timeout_secs: args.timeout,
+        repeat: args.repeat.map(|n| n as usize),
     })
 }

@@ -38,6 +38,9 @@ pub struct Endpoint {
     pub ignored: Vec<String>,
     /// What the endpoint decided on its own.
     pub notes: Vec<String>,
+    /// What `seed` does on this endpoint, one entry per server setup
+    /// ([`parity_core::RouteSeed`]).
+    pub seed: Vec<parity_core::RouteSeed>,
 }
 
 /// One endpoint on one fixture.
@@ -159,6 +162,7 @@ fn routes<'s>(
                 error: route.params.as_ref().err().map(|e| e.to_string()),
                 ignored: route.ignored,
                 notes: route.notes,
+                seed: seed_of(s.as_ref(), route.endpoint),
             };
             out.push((endpoint, route.params.map_err(|e| e.to_string())));
         }
@@ -214,6 +218,28 @@ fn fixture_cells(path: &Path, routes: &[Routed<'_>]) -> anyhow::Result<FixtureCe
     })
 }
 
+/// What `seed` does on `endpoint`, as its semantics states it.
+fn seed_of(semantics: &dyn AnySemantics, endpoint: &str) -> Vec<parity_core::RouteSeed> {
+    parity_core::seed::for_endpoint(semantics.seed(), endpoint)
+        .copied()
+        .collect()
+}
+
+/// One line per route: the default setup's seed rules, then each other
+/// setup's after a `;` (`seed: unknown` when the engine states none).
+fn write_seed(out: &mut dyn Write, width: usize, e: &Endpoint) -> io::Result<()> {
+    if e.seed.is_empty() {
+        return wrapped(out, width, "      ", 6, "seed: unknown (the engine states no rule)");
+    }
+    let line = e
+        .seed
+        .iter()
+        .map(parity_core::RouteSeed::line)
+        .collect::<Vec<_>>()
+        .join("; ");
+    wrapped(out, width, "      ", 6, &line)
+}
+
 /// The params object as `key value, key value`, for wrapping.
 fn params_text(params: &Option<Value>) -> String {
     match params {
@@ -262,6 +288,7 @@ fn write_text(answer: &Answer, width: usize, out: &mut dyn Write) -> io::Result<
         for note in &e.notes {
             wrapped(out, width, "      note: ", 6, note)?;
         }
+        write_seed(out, width, e)?;
     }
     // The figures take 2 + 6 + 2 + 9 + 2 + 9 columns after the name.
     let name_width = answer

@@ -26,6 +26,9 @@ struct Entry<'a> {
     params: serde_json::Value,
     reads_generation_config: bool,
     role: parity_core::Role,
+    /// What `seed` does on each request route ([`parity_core::RouteSeed`]),
+    /// as a JSON value like `params`.
+    seed: serde_json::Value,
     summary: &'a str,
     verified_against: &'a str,
 }
@@ -45,6 +48,7 @@ pub fn run(args: &SemanticsArgs, engines: &Engines, out: &mut dyn Write) -> anyh
                         params: serde_json::to_value(info.params)?,
                         reads_generation_config: s.reads_generation_config(),
                         role: s.role(),
+                        seed: serde_json::to_value(s.seed())?,
                         summary: info.summary,
                         verified_against: info.verified_against,
                     })
@@ -82,6 +86,12 @@ pub fn run(args: &SemanticsArgs, engines: &Engines, out: &mut dyn Write) -> anyh
                     let text = format!("{}: {}", p.default.replace("\",\"", "\", \""), p.meaning);
                     let first = format!("    {:<width$}  default ", p.name);
                     wrapped(out, columns, &first, width + 6, &text)?;
+                }
+                for seed in s.seed() {
+                    wrapped(out, columns, &format!("  {}: ", seed.endpoint), 4, &seed.line())?;
+                    if !seed.note.is_empty() {
+                        wrapped(out, columns, "    note: ", 6, seed.note)?;
+                    }
                 }
             }
         }

@@ -46,6 +46,7 @@ mod mt;
 pub mod ollama;
 mod params;
 pub mod port;
+mod seed;
 pub mod translate;
 
 use serde_json::{Map, Value, json};
@@ -200,6 +201,10 @@ impl Semantics for LlamaCpp {
         options: &parity_core::TranslateOptions,
     ) -> Option<Result<parity_core::Translation, Error>> {
         Some(Ok(translate::translation(kwargs, options)))
+    }
+
+    fn seed(&self) -> &'static [parity_core::RouteSeed] {
+        seed::LLAMA_SERVER
     }
 
     /// llama-server's `/v1/chat/completions` reads the same field names as

@@ -20,6 +20,7 @@ pub mod metrics;
 pub mod mt19937;
 pub mod params;
 pub mod record;
+pub mod seed;
 pub mod semantics;
 pub mod stl;
 pub mod text;
@@ -33,6 +34,7 @@ pub use fixture::{
 pub use fragile::{Fragile, FragileKind};
 pub use metrics::{Comparison, TokenMass};
 pub use record::{Logits, Record};
+pub use seed::{RouteSeed, SeedRule};
 pub use semantics::{
     Against, AnySemantics, Context, Described, Distribution, DrawCheck, DrawOptions, Error,
     Explanation, Fix, Info, ParamInfo, Precision, Prepared, REQUEST_FIELDS_NOT_SAMPLING, Role,

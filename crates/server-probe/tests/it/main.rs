@@ -158,6 +158,7 @@ fn options(url: &str, requests: Vec<Value>, samples: Option<usize>) -> Options {
         seed: 1234,
         top: None,
         timeout_secs: 60,
+        repeat: None,
     }
 }
 
