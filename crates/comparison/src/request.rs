@@ -225,19 +225,19 @@ fn seed_of(semantics: &dyn AnySemantics, endpoint: &str) -> Vec<parity_core::Rou
         .collect()
 }
 
-/// One line per route: the default setup's seed rules, then each other
-/// setup's after a `;` (`seed: unknown` when the engine states none).
+/// One `seed:` line per route: the default setup's rules, then each other
+/// setup's after ` | ` (`unknown` when the engine states none).
 fn write_seed(out: &mut dyn Write, width: usize, e: &Endpoint) -> io::Result<()> {
-    if e.seed.is_empty() {
-        return wrapped(out, width, "      ", 6, "seed: unknown (the engine states no rule)");
-    }
-    let line = e
-        .seed
-        .iter()
-        .map(parity_core::RouteSeed::line)
-        .collect::<Vec<_>>()
-        .join("; ");
-    wrapped(out, width, "      ", 6, &line)
+    let line = if e.seed.is_empty() {
+        "unknown (the engine states no rule)".to_string()
+    } else {
+        e.seed
+            .iter()
+            .map(parity_core::RouteSeed::line)
+            .collect::<Vec<_>>()
+            .join(" | ")
+    };
+    wrapped(out, width, "      seed: ", 8, &line)
 }
 
 /// The params object as `key value, key value`, for wrapping.

@@ -88,7 +88,8 @@ pub fn run(args: &SemanticsArgs, engines: &Engines, out: &mut dyn Write) -> anyh
                     wrapped(out, columns, &first, width + 6, &text)?;
                 }
                 for seed in s.seed() {
-                    wrapped(out, columns, &format!("  {}: ", seed.endpoint), 4, &seed.line())?;
+                    let label = format!("  seed, {}: ", seed.endpoint);
+                    wrapped(out, columns, &label, 6, &seed.line())?;
                     if !seed.note.is_empty() {
                         wrapped(out, columns, "    note: ", 6, seed.note)?;
                     }
@@ -97,4 +98,30 @@ pub fn run(args: &SemanticsArgs, engines: &Engines, out: &mut dyn Write) -> anyh
         }
     }
     Ok(())
+}
+
+/// The seed table of docs/semantics.md, from what each semantics states
+/// ([`parity_core::Semantics::seed`]): one row per route and server setup.
+/// A test keeps the committed table equal to this.
+pub fn seed_table(semantics: &[Box<dyn parity_core::AnySemantics>]) -> String {
+    let mut out = String::from(
+        "| semantics | route | setup | with a seed | without | versions read | source |\n\
+         |---|---|---|---|---|---|---|\n",
+    );
+    for s in semantics {
+        for r in s.seed() {
+            let setup = if r.setup.is_empty() { "default" } else { r.setup };
+            out.push_str(&format!(
+                "| `{}` | {} | {} | {} | {} | {} | {} |\n",
+                s.info().name,
+                r.endpoint,
+                setup,
+                r.given.words(),
+                r.absent.words(),
+                r.versions,
+                r.source.replace('|', "\\|")
+            ));
+        }
+    }
+    out
 }

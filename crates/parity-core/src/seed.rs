@@ -102,15 +102,15 @@ pub struct RouteSeed {
 }
 
 impl RouteSeed {
-    /// One line: `seed: GIVEN; absent: ABSENT (setup) [versions: source]`.
+    /// One line: `[with SETUP: ]GIVEN; absent: ABSENT [versions: source]`.
     pub fn line(&self) -> String {
         let setup = if self.setup.is_empty() {
             String::new()
         } else {
-            format!(" (with {})", self.setup)
+            format!("with {}: ", self.setup)
         };
         format!(
-            "seed{setup}: {}; absent: {} [{}: {}]",
+            "{setup}{}; absent: {} [{}: {}]",
             self.given.words(),
             self.absent.words(),
             self.versions,
@@ -145,7 +145,7 @@ mod tests {
         };
         assert_eq!(
             s.line(),
-            "seed (with --flag): per-request generator; absent: fixed seed 42 [1.0: a.py:3]"
+            "with --flag: per-request generator; absent: fixed seed 42 [1.0: a.py:3]"
         );
         let json = serde_json::to_value(s.absent).expect("json");
         assert_eq!(json, serde_json::json!({"rule": "fixed", "value": "42"}));

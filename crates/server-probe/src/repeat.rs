@@ -99,7 +99,8 @@ pub struct Condition {
     pub description: String,
     /// Why it was not run (the server has one slot), if so.
     pub skipped: Option<String>,
-    /// Every run's raw distribution is bit-identical to the baseline's.
+    /// Every run's raw distribution is bit-identical to the baseline's
+    /// (false when the condition was skipped).
     pub identical: bool,
     /// Distinct raw distributions among this condition's runs.
     pub distinct: usize,
@@ -307,7 +308,7 @@ fn run(options: &Options, transport: &mut dyn Transport, replayed: bool) -> Resu
         conditions.push(("concurrent".into(), description, Some(why), Vec::new()));
     }
 
-    Ok(analyse(
+    analyse(
         options,
         request,
         n_vocab,
@@ -316,7 +317,7 @@ fn run(options: &Options, transport: &mut dyn Transport, replayed: bool) -> Resu
         repeat,
         replayed,
         &conditions,
-    ))
+    )
 }
 
 /// One `/completion` answer: the raw distribution, its most likely token,
@@ -340,6 +341,7 @@ fn answer(v: Result<(i32, Value), Error>, n_vocab: usize) -> Result<Answer, Erro
     let first = api::first_prob(map, "/completion")?;
     let entries = api::entries(first, "top_logprobs", "logprob", "/completion")?;
     let mut logp = vec![f64::NEG_INFINITY; n_vocab];
+    let mut seen = vec![false; n_vocab];
     let mut greedy: Option<(i64, f64)> = None;
     for (i, (key, lp)) in entries.iter().enumerate() {
         let Key::Id(id) = key else {
@@ -366,10 +368,25 @@ fn answer(v: Result<(i32, Value), Error>, n_vocab: usize) -> Result<Answer, Erro
         } else {
             *lp
         };
+        if seen[idx] {
+            return Err(Error::new(format_args!(
+                "/completion: top_logprobs[{i}] names token {id} a second time"
+            )));
+        }
+        seen[idx] = true;
         logp[idx] = l;
         if greedy.is_none_or(|(_, g)| l > g) {
             greedy = Some((*id, l));
         }
+    }
+    // The whole vocabulary was asked for: its probabilities sum to 1.
+    let mass: f64 = logp.iter().map(|l| l.exp()).sum();
+    if (mass - 1.0).abs() > 1e-3 {
+        return Err(Error::new(format_args!(
+            "/completion: the raw distribution's {} entries sum to {mass}, not 1 (n_probs = {n_vocab} \
+             should return the whole vocabulary)",
+            entries.len()
+        )));
     }
     let greedy = greedy
         .map(|(id, _)| id)
@@ -395,7 +412,7 @@ fn same(a: &[f64], b: &[f64]) -> bool {
 }
 
 /// Largest |Δ log p| over tokens finite in both, and the TV.
-fn distance(a: &[f64], b: &[f64]) -> (f64, f64) {
+fn distance(a: &[f64], b: &[f64]) -> Result<(f64, f64), Error> {
     let d = a
         .iter()
         .zip(b)
@@ -404,8 +421,10 @@ fn distance(a: &[f64], b: &[f64]) -> (f64, f64) {
         .fold(0.0, f64::max);
     let p: Vec<f64> = a.iter().map(|x| x.exp()).collect();
     let q: Vec<f64> = b.iter().map(|x| x.exp()).collect();
-    let tv = Comparison::new(&p, &q).map_or(f64::NAN, |c| c.tv);
-    (d, tv)
+    let tv = Comparison::new(&p, &q)
+        .map_err(|e| Error::new(e.to_string()))?
+        .tv;
+    Ok((d, tv))
 }
 
 type Raw = (String, String, Option<String>, Vec<Answer>);
@@ -420,7 +439,7 @@ fn analyse(
     repeat: usize,
     replayed: bool,
     conditions: &[Raw],
-) -> RepeatReport {
+) -> Result<RepeatReport, Error> {
     let baseline = &conditions[0].3[0];
     let all: Vec<&Answer> = conditions.iter().flat_map(|c| c.3.iter()).collect();
     let mut equal_pairs = 0usize;
@@ -458,8 +477,8 @@ fn analyse(
             let runs: Vec<Run> = answers
                 .iter()
                 .map(|a| {
-                    let (d, tv) = distance(&a.logp, &baseline.logp);
-                    Run {
+                    let (d, tv) = distance(&a.logp, &baseline.logp)?;
+                    Ok(Run {
                         cached_tokens: a.cached,
                         evaluated_tokens: a.evaluated,
                         slot: a.slot,
@@ -468,9 +487,9 @@ fn analyse(
                         identical: same(&a.logp, &baseline.logp),
                         max_abs_dlogit: d,
                         tv,
-                    }
+                    })
                 })
-                .collect();
+                .collect::<Result<_, Error>>()?;
             let mut distinct: Vec<&[f64]> = Vec::new();
             for a in answers {
                 if !distinct.iter().any(|d| same(d, &a.logp)) {
@@ -481,7 +500,7 @@ fn analyse(
                 name: name.clone(),
                 description: description.clone(),
                 skipped: skipped.clone(),
-                identical: runs.iter().all(|r| r.identical),
+                identical: skipped.is_none() && runs.iter().all(|r| r.identical),
                 distinct: distinct.len(),
                 max_abs_dlogit: runs.iter().map(|r| r.max_abs_dlogit).fold(0.0, f64::max),
                 max_tv: runs.iter().map(|r| r.tv).fold(0.0, f64::max),
@@ -498,10 +517,10 @@ fn analyse(
             let (verdict, fix) = verdict(&c, baseline, &sampler_verdict);
             c.verdict = verdict;
             c.fix = fix;
-            c
+            Ok(c)
         })
-        .collect();
-    RepeatReport {
+        .collect::<Result<_, Error>>()?;
+    Ok(RepeatReport {
         schema: 1,
         server: options.server.clone(),
         api: options.api,
@@ -516,7 +535,7 @@ fn analyse(
         equal_logit_pairs: equal_pairs,
         sampler_verdict,
         conditions: out,
-    }
+    })
 }
 
 /// What moved, and llama-server's documented fix when the logits did.
@@ -678,7 +697,7 @@ mod tests {
     fn distances_ignore_tokens_missing_on_a_side_and_tv_counts_them() {
         let a = [0.5f64.ln(), 0.5f64.ln(), f64::NEG_INFINITY];
         let b = [0.25f64.ln(), 0.5f64.ln(), 0.25f64.ln()];
-        let (d, tv) = distance(&a, &b);
+        let (d, tv) = distance(&a, &b).expect("equal lengths");
         // |ln 0.5 − ln 0.25| = ln 2
         assert!((d - 2f64.ln()).abs() < 1e-12, "{d}");
         // ½ (0.25 + 0 + 0.25)
