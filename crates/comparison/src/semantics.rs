@@ -110,7 +110,11 @@ pub fn seed_table(semantics: &[Box<dyn parity_core::AnySemantics>]) -> String {
     );
     for s in semantics {
         for r in s.seed() {
-            let setup = if r.setup.is_empty() { "default" } else { r.setup };
+            let setup = if r.setup.is_empty() {
+                "default"
+            } else {
+                r.setup
+            };
             out.push_str(&format!(
                 "| `{}` | {} | {} | {} | {} | {} | {} |\n",
                 s.info().name,

@@ -107,8 +107,8 @@ pub mod go;
 pub mod openai;
 mod options;
 mod request;
-mod seed;
 pub mod sampler;
+mod seed;
 
 use serde_json::{Map, Value, json};
 

@@ -184,7 +184,11 @@ struct Answer {
     slot: Option<i64>,
 }
 
-fn run(options: &Options, transport: &mut dyn Transport, replayed: bool) -> Result<RepeatReport, Error> {
+fn run(
+    options: &Options,
+    transport: &mut dyn Transport,
+    replayed: bool,
+) -> Result<RepeatReport, Error> {
     let repeat = options
         .repeat
         .ok_or_else(|| Error::new("--repeat N is missing"))?;
@@ -223,7 +227,11 @@ fn run(options: &Options, transport: &mut dyn Transport, replayed: bool) -> Resu
         let n = info
             .n_vocab
             .ok_or_else(|| Error::new("the server did not say its vocabulary size"))?;
-        (n, info.props.get("total_slots").and_then(Value::as_u64), ids)
+        (
+            n,
+            info.props.get("total_slots").and_then(Value::as_u64),
+            ids,
+        )
     };
     if let Some((i, id)) = prompt_ids
         .iter()
@@ -291,7 +299,8 @@ fn run(options: &Options, transport: &mut dyn Transport, replayed: bool) -> Resu
             let theirs = answers
                 .next()
                 .ok_or_else(|| Error::new("no answer to the batch-mate"))?;
-            let (status, _) = theirs.map_err(|e| Error::new(format_args!("the batch-mate: {e}")))?;
+            let (status, _) =
+                theirs.map_err(|e| Error::new(format_args!("the batch-mate: {e}")))?;
             if !(200..300).contains(&status) {
                 return Err(Error::new(format_args!(
                     "the batch-mate was refused (HTTP {status})"
@@ -551,7 +560,10 @@ fn verdict(c: &Condition, baseline: &Answer, sampler: &str) -> (String, Option<S
             baseline.drawn
         )
     } else {
-        format!("the seeded draw gave token {} in all {n} runs", baseline.drawn)
+        format!(
+            "the seeded draw gave token {} in all {n} runs",
+            baseline.drawn
+        )
     };
     if c.identical {
         return (
@@ -638,7 +650,12 @@ pub fn write_text(report: &RepeatReport, out: &mut dyn std::io::Write) -> std::i
             writeln!(
                 out,
                 "  identical {}  distinct {}  max|Δlogit| {:.3e}  max TV {:.3e}  greedy changed {}  draw changed {}",
-                c.identical, c.distinct, c.max_abs_dlogit, c.max_tv, c.greedy_changed, c.draw_changed
+                c.identical,
+                c.distinct,
+                c.max_abs_dlogit,
+                c.max_tv,
+                c.greedy_changed,
+                c.draw_changed
             )?;
             for (i, r) in c.runs.iter().enumerate() {
                 let figure = |x: Option<u64>| x.map_or("?".to_string(), |x| x.to_string());

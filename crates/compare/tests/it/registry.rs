@@ -258,7 +258,10 @@ fn every_request_route_says_what_seed_does() {
             routes += 1;
             let rules: Vec<_> = parity_core::seed::for_endpoint(s.seed(), e).collect();
             assert!(!rules.is_empty(), "{name}: route {e:?} states no seed rule");
-            assert_eq!(rules[0].setup, "", "{name}: {e:?}: the default setup comes first");
+            assert_eq!(
+                rules[0].setup, "",
+                "{name}: {e:?}: the default setup comes first"
+            );
         }
         for rule in s.seed() {
             assert!(

@@ -234,14 +234,14 @@ fn every_route_has_a_seed_line_with_its_rule_and_source() {
         let seed = e["seed"].as_array().expect("seed list");
         assert!(!seed.is_empty(), "{}: no seed rule", e["endpoint"]);
         for s in seed {
-            assert!(s["given"]["rule"].is_string() && s["absent"]["rule"].is_string(), "{s}");
+            assert!(
+                s["given"]["rule"].is_string() && s["absent"]["rule"].is_string(),
+                "{s}"
+            );
             assert!(!s["source"].as_str().unwrap_or("").is_empty(), "{s}");
         }
     }
-    let out = compare(
-        &["request", r#"{"temperature": 0.7, "seed": 3}"#, TIES],
-        "",
-    );
+    let out = compare(&["request", r#"{"temperature": 0.7, "seed": 3}"#, TIES], "");
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let stdout = text(&out.stdout);
     let seed_lines = stdout
@@ -259,6 +259,9 @@ fn every_route_has_a_seed_line_with_its_rule_and_source() {
     assert_eq!(mistral["seed"][0]["given"]["rule"], "ignored");
     let sglang = endpoint(&a, "sglang 0.5.23 /v1/completions").1;
     assert_eq!(sglang["seed"][0]["given"]["rule"], "ignored");
-    assert_eq!(sglang["seed"][1]["setup"], "--enable-deterministic-inference");
+    assert_eq!(
+        sglang["seed"][1]["setup"],
+        "--enable-deterministic-inference"
+    );
     assert_eq!(sglang["seed"][1]["absent"]["value"], "42");
 }
