@@ -58,9 +58,8 @@ const fn ollama(endpoint: &'static str) -> RouteSeed {
     }
 }
 
-/// Ollama's four routes (names as in `ollama::Endpoint::name`).
+/// Ollama's three routes (names as in `ollama::Endpoint::name`).
 pub(crate) const OLLAMA: &[RouteSeed] = &[
-    ollama("Ollama /api/generate (options)"),
     ollama("Ollama /api/chat (options)"),
     ollama("Ollama /v1/chat/completions"),
     ollama("Ollama /v1/completions"),

@@ -85,7 +85,12 @@ fn check_against_recording(report: &RepeatReport, recording: &Recording) {
             assert_eq!(entries.len(), n, "the whole vocabulary");
             assert_eq!(body["n_probs"], json!(n));
             assert_eq!(body["post_sampling_probs"], json!(false));
-            assert_eq!(r.slot, Some(0), "{} run {i}: the repeats are pinned to slot 0", c.name);
+            assert_eq!(
+                r.slot,
+                Some(0),
+                "{} run {i}: the repeats are pinned to slot 0",
+                c.name
+            );
             let v = dense(entries, n);
             let same = bits_equal(&v, &baseline);
             let d = max_abs_diff(&v, &baseline);
