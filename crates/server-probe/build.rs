@@ -10,6 +10,7 @@ use std::path::Path;
 
 const SERVER: &str = "../../.cache/llama-server/0.3.36/llama-server";
 const MODEL: &str = "../../.cache/models/SmolLM2-135M-Instruct.Q4_1.gguf";
+const REPEAT_RECORDING: &str = "../../fixtures/server-probe/llama-server-repeat.json";
 
 fn main() {
     println!("cargo::rustc-check-cfg=cfg(has_llama_server)");
@@ -21,6 +22,13 @@ fn main() {
         if let Some(dir) = Path::new(file).parent().filter(|d| d.is_dir()) {
             println!("cargo::rerun-if-changed={}", dir.display());
         }
+    }
+    // The committed `--repeat` recording (made by the live test): its replay
+    // test is ignored, with the reason, until it is there.
+    println!("cargo::rustc-check-cfg=cfg(has_repeat_recording)");
+    println!("cargo::rerun-if-changed=../../fixtures/server-probe");
+    if Path::new(REPEAT_RECORDING).is_file() {
+        println!("cargo::rustc-cfg=has_repeat_recording");
     }
     let ci = std::env::var_os("CI").is_some();
     if ci || (Path::new(SERVER).is_file() && Path::new(MODEL).is_file()) {

@@ -513,6 +513,9 @@ pub fn probe_replay(data: &[u8]) {
     let Ok(recording) = serde_json::from_slice::<server_probe::Recording>(data) else {
         return;
     };
+    if recording.options.repeat.is_some() {
+        return repeat_replay(&recording);
+    }
     let engines = engines();
     let registry = &engines.semantics;
     match server_probe::replay(&recording, registry) {
@@ -536,6 +539,28 @@ pub fn probe_replay(data: &[u8]) {
                     );
                 }
             }
+        }
+    }
+}
+
+/// `probe_replay` on a `--repeat` recording: an error with words, or a
+/// report whose figures are in range (TV in [0, 1 + 1e-3], |Δ logit| ≥ 0,
+/// `identical` exactly when nothing moved) with one run per repeat.
+fn repeat_replay(recording: &server_probe::Recording) {
+    match server_probe::repeat::replay(recording) {
+        Err(e) => assert!(!e.to_string().is_empty(), "empty error"),
+        Ok(report) => {
+            for c in &report.conditions {
+                if c.skipped.is_none() {
+                    assert_eq!(c.runs.len(), report.repeat, "{c:?}");
+                }
+                assert!(c.max_tv >= 0.0 && c.max_tv <= 1.0 + 1e-3, "{c:?}");
+                assert!(c.max_abs_dlogit >= 0.0, "{c:?}");
+                if c.identical && c.skipped.is_none() {
+                    assert!(c.max_abs_dlogit == 0.0 && c.max_tv == 0.0, "{c:?}");
+                }
+            }
+            serde_json::to_string(&report).expect("the report serialises");
         }
     }
 }

@@ -62,6 +62,7 @@ mod params;
 mod penalty;
 pub mod port;
 mod run;
+mod seed;
 mod semantics;
 pub mod stats;
 mod translate;

@@ -166,6 +166,10 @@ impl Semantics for Candle {
         Some(exact)
     }
 
+    fn seed(&self) -> &'static [parity_core::RouteSeed] {
+        if self.literal { crate::seed::SEED } else { &[] }
+    }
+
     /// A port's `LogitsProcessor` built from the request's fields as
     /// written (the literal port of `generate(**request)`); only the
     /// literal semantics stands for something people deploy.

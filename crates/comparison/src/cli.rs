@@ -516,6 +516,12 @@ pub struct ProbeArgs {
     /// Raw top log-probabilities to ask for.
     #[arg(long, value_name = "K", help = server_probe::help::TOP)]
     pub top: Option<usize>,
+    /// Send the one request N times under each condition (cold then warm, cache off,
+    /// concurrent) and report whether the logits or the seeded draw moved (2 to 64;
+    /// docs/probe.md).
+    #[arg(long, value_name = "N", conflicts_with = "samples",
+          value_parser = clap::value_parser!(u64).range(2..=server_probe::repeat::MAX_REPEAT as u64))]
+    pub repeat: Option<u64>,
     /// Seconds to wait for each answer.
     #[arg(long, value_name = "SECONDS", default_value_t = 60)]
     pub timeout: u64,

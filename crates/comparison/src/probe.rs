@@ -24,46 +24,28 @@ pub fn run(args: &ProbeArgs, engines: &Engines, out: &mut dyn Write) -> anyhow::
             names.join(", ")
         );
     }
-    let report = match &args.replay {
-        Some(path) => {
-            let bytes = parity_core::fixture::read_at_most(path, 1 << 30)
-                .with_context(|| format!("--replay: reading {}", path.display()))?
-                .map_err(|_| anyhow::anyhow!("--replay: {} is over 1 GiB", path.display()))?;
-            let recording: Recording = serde_json::from_slice(&bytes).with_context(|| {
-                format!("--replay: {} is not a probe recording", path.display())
-            })?;
-            server_probe::replay(&recording, semantics)?
+    let recorded = match &args.replay {
+        Some(path) => Some(read_recording(path)?),
+        None => None,
+    };
+    let repeated = match &recorded {
+        Some(r) => r.options.repeat.is_some(),
+        None => args.repeat.is_some(),
+    };
+    if repeated {
+        if args.expect.is_some() {
+            bail!("--expect takes a samples or post-sampling probe, not --repeat");
         }
+        repeat(args, recorded.as_ref(), out)?;
+        return Ok(false);
+    }
+    let report = match &recorded {
+        Some(recording) => server_probe::replay(recording, semantics)?,
         None => {
             let options = options(args)?;
-            // The --record file is opened before the first request, so a bad
-            // path fails at once; it is written whatever the probe's outcome.
-            let record = match &args.record {
-                Some(path) => Some((
-                    path,
-                    std::fs::OpenOptions::new()
-                        .write(true)
-                        .create(true)
-                        .truncate(false)
-                        .open(path)
-                        .with_context(|| format!("--record: cannot write {}", path.display()))?,
-                )),
-                None => None,
-            };
+            let file = open_record(args)?;
             let (report, recording) = server_probe::probe(&options, semantics);
-            if let Some((path, mut file)) = record {
-                let text = serde_json::to_string(&recording)? + "\n";
-                file.set_len(0)
-                    .and_then(|()| file.write_all(text.as_bytes()))
-                    .with_context(|| format!("--record: writing {}", path.display()))?;
-                if report.is_err() {
-                    eprintln!(
-                        "--record: wrote the {} exchanges made before the failure to {}",
-                        recording.exchanges.len(),
-                        path.display()
-                    );
-                }
-            }
+            write_record(file, &recording, report.is_err())?;
             report?
         }
     };
@@ -84,6 +66,84 @@ pub fn run(args: &ProbeArgs, engines: &Engines, out: &mut dyn Write) -> anyhow::
             !failures.is_empty()
         }
     })
+}
+
+/// `--repeat N`, live or replayed.
+fn repeat(
+    args: &ProbeArgs,
+    recorded: Option<&Recording>,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
+    let report = match recorded {
+        Some(recording) => server_probe::repeat::replay(recording)?,
+        None => {
+            let options = options(args)?;
+            let file = open_record(args)?;
+            let probed = server_probe::repeat::probe(&options);
+            match probed {
+                Ok((report, recording)) => {
+                    write_record(file, &recording, false)?;
+                    report
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+    };
+    match args.format {
+        Format::Json => {
+            serde_json::to_writer_pretty(&mut *out, &report)?;
+            writeln!(out)?;
+        }
+        Format::Text => server_probe::repeat::write_text(&report, out)?,
+    }
+    Ok(())
+}
+
+fn read_recording(path: &std::path::Path) -> anyhow::Result<Recording> {
+    let bytes = parity_core::fixture::read_at_most(path, 1 << 30)
+        .with_context(|| format!("--replay: reading {}", path.display()))?
+        .map_err(|_| anyhow::anyhow!("--replay: {} is over 1 GiB", path.display()))?;
+    serde_json::from_slice(&bytes)
+        .with_context(|| format!("--replay: {} is not a probe recording", path.display()))
+}
+
+/// The `--record` file, opened before the first request so that a bad path
+/// fails at once.
+fn open_record(args: &ProbeArgs) -> anyhow::Result<Option<(&std::path::Path, std::fs::File)>> {
+    let Some(path) = &args.record else {
+        return Ok(None);
+    };
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+        .with_context(|| format!("--record: cannot write {}", path.display()))?;
+    Ok(Some((path.as_path(), file)))
+}
+
+/// Writes the recording into the file [`open_record`] opened, whatever the
+/// probe's outcome (`failed`: say how much was kept).
+fn write_record(
+    file: Option<(&std::path::Path, std::fs::File)>,
+    recording: &Recording,
+    failed: bool,
+) -> anyhow::Result<()> {
+    let Some((path, mut file)) = file else {
+        return Ok(());
+    };
+    let text = serde_json::to_string(recording)? + "\n";
+    file.set_len(0)
+        .and_then(|()| file.write_all(text.as_bytes()))
+        .with_context(|| format!("--record: writing {}", path.display()))?;
+    if failed {
+        eprintln!(
+            "--record: wrote the {} exchanges made before the failure to {}",
+            recording.exchanges.len(),
+            path.display()
+        );
+    }
+    Ok(())
 }
 
 fn options(args: &ProbeArgs) -> anyhow::Result<Options> {
@@ -114,5 +174,6 @@ fn options(args: &ProbeArgs) -> anyhow::Result<Options> {
         seed: args.seed,
         top: args.top,
         timeout_secs: args.timeout,
+        repeat: args.repeat.map(|n| n as usize),
     })
 }

@@ -42,6 +42,9 @@ pub struct Endpoint {
     /// (`{"top_k": "model-file", ...}`; empty for the others).
     #[serde(skip_serializing_if = "Map::is_empty")]
     pub sources: Map<String, Value>,
+    /// What `seed` does on this endpoint, one entry per server setup
+    /// ([`parity_core::RouteSeed`]).
+    pub seed: Vec<parity_core::RouteSeed>,
 }
 
 /// One endpoint on one fixture.
@@ -214,6 +217,7 @@ fn routes<'s>(
                 ignored: route.ignored,
                 notes: route.notes,
                 sources: sources_json(&route.sources),
+                seed: seed_of(s.as_ref(), route.endpoint),
             };
             out.push((endpoint, route.params.map_err(|e| e.to_string())));
         }
@@ -269,6 +273,28 @@ fn fixture_cells(path: &Path, routes: &[Routed<'_>]) -> anyhow::Result<FixtureCe
     })
 }
 
+/// What `seed` does on `endpoint`, as its semantics states it.
+fn seed_of(semantics: &dyn AnySemantics, endpoint: &str) -> Vec<parity_core::RouteSeed> {
+    parity_core::seed::for_endpoint(semantics.seed(), endpoint)
+        .copied()
+        .collect()
+}
+
+/// One `seed:` line per route: the default setup's rules, then each other
+/// setup's after ` | ` (`unknown` when the engine states none).
+fn write_seed(out: &mut dyn Write, width: usize, e: &Endpoint) -> io::Result<()> {
+    let line = if e.seed.is_empty() {
+        "unknown (the engine states no rule)".to_string()
+    } else {
+        e.seed
+            .iter()
+            .map(parity_core::RouteSeed::line)
+            .collect::<Vec<_>>()
+            .join(" | ")
+    };
+    wrapped(out, width, "      seed: ", 8, &line)
+}
+
 /// The params object as `key value, key value`, for wrapping.
 fn params_text(params: &Option<Value>) -> String {
     match params {
@@ -318,6 +344,7 @@ fn write_text(answer: &Answer, width: usize, out: &mut dyn Write) -> io::Result<
             wrapped(out, width, "      note: ", 6, note)?;
         }
         write_sources(e, width, out)?;
+        write_seed(out, width, e)?;
     }
     // The figures take 2 + 6 + 2 + 9 + 2 + 9 columns after the name.
     let name_width = answer

@@ -26,6 +26,9 @@ struct Entry<'a> {
     params: serde_json::Value,
     reads_generation_config: bool,
     role: parity_core::Role,
+    /// What `seed` does on each request route ([`parity_core::RouteSeed`]),
+    /// as a JSON value like `params`.
+    seed: serde_json::Value,
     summary: &'a str,
     verified_against: &'a str,
 }
@@ -45,6 +48,7 @@ pub fn run(args: &SemanticsArgs, engines: &Engines, out: &mut dyn Write) -> anyh
                         params: serde_json::to_value(info.params)?,
                         reads_generation_config: s.reads_generation_config(),
                         role: s.role(),
+                        seed: serde_json::to_value(s.seed())?,
                         summary: info.summary,
                         verified_against: info.verified_against,
                     })
@@ -83,8 +87,45 @@ pub fn run(args: &SemanticsArgs, engines: &Engines, out: &mut dyn Write) -> anyh
                     let first = format!("    {:<width$}  default ", p.name);
                     wrapped(out, columns, &first, width + 6, &text)?;
                 }
+                for seed in s.seed() {
+                    let label = format!("  seed, {}: ", seed.endpoint);
+                    wrapped(out, columns, &label, 6, &seed.line())?;
+                    if !seed.note.is_empty() {
+                        wrapped(out, columns, "    note: ", 6, seed.note)?;
+                    }
+                }
             }
         }
     }
     Ok(())
+}
+
+/// The seed table of docs/semantics.md, from what each semantics states
+/// ([`parity_core::Semantics::seed`]): one row per route and server setup.
+/// A test keeps the committed table equal to this.
+pub fn seed_table(semantics: &[Box<dyn parity_core::AnySemantics>]) -> String {
+    let mut out = String::from(
+        "| semantics | route | setup | with a seed | without | versions read | source |\n\
+         |---|---|---|---|---|---|---|\n",
+    );
+    for s in semantics {
+        for r in s.seed() {
+            let setup = if r.setup.is_empty() {
+                "default"
+            } else {
+                r.setup
+            };
+            out.push_str(&format!(
+                "| `{}` | {} | {} | {} | {} | {} | {} |\n",
+                s.info().name,
+                r.endpoint,
+                setup,
+                r.given.words(),
+                r.absent.words(),
+                r.versions,
+                r.source.replace('|', "\\|")
+            ));
+        }
+    }
+    out
 }

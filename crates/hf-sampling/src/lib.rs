@@ -68,6 +68,7 @@ mod params;
 mod processors;
 mod pyfmt;
 mod request;
+mod seed;
 mod semantics;
 mod serve;
 mod torch;

@@ -166,6 +166,10 @@ impl Semantics for HfRust {
         true
     }
 
+    fn seed(&self) -> &'static [parity_core::RouteSeed] {
+        crate::seed::SEED
+    }
+
     /// `generate(**request)` (the reference) and `transformers serve`; see
     /// `request.rs`. Both merge the generation config this semantics was
     /// built with.

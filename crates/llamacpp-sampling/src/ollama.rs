@@ -918,6 +918,10 @@ impl Semantics for Ollama {
         Some(self.parse_params(&options))
     }
 
+    fn seed(&self) -> &'static [parity_core::RouteSeed] {
+        crate::seed::OLLAMA
+    }
+
     /// Ollama's OpenAI endpoints (openai/openai.go `FromChatRequest`,
     /// `FromCompleteRequest`) and its own `/api/chat` (and `/api/generate`,
     /// the same), whose `options` are this semantics' params — each over

@@ -77,6 +77,7 @@
 
 mod params;
 mod sampler;
+mod seed;
 
 use parity_core::{
     Against, Context, Described, Distribution, Error, Explanation, Info, Logits, Precision, Route,
@@ -135,6 +136,10 @@ impl Semantics for MistralRs {
 
     fn from_generate(&self, kwargs: &Map<String, Value>) -> Option<Result<MistralRsParams, Error>> {
         params::from_generate(kwargs)
+    }
+
+    fn seed(&self) -> &'static [parity_core::RouteSeed] {
+        seed::SEED
     }
 
     /// mistral.rs's OpenAI server: its own fields, the model's generation

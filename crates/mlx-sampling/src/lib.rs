@@ -51,6 +51,7 @@ pub mod ollama_mlx_request;
 mod params;
 mod random;
 mod sampler;
+mod seed;
 mod translate;
 
 use parity_core::{
@@ -219,6 +220,10 @@ impl Semantics for MlxLm {
 
     fn from_generate(&self, kwargs: &Map<String, Value>) -> Option<Result<MlxParams, Error>> {
         params::from_generate(kwargs)
+    }
+
+    fn seed(&self) -> &'static [parity_core::RouteSeed] {
+        seed::MLX_LM
     }
 
     fn from_request(

@@ -499,6 +499,10 @@ impl Semantics for OllamaMlx {
         parse_over(self.model.as_ref(), params)
     }
 
+    fn seed(&self) -> &'static [parity_core::RouteSeed] {
+        crate::seed::OLLAMA_MLX
+    }
+
     fn from_request(
         &self,
         request: &Map<String, Value>,

@@ -108,6 +108,7 @@ pub mod openai;
 mod options;
 mod request;
 pub mod sampler;
+mod seed;
 
 use serde_json::{Map, Value, json};
 
@@ -294,6 +295,10 @@ impl Semantics for OllamaGo {
             options.insert("temperature".into(), json!(0.0));
         }
         Some(self.parse_params(&options))
+    }
+
+    fn seed(&self) -> &'static [parity_core::RouteSeed] {
+        seed::SEED
     }
 
     fn from_request(

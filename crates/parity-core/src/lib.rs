@@ -21,6 +21,7 @@ pub mod metrics;
 pub mod mt19937;
 pub mod params;
 pub mod record;
+pub mod seed;
 pub mod semantics;
 pub mod stl;
 pub mod text;
@@ -34,6 +35,7 @@ pub use fixture::{
 pub use fragile::{Fragile, FragileKind};
 pub use metrics::{Comparison, TokenMass};
 pub use record::{Logits, Record};
+pub use seed::{RouteSeed, SeedRule};
 pub use semantics::{
     Against, AnySemantics, Context, Described, Distribution, DrawCheck, DrawOptions, Error,
     Explanation, FieldSource, Fix, Info, ParamInfo, Precision, Prepared,

@@ -619,6 +619,14 @@ pub trait Semantics: Send + Sync {
         Vec::new()
     }
 
+    /// What `seed` does on each of [`Semantics::from_request`]'s routes
+    /// (one entry per route and server setup; empty when the engine has no
+    /// server, the default). Each engine states it in its own `seed`
+    /// module, with the source line.
+    fn seed(&self) -> &'static [crate::RouteSeed] {
+        &[]
+    }
+
     /// Settings worth a row of their own besides `params` itself.
     fn variants(&self, _params: &Self::Params) -> Vec<(Variant, Self::Params)> {
         Vec::new()
@@ -784,6 +792,8 @@ pub trait AnySemantics: Send + Sync {
         &self,
         kwargs: &Map<String, Value>,
     ) -> Option<Result<Box<dyn Prepared + '_>, Error>>;
+    /// See [`Semantics::seed`].
+    fn seed(&self) -> &'static [crate::RouteSeed];
     /// See [`Semantics::from_request`].
     fn prepare_request(
         &self,
@@ -807,6 +817,9 @@ where
     }
     fn exact_setup(&self) -> Option<&'static str> {
         Semantics::exact_setup(self)
+    }
+    fn seed(&self) -> &'static [crate::RouteSeed] {
+        Semantics::seed(self)
     }
     fn translate(
         &self,

@@ -683,7 +683,7 @@ fn number(v: &Value, what: &str) -> Result<f64, Error> {
         .ok_or_else(|| Error::new(format_args!("`{what}` = {} is not a number", short(v))))
 }
 
-fn first_prob<'a>(
+pub(crate) fn first_prob<'a>(
     answer: &'a Map<String, Value>,
     path: &str,
 ) -> Result<&'a Map<String, Value>, Error> {
@@ -699,7 +699,7 @@ fn first_prob<'a>(
 }
 
 /// `(key, value)` from a list of `{"id" | "token", field}` objects.
-fn entries(
+pub(crate) fn entries(
     first: &Map<String, Value>,
     list: &str,
     field: &str,

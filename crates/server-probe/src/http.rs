@@ -41,6 +41,17 @@ pub trait Transport {
     /// server is down, timed out, answered something that is not JSON or
     /// stopped half-way.
     fn call(&mut self, path: &str, body: Option<&Value>) -> Result<(i32, Value), Error>;
+
+    /// Sends these POSTs at the same time (a live server gets them over
+    /// separate connections, one thread each) and returns the answers in
+    /// the order given; exchanges are kept in that order too, so a replay,
+    /// which answers them one after the other, sees the same sequence.
+    fn call_together(&mut self, calls: &[(&str, &Value)]) -> Vec<Result<(i32, Value), Error>> {
+        calls
+            .iter()
+            .map(|(path, body)| self.call(path, Some(body)))
+            .collect()
+    }
 }
 
 /// A real server at `base` (`http://host:port`, no path).
@@ -78,6 +89,44 @@ impl Live {
 }
 
 impl Transport for Live {
+    fn call_together(&mut self, calls: &[(&str, &Value)]) -> Vec<Result<(i32, Value), Error>> {
+        let answers: Vec<(Result<(i32, Value), Error>, Vec<Exchange>)> =
+            std::thread::scope(|scope| {
+                let handles: Vec<_> = calls
+                    .iter()
+                    .map(|&(path, body)| {
+                        let mut own = Live {
+                            base: self.base.clone(),
+                            timeout: self.timeout,
+                            exchanges: Vec::new(),
+                        };
+                        scope.spawn(move || {
+                            let answer = own.call(path, Some(body));
+                            (answer, own.exchanges)
+                        })
+                    })
+                    .collect();
+                handles
+                    .into_iter()
+                    .map(|h| {
+                        h.join().unwrap_or_else(|_| {
+                            (
+                                Err(Error::new("a concurrent request's thread panicked")),
+                                Vec::new(),
+                            )
+                        })
+                    })
+                    .collect()
+            });
+        answers
+            .into_iter()
+            .map(|(answer, exchanges)| {
+                self.exchanges.extend(exchanges);
+                answer
+            })
+            .collect()
+    }
+
     fn call(&mut self, path: &str, body: Option<&Value>) -> Result<(i32, Value), Error> {
         let url = format!("{}{path}", self.base);
         let secs = self.timeout.as_secs().max(1);

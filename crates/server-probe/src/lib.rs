@@ -42,6 +42,7 @@ mod api;
 mod cells;
 pub mod dialect;
 mod http;
+pub mod repeat;
 mod report;
 mod stats;
 
@@ -115,6 +116,9 @@ pub struct Options {
     pub top: Option<usize>,
     /// Seconds to wait for each answer.
     pub timeout_secs: u64,
+    /// `--repeat N`: the same request N times per condition ([`repeat`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeat: Option<usize>,
 }
 
 impl Options {

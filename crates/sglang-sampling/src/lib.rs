@@ -70,6 +70,7 @@
 
 mod params;
 mod sampler;
+mod seed;
 pub mod seeded;
 mod torch;
 
@@ -158,6 +159,10 @@ impl Semantics for Sglang {
 
     fn reads_generation_config(&self) -> bool {
         true
+    }
+
+    fn seed(&self) -> &'static [parity_core::RouteSeed] {
+        seed::SEED
     }
 
     fn from_request(

@@ -71,6 +71,7 @@
 mod gumbel;
 mod params;
 mod sampler;
+mod seed;
 mod torch;
 
 use parity_core::{
@@ -206,6 +207,10 @@ impl Semantics for Vllm {
 
     fn from_generate(&self, kwargs: &Map<String, Value>) -> Option<Result<VllmParams, Error>> {
         params::from_generate(kwargs, self.merged_defaults().as_ref())
+    }
+
+    fn seed(&self) -> &'static [parity_core::RouteSeed] {
+        seed::SEED
     }
 
     fn from_request(

@@ -321,3 +321,42 @@ fn a_live_llama_server_is_explained_by_llama_cpp() {
         "the replay differs from the live run"
     );
 }
+
+/// `--repeat` is bounded (2 to 64), excludes `--samples`, and needs
+/// llama-server; each is a usage error with its reason, before any request.
+#[test]
+fn repeat_is_bounded_and_needs_llama_server() {
+    let base = [
+        "--server",
+        "http://127.0.0.1:9",
+        "--prompt",
+        "x",
+        "--request",
+        "{}",
+    ];
+    let with = |extra: &[&'static str]| {
+        let mut v: Vec<&str> = base.to_vec();
+        v.extend_from_slice(extra);
+        v
+    };
+    usage_error(
+        "probe",
+        &with(&["--api", "llama-server", "--repeat", "65"]),
+        "65 is not in 2..=64",
+    );
+    usage_error(
+        "probe",
+        &with(&["--api", "llama-server", "--repeat", "1"]),
+        "1 is not in 2..=64",
+    );
+    usage_error(
+        "probe",
+        &with(&["--api", "llama-server", "--repeat", "4", "--samples", "3"]),
+        "cannot be used with",
+    );
+    usage_error(
+        "probe",
+        &with(&["--api", "openai", "--repeat", "4"]),
+        "--repeat needs --api llama-server (got openai)",
+    );
+}

@@ -241,3 +241,56 @@ fn every_semantics_names_its_engine_and_params() {
         }
     }
 }
+
+/// Every request route states what `seed` does (with its source and
+/// versions), and every stated rule names a route its semantics has: a
+/// renamed endpoint cannot leave its seed line behind.
+#[test]
+fn every_request_route_says_what_seed_does() {
+    let request = serde_json::Map::new();
+    let mut routes = 0;
+    for s in compare::registry::all(None) {
+        let name = s.info().name;
+        let endpoints: Vec<&str> = s
+            .prepare_request(&request, None)
+            .iter()
+            .map(|r| r.endpoint)
+            .collect();
+        for e in &endpoints {
+            routes += 1;
+            let rules: Vec<_> = parity_core::seed::for_endpoint(s.seed(), e).collect();
+            assert!(!rules.is_empty(), "{name}: route {e:?} states no seed rule");
+            assert_eq!(
+                rules[0].setup, "",
+                "{name}: {e:?}: the default setup comes first"
+            );
+        }
+        for rule in s.seed() {
+            assert!(
+                endpoints.contains(&rule.endpoint),
+                "{name}: seed rule for {:?}, which is not one of its routes {endpoints:?}",
+                rule.endpoint
+            );
+            assert!(
+                !rule.source.is_empty() && !rule.versions.is_empty(),
+                "{name}: {rule:?}"
+            );
+        }
+    }
+    assert!(routes >= 18, "{routes} routes");
+}
+
+/// docs/semantics.md's seed table is the registry's seed rules, row for row.
+#[test]
+fn the_documented_seed_table_is_the_registrys() {
+    let table = comparison::semantics::seed_table(&compare::registry::all(None));
+    let doc = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/semantics.md"
+    ))
+    .expect("docs/semantics.md");
+    assert!(
+        doc.contains(&table),
+        "docs/semantics.md's seed table differs from the registry's; put this in its place:\n{table}"
+    );
+}

@@ -282,3 +282,43 @@ fn expect_tv_below_passes_and_fails_on_the_bundled_fixtures() {
         "is not a total variation in (0, 1]",
     );
 }
+
+#[test]
+fn every_route_has_a_seed_line_with_its_rule_and_source() {
+    let a = json(&[r#"{"temperature": 0.7, "seed": 3}"#, TIES]);
+    let endpoints = a["endpoints"].as_array().expect("endpoints");
+    for e in endpoints {
+        let seed = e["seed"].as_array().expect("seed list");
+        assert!(!seed.is_empty(), "{}: no seed rule", e["endpoint"]);
+        for s in seed {
+            assert!(
+                s["given"]["rule"].is_string() && s["absent"]["rule"].is_string(),
+                "{s}"
+            );
+            assert!(!s["source"].as_str().unwrap_or("").is_empty(), "{s}");
+        }
+    }
+    let out = compare(&["request", r#"{"temperature": 0.7, "seed": 3}"#, TIES], "");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    let seed_lines = stdout
+        .lines()
+        .filter(|l| l.starts_with("      seed: "))
+        .count();
+    assert_eq!(seed_lines, endpoints.len(), "{stdout}");
+    // Four of the rules the engines state, as printed.
+    let llama = endpoint(&a, "llama-server /v1/chat/completions").1;
+    assert_eq!(llama["seed"][0]["given"]["rule"], "per-request");
+    assert_eq!(llama["seed"][0]["absent"]["rule"], "random");
+    let serve = endpoint(&a, "transformers serve /v1/chat/completions").1;
+    assert_eq!(serve["seed"][0]["given"]["rule"], "process-global");
+    let mistral = endpoint(&a, "mistralrs-server /v1/chat/completions").1;
+    assert_eq!(mistral["seed"][0]["given"]["rule"], "ignored");
+    let sglang = endpoint(&a, "sglang 0.5.23 /v1/completions").1;
+    assert_eq!(sglang["seed"][0]["given"]["rule"], "ignored");
+    assert_eq!(
+        sglang["seed"][1]["setup"],
+        "--enable-deterministic-inference"
+    );
+    assert_eq!(sglang["seed"][1]["absent"]["value"], "42");
+}

@@ -16,6 +16,7 @@ use parity_core::AnySemantics;
 use serde_json::{Map, Value, json};
 use server_probe::{Api, Options, Report, Verdict};
 
+mod repeat;
 mod replay;
 
 fn repo() -> PathBuf {
@@ -33,7 +34,7 @@ fn model() -> PathBuf {
 /// The server and model must be here: the tests that call this are ignored
 /// (with the reason) when build.rs did not find them, so one gone since the
 /// build is a failure, never a silent pass.
-fn require(test: &str) {
+pub(crate) fn require(test: &str) {
     let missing: Vec<String> = [
         (binary(), "scripts/build-llama-server.sh"),
         (model(), "scripts/fetch-model.sh"),
@@ -51,9 +52,9 @@ fn require(test: &str) {
 }
 
 /// A running llama-server, killed on drop.
-struct Server {
+pub(crate) struct Server {
     child: Child,
-    url: String,
+    pub(crate) url: String,
 }
 
 impl Drop for Server {
@@ -68,13 +69,15 @@ fn free_port() -> u16 {
     l.local_addr().expect("local addr").port()
 }
 
-fn start() -> Server {
+/// A llama-server with `slots` slots (`-np`), 256 tokens of context each.
+pub(crate) fn start_with_slots(slots: usize) -> Server {
     let port = free_port();
     let child = Command::new(binary())
         .args(["-m"])
         .arg(model())
         .args(["--host", "127.0.0.1", "--port", &port.to_string()])
-        .args(["-c", "512", "-np", "1", "-t", "2", "--no-webui"])
+        .args(["-c", &(512 * slots).to_string(), "-np", &slots.to_string()])
+        .args(["-t", "2", "--no-webui"])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -123,9 +126,14 @@ fn minreq_health(url: &str) -> bool {
 /// kept in a static for the whole binary is never dropped, so it outlived
 /// `cargo test`.)
 fn server() -> (std::sync::MutexGuard<'static, ()>, Server) {
+    server_with_slots(1)
+}
+
+/// [`server`] with `slots` slots.
+pub(crate) fn server_with_slots(slots: usize) -> (std::sync::MutexGuard<'static, ()>, Server) {
     static TURN: Mutex<()> = Mutex::new(());
     let turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
-    (turn, start())
+    (turn, start_with_slots(slots))
 }
 
 pub(crate) fn registry() -> Vec<Box<dyn AnySemantics>> {
@@ -165,6 +173,7 @@ fn options(url: &str, requests: Vec<Value>, samples: Option<usize>) -> Options {
         seed: 1234,
         top: None,
         timeout_secs: 60,
+        repeat: None,
     }
 }
 
@@ -259,25 +268,7 @@ fn post_sampling_names_llama_cpp_on_every_request() {
             None,
         );
         let (_, mut rec) = live_probe(&small, "small probe");
-        for e in &mut rec.exchanges {
-            let Some(Value::Array(steps)) = e
-                .response
-                .as_mut()
-                .and_then(|r| r.get_mut("completion_probabilities"))
-            else {
-                continue;
-            };
-            for step in steps {
-                for list in ["top_logprobs", "top_probs"] {
-                    if let Some(Value::Array(items)) = step.get_mut(list) {
-                        for item in items.iter_mut().filter_map(Value::as_object_mut) {
-                            item.remove("token");
-                            item.remove("bytes");
-                        }
-                    }
-                }
-            }
-        }
+        drop_token_texts(&mut rec);
         let text = serde_json::to_string(&rec).expect("json");
         std::fs::write(path, text + "\n").expect("write recording");
     }
@@ -285,6 +276,31 @@ fn post_sampling_names_llama_cpp_on_every_request() {
         let mut text = Vec::new();
         server_probe::write_text(&report, &mut text).expect("text");
         std::fs::write(path, text).expect("write report");
+    }
+}
+
+/// Drops the `token` and `bytes` fields of the top lists' entries (the
+/// probe reads ids and numbers only), which makes a recording about a
+/// quarter of its size.
+pub(crate) fn drop_token_texts(rec: &mut server_probe::Recording) {
+    for e in &mut rec.exchanges {
+        let Some(Value::Array(steps)) = e
+            .response
+            .as_mut()
+            .and_then(|r| r.get_mut("completion_probabilities"))
+        else {
+            continue;
+        };
+        for step in steps {
+            for list in ["top_logprobs", "top_probs"] {
+                if let Some(Value::Array(items)) = step.get_mut(list) {
+                    for item in items.iter_mut().filter_map(Value::as_object_mut) {
+                        item.remove("token");
+                        item.remove("bytes");
+                    }
+                }
+            }
+        }
     }
 }
 

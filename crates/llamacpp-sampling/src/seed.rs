@@ -1,0 +1,66 @@
+//! What `seed` does on llama-server's routes and on Ollama's (v0.30.0 to
+//! v0.33.0-rc2), which forward it to the llama-server they run.
+//!
+//! llama.cpp 0c1e57098 (the one inside llama-cpp-python 0.3.36):
+//! - every task gets a sampler chain of its own, built from the request's
+//!   params (tools/server/server-context.cpp:1764
+//!   `slot.smpl.reset(common_sampler_init(model_tgt, task.params.sampling))`),
+//!   and `dist`, `xtc` and mirostat are seeded with `params.seed`
+//!   (common/sampling.cpp:369, 399, 403, 406): a per-request generator;
+//! - the request's `seed` defaults to the server's `--seed`
+//!   (tools/server/server-schema.cpp:176), which defaults to
+//!   `LLAMA_DEFAULT_SEED` = 0xFFFFFFFF (include/llama.h:37,
+//!   common/common.h:227); `llama_sampler_init_dist` replaces that value
+//!   with `std::random_device` (or the clock) per chain
+//!   (src/llama-sampler.cpp:340-350 `get_rng_seed`): a fresh random seed
+//!   per request, unless the server was started with `-s N`.
+//!
+//! Ollama: `options.seed` defaults to -1 (api/types.go:1106 at v0.30.0,
+//! :1111 at v0.33.0-rc2), its OpenAI layer copies `seed` into the options
+//! (openai/openai.go:595, 752 at v0.30.0; :666, 815 at v0.33.0-rc2), and
+//! the runner sends it to llama-server's `/completion` as `"seed"`
+//! (llm/llama_server.go:1912 at v0.30.0, :2168 at v0.33.0-rc2), where -1
+//! is 0xFFFFFFFF as a uint32: llama.cpp's own rules.
+
+use parity_core::{RouteSeed, SeedRule};
+
+const LLAMA_VERSIONS: &str = "llama.cpp 0c1e57098";
+const LLAMA_SOURCE: &str = "tools/server/server-context.cpp:1764 (a chain per task), \
+                            common/sampling.cpp:399, src/llama-sampler.cpp:340-350";
+
+/// llama-server's route.
+pub(crate) const LLAMA_SERVER: &[RouteSeed] = &[RouteSeed {
+    endpoint: "llama-server /v1/chat/completions",
+    setup: "",
+    given: SeedRule::PerRequest,
+    absent: SeedRule::Random,
+    versions: LLAMA_VERSIONS,
+    source: LLAMA_SOURCE,
+    note: "the same route reads /completion's fields; a server started with `-s N` \
+           gives seedless requests the fixed seed N (tools/server/server-schema.cpp:176)",
+}];
+
+const OLLAMA_VERSIONS: &str = "Ollama v0.30.0–v0.33.0-rc2 on llama.cpp";
+const OLLAMA_SOURCE: &str = "llm/llama_server.go:2168 (v0.33.0-rc2) forwards options.seed \
+                             (default -1, api/types.go:1111) to llama-server; \
+                             src/llama-sampler.cpp:340-350";
+const OLLAMA_NOTE: &str = "-1 reaches llama-server as 0xFFFFFFFF, LLAMA_DEFAULT_SEED";
+
+const fn ollama(endpoint: &'static str) -> RouteSeed {
+    RouteSeed {
+        endpoint,
+        setup: "",
+        given: SeedRule::PerRequest,
+        absent: SeedRule::Random,
+        versions: OLLAMA_VERSIONS,
+        source: OLLAMA_SOURCE,
+        note: OLLAMA_NOTE,
+    }
+}
+
+/// Ollama's three routes (names as in `ollama::Endpoint::name`).
+pub(crate) const OLLAMA: &[RouteSeed] = &[
+    ollama("Ollama /api/chat (options)"),
+    ollama("Ollama /v1/chat/completions"),
+    ollama("Ollama /v1/completions"),
+];

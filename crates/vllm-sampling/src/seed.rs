@@ -1,0 +1,45 @@
+//! What `seed` does on vLLM's OpenAI server (0.32.0, 0.33.0).
+//!
+//! V1 sampler (vllm/v1/sample/ops/topk_topp_sampler.py at 0.33.0): a
+//! seeded request owns a `torch.Generator` (vllm/v1/worker/gpu_input_batch.py:427-428),
+//! and `random_sample` draws its row of exponential noise from it after
+//! filling every row from torch's global generator (:616-627; the same at
+//! 0.32.0, :565-577); `forward_cpu` likewise takes a seeded row's seed from
+//! its generator (:373-377 at 0.33.0). A seedless request's row comes from
+//! the global generator the whole batch shares. The GPU model runner v2
+//! (`VLLM_USE_V2_MODEL_RUNNER`) gives a seedless request a random seed of
+//! its own (vllm/v1/worker/gpu/sample/states.py:54-58).
+//!
+//! vllm-project/vllm #51226 (0.26.0, CPU): `forward_cpu` dropped every
+//! request's generator when one batch-mate had no seed; PR #51866 changed
+//! the test to `not generators`; the code read at 0.32.0 and 0.33.0 keeps
+//! them.
+
+use parity_core::{RouteSeed, SeedRule};
+
+const VERSIONS: &str = "vLLM 0.32.0, 0.33.0";
+
+/// The one route.
+pub(crate) const SEED: &[RouteSeed] = &[
+    RouteSeed {
+        endpoint: "vllm serve /v1/chat/completions",
+        setup: "",
+        given: SeedRule::PerRequest,
+        absent: SeedRule::ProcessGlobal,
+        versions: VERSIONS,
+        source: "vllm/v1/sample/ops/topk_topp_sampler.py:616-627 (random_sample), \
+                 :373-377 (forward_cpu) at 0.33.0",
+        note: "on CPU before PR #51866 (0.26.0, vllm #51226) a seeded request batched with \
+               a seedless one lost its generator; logits still depend on the batch unless \
+               VLLM_BATCH_INVARIANT=1",
+    },
+    RouteSeed {
+        endpoint: "vllm serve /v1/chat/completions",
+        setup: "VLLM_USE_V2_MODEL_RUNNER=1",
+        given: SeedRule::PerRequest,
+        absent: SeedRule::Random,
+        versions: VERSIONS,
+        source: "vllm/v1/worker/gpu/sample/states.py:54-58 at 0.33.0",
+        note: "",
+    },
+];
