@@ -187,6 +187,7 @@ fn a_toy_semantics_is_one_module_and_one_registry_line() {
         request: r#"{"temperature": 0.7}"#.into(),
         fixtures: Vec::new(),
         generation_config: None,
+        allow_unknown: false,
         format: Format::Json,
     };
     comparison::request::run(&args, None, &engines, &mut out).expect("request");
