@@ -375,7 +375,10 @@ fn translate_to_llama_cpp_names_what_it_cannot_match() {
 /// The README's `--generation-config` example names a file the repository has.
 #[test]
 fn the_readmes_generation_config_example_runs() {
-    let config = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/examples/generation_config.json");
+    let config = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/examples/generation_config.json"
+    );
     let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md"))
         .expect("README");
     assert!(readme.contains("--generation-config docs/examples/generation_config.json"));
@@ -391,5 +394,10 @@ fn the_readmes_generation_config_example_runs() {
         ],
         "",
     );
-    assert_eq!(out.status.code(), Some(0), "{}", crate::helpers::text(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        crate::helpers::text(&out.stderr)
+    );
 }
