@@ -151,16 +151,17 @@ impl std::fmt::Display for CandleSampling {
 }
 
 /// The setup in one line, as a report row shows it, naming the items a port
-/// calls: `Sampling::All { temperature: 0.7 } + sample_f(HfTopK::new(&logits, 50,
-/// 0.7)), repeat_penalty 1.3 on the last 64 ids` ([`crate::HfTopK`]'s `apply` is
-/// the closure `sample_f` takes; [`CandleParams::recipe`] spells the call out).
+/// calls: `Sampling::All { temperature: 0.7 } + sample_f(&logits, |prs|
+/// HfTopK::new(&logits, 50, 0.7).apply(prs)), repeat_penalty 1.3 on the last 64
+/// ids` (the call as it compiles: [`crate::HfTopK`]'s `apply` is the closure
+/// `sample_f` takes; [`CandleParams::recipe`] says it in words).
 impl std::fmt::Display for CandleParams {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}", self.sampling)?;
         if let Some(k) = self.hf_top_k {
             write!(
                 f,
-                " + sample_f(HfTopK::new(&logits, {k}, {:?}))",
+                " + sample_f(&logits, |prs| HfTopK::new(&logits, {k}, {:?}).apply(prs))",
                 self.sampling.temperature().unwrap_or(1.0)
             )?;
         }

@@ -19,8 +19,14 @@ pub fn default_model_path() -> PathBuf {
     repo_root().join(".cache/models").join(MODEL_NAME)
 }
 
+/// Two folders up from this crate's, taken lexically (so that paths print
+/// as `ROOT/.cache/...`, not `ROOT/crates/candle-adapter/../../.cache/...`).
 fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    manifest
+        .ancestors()
+        .nth(2)
+        .map_or_else(|| manifest.join("../.."), Path::to_path_buf)
 }
 
 /// The candle port; see the module doc.

@@ -85,6 +85,8 @@ fn run(cli: Cli, options: &registry::Options) -> anyhow::Result<ExitCode> {
         Command::Dist(args) => {
             let (_, engines) = engines(args.generation_config.as_deref())?;
             let summary = dist::run(&args, &engines, io::stdin().lock(), &mut out, io::stderr())?;
+            // Like `diff`: a run that answers nothing is not a success.
+            anyhow::ensure!(summary.records > 0, "{NO_RECORD}");
             summary.failed > 0
         }
         Command::Diff(args) => {
@@ -92,10 +94,7 @@ fn run(cli: Cli, options: &registry::Options) -> anyhow::Result<ExitCode> {
             let (summary, differing) =
                 diff::run(&args, &engines, io::stdin().lock(), &mut out, io::stderr())?;
             // Like `report`: a run that compares nothing must not pass a check.
-            anyhow::ensure!(
-                summary.records > 0,
-                "nothing compared: no record on stdin (one JSON object per line: logits, params, ...)"
-            );
+            anyhow::ensure!(summary.records > 0, "{NO_RECORD}");
             summary.failed > 0 || (args.fail_on.is_some() && differing > 0)
         }
         Command::Request(args) => {
@@ -140,6 +139,10 @@ fn run(cli: Cli, options: &registry::Options) -> anyhow::Result<ExitCode> {
         None => Ok(ExitCode::SUCCESS),
     }
 }
+
+/// `dist` and `diff` on an empty standard input.
+const NO_RECORD: &str =
+    "nothing compared: no record on stdin (one JSON object per line: logits, params, ...)";
 
 /// Standard output. With `keep_going`, the first write error is kept and
 /// later writes are dropped, so a command still computes its verdict after

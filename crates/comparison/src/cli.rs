@@ -198,8 +198,9 @@ pub enum Setup {
     /// The kwargs read literally, as a naive port does.
     #[default]
     Literal,
-    /// The engine's setup that reproduces transformers, where its crate has one as a
-    /// semantics of its own (`compare semantics` lists them).
+    /// The engine's setup that reproduces transformers, where its crate has one: a semantics
+    /// of its own (`compare semantics`), or the setup `compare translate --to` gives; a note
+    /// on stderr names each side that stays literal and why.
     Exact,
 }
 
@@ -256,6 +257,10 @@ pub struct RequestArgs {
     /// The route (an endpoint as listed, or a semantics: all its routes) --expect-tv-below checks.
     #[arg(long, value_name = "ROUTE", requires = "expect_tv_below")]
     pub against: Option<String>,
+    /// Run a request with fields that no endpoint reads (without it, such a field is an error
+    /// that names the nearest field some endpoint does read).
+    #[arg(long)]
+    pub allow_unknown: bool,
     /// Output format.
     #[arg(long, value_enum, default_value_t)]
     pub format: Format,
@@ -297,12 +302,13 @@ pub struct TranslateArgs {
 /// Arguments of `compare ties`.
 #[derive(Debug, Clone, Args)]
 pub struct TiesArgs {
-    /// Logits, comma-separated.
+    /// Logits, comma-separated: numbers that fit in float32, or -inf (a masked token).
     #[arg(
         long,
         value_delimiter = ',',
         allow_hyphen_values = true,
-        default_value = "3,2,2,1"
+        default_value = "3,2,2,1",
+        value_parser = logit_arg
     )]
     pub logits: Vec<f32>,
     /// k of top-k.
@@ -538,4 +544,34 @@ pub struct ProbeArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t)]
     pub format: Format,
+}
+
+/// One `--logits` value: a number that fits in float32 (`1e39` would parse as
+/// +inf) or `-inf`; NaN and +inf are refused, quoting the value.
+fn logit_arg(text: &str) -> Result<f32, String> {
+    let x: f64 = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("{text:?} is not a number"))?;
+    if x.is_nan() {
+        return Err(format!(
+            "{text:?} is NaN: a logit is a number (-inf masks a token)"
+        ));
+    }
+    if x == f64::NEG_INFINITY {
+        return Ok(f32::NEG_INFINITY);
+    }
+    if x == f64::INFINITY {
+        return Err(format!(
+            "{text:?} is +inf: only -inf (a masked token) is allowed"
+        ));
+    }
+    let y = x as f32;
+    if !y.is_finite() {
+        return Err(format!(
+            "{text:?} does not fit in float32 (|x| <= {:e})",
+            f32::MAX
+        ));
+    }
+    Ok(y)
 }

@@ -4,9 +4,12 @@
 //! transformers generate kwargs, which each semantics reads the way a port
 //! would ([`parity_core::Semantics::from_generate`]; `--setup exact` gives
 //! each side the engine's exact setup instead, where its crate has one:
-//! [`parity_core::Semantics::exact_setup`]). `hf` is computed by hf-rust here
-//! (a record carries no recording).
+//! [`parity_core::Semantics::exact_setup`], or the setup its translation
+//! gives, as `compare translate --to` proves it: [`crate::translate::exact_params`];
+//! a side that has neither stays literal, and a note on stderr says why).
+//! `hf` is computed by hf-rust here (a record carries no recording).
 
+use std::collections::BTreeMap;
 use std::io::{self, BufRead, Write};
 
 use parity_core::jsonl::{self, Summary};
@@ -24,7 +27,7 @@ pub fn run<R: BufRead, W: Write, E: Write>(
     engines: &Engines,
     input: R,
     out: W,
-    err: E,
+    mut err: E,
 ) -> anyhow::Result<(Summary, usize)> {
     let registry = &engines.semantics[..];
     let default = [engines.defaults.diff_pair.to_string()];
@@ -49,7 +52,9 @@ pub fn run<R: BufRead, W: Write, E: Write>(
     let width = wrap_width();
     let mut number = 0usize;
     let mut differing = 0usize;
-    let summary = jsonl::drive(input, out, err, "error: ", |line, answer| {
+    let exact = args.setup == Setup::Exact;
+    let mut literal = BTreeMap::new();
+    let summary = jsonl::drive(input, out, &mut err, "error: ", |line, answer| {
         number += 1;
         let record = Record::parse(line)?;
         let logits = record.logits.to_logits()?;
@@ -65,12 +70,24 @@ pub fn run<R: BufRead, W: Write, E: Write>(
             context,
             vocab: vocab.as_ref(),
         };
+        let context_len = input_ids.len();
+        if exact {
+            stays_literal(
+                &pairs,
+                registry,
+                &record.params,
+                context_len,
+                number,
+                &mut literal,
+            );
+        }
         let rows = CaseRows::new(case, &recorder, registry)
             .setting_rows(
                 &Run {
                     name: "params",
                     kwargs: &record.params,
                     recorded: None,
+                    exact: exact.then_some(context_len),
                 },
                 &pairs,
                 &row_args,
@@ -86,7 +103,41 @@ pub fn run<R: BufRead, W: Write, E: Write>(
         }
         Ok(())
     })?;
+    // Best effort: stderr is for people.
+    for ((name, why), first) in &literal {
+        let _ = writeln!(
+            err,
+            "note: --setup exact: {name} stays literal (from record {first}): {why}"
+        );
+    }
     Ok((summary, differing))
+}
+
+/// The sides of `pairs` that have no exact setup for these kwargs (neither
+/// a registry entry of their own nor a translation), each with why, and
+/// the first record where that was so.
+fn stays_literal(
+    pairs: &[(usize, usize)],
+    registry: &[Box<dyn AnySemantics>],
+    kwargs: &serde_json::Map<String, serde_json::Value>,
+    context_len: usize,
+    number: usize,
+    literal: &mut BTreeMap<(&'static str, String), usize>,
+) {
+    for &i in pairs.iter().flat_map(|(l, r)| [l, r]) {
+        let semantics = &*registry[i];
+        if semantics.role().is_reference() || semantics.exact_setup().is_some() {
+            continue;
+        }
+        // The candle entry that is itself the exact setup: another's target.
+        let name = semantics.info().name;
+        if registry.iter().any(|s| s.exact_setup() == Some(name)) {
+            continue;
+        }
+        if let Err(why) = crate::translate::exact_params(semantics, kwargs, context_len) {
+            literal.entry((name, why)).or_insert(number);
+        }
+    }
 }
 
 /// Each side swapped for its engine's exact setup, where it has one.

@@ -23,6 +23,9 @@ use crate::Engines;
 use crate::cli::{Format, RequestArgs};
 use hf_sampling::GenerationConfig;
 
+mod send;
+mod unknown;
+
 /// One endpoint's reading of the request.
 #[derive(Debug, Serialize)]
 pub struct Endpoint {
@@ -84,6 +87,8 @@ pub(crate) struct Answer {
     pub endpoints: Vec<Endpoint>,
     /// Per fixture, each endpoint against the reference.
     pub fixtures: Vec<FixtureCells>,
+    /// What to send to each endpoint but the reference for its distribution.
+    pub send: Vec<send::Send>,
 }
 
 /// Runs the request through every engine on every fixture and writes the answer.
@@ -103,6 +108,10 @@ pub fn run(
     };
     let config_map = config.map(|c| c.values().clone());
     let routes = routes(semantics, &request, config_map.as_ref());
+    if !args.allow_unknown {
+        let params: Vec<Option<&Value>> = routes.iter().map(|(e, _)| e.params.as_ref()).collect();
+        unknown::refuse_unknown(semantics, &request, config_map.as_ref(), &params)?;
+    }
     let Some((first, reference)) = routes.first() else {
         bail!("no semantics reads requests");
     };
@@ -124,6 +133,8 @@ pub fn run(
     for (path, _) in &files {
         fixtures.push(fixture_cells(path, &routes)?);
     }
+    let paths: Vec<_> = files.iter().map(|(path, _)| path.clone()).collect();
+    let send = send::advise(semantics, &request, config_map.as_ref(), &routes, &paths)?;
     let answer = Answer {
         request,
         generation_config: args
@@ -132,13 +143,37 @@ pub fn run(
             .map(|p| p.display().to_string()),
         endpoints: routes.into_iter().map(|(e, _)| e).collect(),
         fixtures,
+        send,
     };
     match args.format {
         Format::Json => {
             serde_json::to_writer_pretty(&mut *out, &answer)?;
             writeln!(out)?;
         }
-        Format::Text => write_text(&answer, wrap_width(), out)?,
+        Format::Text => {
+            write_text(&answer, wrap_width(), out)?;
+            write_send(&answer, wrap_width(), out)?;
+        }
+    }
+    Ok(())
+}
+
+/// The "what to send" lines, one per endpoint, after the tables.
+fn write_send(answer: &Answer, width: usize, out: &mut dyn Write) -> io::Result<()> {
+    writeln!(out)?;
+    writeln!(
+        out,
+        "What to send for transformers' distribution (proven on the {} fixtures above):",
+        answer.fixtures.len()
+    )?;
+    for s in &answer.send {
+        wrapped(
+            out,
+            width,
+            &format!("  {}: ", s.endpoint),
+            6,
+            &send::text(s),
+        )?;
     }
     Ok(match (args.expect_tv_below, &args.against) {
         (Some(bar), Some(against)) => {

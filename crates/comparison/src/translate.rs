@@ -238,3 +238,38 @@ fn prove(
     }
     Ok(proof)
 }
+
+/// The exact setup `engine` offers for these generate kwargs (its
+/// [`AnySemantics::translate`] of the kwargs as transformers resolves them,
+/// the machinery `compare translate --to` proves), as its params; or why
+/// there is none, in words. `compare diff --setup exact` runs it.
+pub(crate) fn exact_params(
+    engine: &dyn AnySemantics,
+    kwargs: &Map<String, Value>,
+    context_len: usize,
+) -> Result<Map<String, Value>, String> {
+    let params = hf_sampling::resolve(kwargs, None)
+        .map_err(|e| format!("transformers would refuse these kwargs: {e}"))?;
+    let mut full = params.as_kwargs();
+    for (key, value) in kwargs {
+        full.entry(key.clone()).or_insert_with(|| value.clone());
+    }
+    let options = TranslateOptions {
+        context_len: context_len.max(1),
+    };
+    match engine.translate(&full, &options) {
+        None => Err("its crate offers no exact setup (no `compare translate --to` recipe)".into()),
+        Some(Err(e)) => Err(e.to_string()),
+        Some(Ok(translation)) => translation.params.ok_or_else(|| {
+            let words: Vec<String> = translation
+                .lines
+                .iter()
+                .map(|line| match line {
+                    TranslationLine::Wrapped { label, text } => format!("{label}{text}"),
+                    TranslationLine::Plain(text) => text.trim().to_string(),
+                })
+                .collect();
+            format!("no setup reproduces these kwargs ({})", words.join(" "))
+        }),
+    }
+}

@@ -271,6 +271,7 @@ fn warpers(params: &GenerationParams, list: &mut Vec<Processor>) -> Result<(), H
             return Err(HfError::Temperature {
                 value: pyfmt::float_repr(t),
                 zero: t == 0.0,
+                string: false,
             });
         }
         list.push(Processor::Temperature { temperature: t });

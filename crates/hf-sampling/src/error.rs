@@ -12,14 +12,18 @@ use std::path::PathBuf;
 pub enum HfError {
     /// `temperature` is not a strictly positive float while sampling.
     #[error(
-        "`temperature` (={value}) has to be a strictly positive float, otherwise your next token scores will be invalid.{}",
-        if *.zero { " If you're looking for greedy decoding strategies, set `do_sample=False`." } else { "" }
+        "`temperature` (={value}) has to be a strictly positive float, otherwise your next token scores will be invalid.{}{}",
+        if *.zero { " If you're looking for greedy decoding strategies, set `do_sample=False`." } else { "" },
+        if *.string { " (The value is a JSON string: write it as a number, without quotes.)" } else { "" }
     )]
     Temperature {
         /// The value as Python prints it.
         value: String,
         /// The value is zero: the message points at `do_sample=False`.
         zero: bool,
+        /// The value is a string (`"0.7"`), which Python prints as `0.7`:
+        /// the message says so.
+        string: bool,
     },
     /// `top_k` is negative or not an integer while sampling.
     #[error("`top_k` has to be a strictly positive integer, but is {value}")]

@@ -508,6 +508,7 @@ pub fn resolve(
                 return Err(HfError::Temperature {
                     value: value_str(v),
                     zero: n.is_some_and(|(x, _)| x == 0.0),
+                    string: v.is_string(),
                 });
             }
         },

@@ -271,7 +271,8 @@ impl fmt::Display for ListProblems<'_> {
 /// looked.
 pub fn bundled_dir() -> Result<PathBuf, FixtureError> {
     let holds_fixtures = |dir: &Path| dir.join("smollm2").is_dir();
-    if let Some(dir) = std::env::var_os(FIXTURES_ENV) {
+    // Empty (`SAMPLING_PARITY_FIXTURES=`) is unset, as a shell user means it.
+    if let Some(dir) = std::env::var_os(FIXTURES_ENV).filter(|d| !d.is_empty()) {
         let dir = PathBuf::from(dir);
         if holds_fixtures(&dir) {
             return Ok(dir);
@@ -281,11 +282,15 @@ pub fn bundled_dir() -> Result<PathBuf, FixtureError> {
             dir.display()
         )));
     }
-    let mut looked = vec![format!("{FIXTURES_ENV} (unset)")];
-    let mut candidates = vec![
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures"),
-        PathBuf::from("fixtures"),
-    ];
+    let mut looked = vec![format!("{FIXTURES_ENV} (unset or empty)")];
+    // The source tree's root is two folders up from this crate's; taken
+    // lexically, so paths print as `ROOT/fixtures/...`, not
+    // `ROOT/crates/parity-core/../../fixtures/...`.
+    let source = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .nth(2)
+        .map_or_else(|| PathBuf::from("fixtures"), |root| root.join("fixtures"));
+    let mut candidates = vec![source, PathBuf::from("fixtures")];
     if let Ok(exe) = std::env::current_exe() {
         candidates.extend(exe.ancestors().skip(1).map(|d| d.join("fixtures")));
     }

@@ -53,7 +53,17 @@ pub fn drive<R: BufRead, W: Write, E: Write>(
     loop {
         line.clear();
         number += 1;
-        let status = read_bounded_line(&mut input, &mut line, MAX_LINE_BYTES)?;
+        let status = read_bounded_line(&mut input, &mut line, MAX_LINE_BYTES).map_err(|e| {
+            let hint = if e.kind() == io::ErrorKind::IsADirectory {
+                " (the input is a folder: give a file of JSON lines, or pipe them in)"
+            } else {
+                ""
+            };
+            io::Error::new(
+                e.kind(),
+                format!("reading line {number} of the input: {e}{hint}"),
+            )
+        })?;
         let record = match status {
             LineStatus::Eof if line.is_empty() => break,
             LineStatus::TooLong => Err(format!(

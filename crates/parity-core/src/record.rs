@@ -63,6 +63,14 @@ impl Logits {
                 let y = x as f32;
                 if y.is_finite() || x == f64::NEG_INFINITY {
                     Ok(y)
+                } else if x.is_nan() {
+                    Err(Error::new(format_args!(
+                        "`logits[{i}]` is NaN: a logit is a number (-inf masks a token)"
+                    )))
+                } else if x == f64::INFINITY {
+                    Err(Error::new(format_args!(
+                        "`logits[{i}]` is +inf: only -inf (a masked token) is allowed"
+                    )))
                 } else {
                     Err(Error::new(format_args!(
                         "`logits[{i}]` = {x:e} does not fit in float32"

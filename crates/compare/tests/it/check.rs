@@ -125,7 +125,8 @@ fn the_llama_3_1_config_gets_the_closure_fix_not_top_k_then_top_p() {
     assert_eq!(row["fix_verdict"], "same", "{row}");
     let fix = row["fix"].as_str().expect("a fix");
     assert!(
-        fix.contains("TopP") && fix.contains("sample_f(HfTopK::new(&logits, 50, 0.6))"),
+        fix.contains("TopP")
+            && fix.contains("sample_f(&logits, |prs| HfTopK::new(&logits, 50, 0.6).apply(prs))"),
         "{fix}"
     );
     assert!(!fix.contains("TopKThenTopP"), "{fix}");

@@ -371,3 +371,33 @@ fn translate_to_llama_cpp_names_what_it_cannot_match() {
         "{s}"
     );
 }
+
+/// The README's `--generation-config` example names a file the repository has.
+#[test]
+fn the_readmes_generation_config_example_runs() {
+    let config = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/examples/generation_config.json"
+    );
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md"))
+        .expect("README");
+    assert!(readme.contains("--generation-config docs/examples/generation_config.json"));
+    let out = crate::helpers::compare(
+        &[
+            "report",
+            "--draws",
+            "0",
+            "--kwargs",
+            r#"{"do_sample": true, "temperature": 0.6, "top_p": 0.9}"#,
+            "--generation-config",
+            config,
+        ],
+        "",
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        crate::helpers::text(&out.stderr)
+    );
+}

@@ -7,7 +7,6 @@ mod cli;
 mod differential;
 mod fragile;
 mod helpers;
-mod html;
 mod probe;
 mod registry;
 mod report;

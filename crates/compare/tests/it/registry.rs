@@ -189,6 +189,7 @@ fn a_toy_semantics_is_one_module_and_one_registry_line() {
         generation_config: None,
         expect_tv_below: None,
         against: None,
+        allow_unknown: false,
         format: Format::Json,
     };
     comparison::request::run(&args, None, &engines, &mut out).expect("request");

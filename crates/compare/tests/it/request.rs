@@ -322,3 +322,66 @@ fn every_route_has_a_seed_line_with_its_rule_and_source() {
     );
     assert_eq!(sglang["seed"][1]["absent"]["value"], "42");
 }
+
+#[test]
+fn a_request_field_no_endpoint_reads_is_refused_with_the_nearest_one() {
+    let out = compare(&["request", r#"{"temprature": 0.7}"#, TIES], "");
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(out.stdout.is_empty(), "{}", text(&out.stdout));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains(
+            r#"request field "temprature": no endpoint reads it; did you mean temperature?"#
+        ),
+        "{err}"
+    );
+    assert!(err.contains("--allow-unknown"), "{err}");
+    // A name near nothing: refused, with no suggestion.
+    let out = compare(&["request", r#"{"zzqx": 1}"#, TIES], "");
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains(r#"request field "zzqx": no endpoint reads it"#),
+        "{err}"
+    );
+    assert!(!err.contains("did you mean"), "{err}");
+    // --allow-unknown runs it: every endpoint drops the field.
+    let a = json(&[r#"{"temprature": 0.7}"#, TIES, "--allow-unknown"]);
+    for e in a["endpoints"].as_array().expect("endpoints") {
+        if e["error"].is_null() && e["semantics"] != "hf-rust" {
+            assert!(
+                e["ignored"]
+                    .as_array()
+                    .is_some_and(|i| i.contains(&"temprature".into())),
+                "{e}"
+            );
+        }
+    }
+    // A field some servers read and others drop runs as before.
+    json(&[r#"{"top_k": 40}"#, TIES]);
+}
+
+#[test]
+fn every_endpoint_has_a_send_line_proven_on_the_fixtures() {
+    let a = json(&[r#"{"do_sample": true, "temperature": 0.7, "top_p": 0.9}"#]);
+    let endpoints = a["endpoints"].as_array().expect("endpoints").len();
+    let send = a["send"].as_array().expect("send");
+    assert_eq!(send.len(), endpoints - 1, "{send:#?}");
+    for s in send {
+        // Either fields to send, or why none can be.
+        assert!(s["send"].is_object() != s["cannot"].is_string(), "{s}");
+    }
+    let out = compare(
+        &[
+            "request",
+            r#"{"do_sample": true, "temperature": 0.7, "top_p": 0.9}"#,
+        ],
+        "",
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let t = text(&out.stdout);
+    assert!(
+        t.contains("What to send for transformers' distribution"),
+        "{t}"
+    );
+}

@@ -5,7 +5,6 @@
 //! lines wider than the terminal.
 
 use std::path::Path;
-use std::process::Command;
 
 use serde_json::Value;
 
@@ -82,39 +81,66 @@ fn a_failed_check_exits_1_however_stdout_ends() {
 }
 
 #[test]
-fn a_diff_of_nothing_is_a_usage_error() {
-    for input in ["", "\n  \n"] {
-        let out = compare(&["diff", "--fail-on", "differs"], input);
-        assert_eq!(out.status.code(), Some(2), "{input:?}");
-        assert!(
-            text(&out.stderr).contains("nothing compared: no record on stdin"),
-            "{}",
-            text(&out.stderr)
-        );
+fn a_diff_or_dist_of_nothing_is_a_usage_error() {
+    for args in [
+        &["diff", "--fail-on", "differs"][..],
+        &["dist", "--semantics", "hf"],
+    ] {
+        for input in ["", "\n  \n"] {
+            let out = compare(args, input);
+            assert_eq!(out.status.code(), Some(2), "{args:?} {input:?}");
+            assert!(
+                text(&out.stderr).contains("nothing compared: no record on stdin"),
+                "{}",
+                text(&out.stderr)
+            );
+        }
     }
 }
 
 #[test]
-fn tests_that_need_a_real_component_know_whether_it_is_here() {
-    // build.rs sets these; the tests that need the model or a browser are
-    // ignored (with the reason) without them, unless CI is set.
-    let ci = std::env::var_os("CI").is_some();
-    let model = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../.cache/models/SmolLM2-135M-Instruct.Q4_1.gguf")
-        .is_file();
-    assert_eq!(cfg!(has_model), ci || model, "has_model");
-    let browser = ["chromium", "chromium-browser", "google-chrome"]
-        .iter()
-        .any(|b| Command::new(b).arg("--version").output().is_ok());
-    assert_eq!(cfg!(has_chromium), ci || browser, "has_chromium");
-    let server = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../.cache/llama-server/0.3.36/llama-server")
-        .is_file();
-    assert_eq!(
-        cfg!(has_llama_server),
-        ci || (server && model),
-        "has_llama_server"
+fn ties_refuses_logits_that_are_not_float32() {
+    for (logits, expected) in [
+        ("nan,1,2", "is NaN"),
+        ("1,inf,2", "is +inf: only -inf (a masked token) is allowed"),
+        ("1e39,1,2", "\"1e39\" does not fit in float32"),
+        ("1,x,2", "\"x\" is not a number"),
+    ] {
+        let out = compare(&["ties", "--draws", "0", "--logits", logits], "");
+        assert_eq!(out.status.code(), Some(2), "{logits}");
+        assert!(out.stdout.is_empty(), "{logits}");
+        let err = text(&out.stderr);
+        assert!(err.contains(expected), "{logits}: {err}");
+    }
+    // -inf masks a token.
+    let out = compare(&["ties", "--draws", "0", "--logits", "3,2,2,-inf"], "");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+}
+
+#[test]
+fn a_string_temperature_is_called_a_string() {
+    let record = r#"{"logits": [3, 2, 1], "params": {"do_sample": true, "temperature": "0.7"}}"#;
+    let out = compare(&["dist", "--semantics", "hf"], &format!("{record}\n"));
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("(=0.7) has to be a strictly positive float"),
+        "{err}"
     );
+    assert!(err.contains("The value is a JSON string"), "{err}");
+}
+
+#[test]
+fn an_empty_fixtures_variable_is_unset() {
+    let out = std::process::Command::new(crate::helpers::COMPARE)
+        .args(["report", "--draws", "0"])
+        .env("SAMPLING_PARITY_FIXTURES", "")
+        .output()
+        .expect("run compare");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    // Paths print from the root, not through the crate's folder.
+    let t = text(&out.stdout);
+    assert!(!t.contains("/../../"), "{t}");
 }
 
 #[test]

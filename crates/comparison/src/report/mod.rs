@@ -171,6 +171,7 @@ fn run_with(
                     name: "kwargs",
                     kwargs,
                     recorded: None,
+                    exact: None,
                 };
                 rows.extend(case.setting_rows(&run, &pairs, &row_args)?);
             }

@@ -111,6 +111,10 @@ pub(crate) struct Run<'s> {
     pub kwargs: &'s Map<String, Value>,
     /// transformers' recorded scores; `None`: `hf` is computed by hf-rust.
     pub recorded: Option<&'s [f32]>,
+    /// `Some(context length)`: each side runs its engine's exact setup for
+    /// the kwargs where its crate translates them (`diff --setup exact`);
+    /// `None`: each side reads the kwargs literally.
+    pub exact: Option<usize>,
 }
 
 impl<'s> Run<'s> {
@@ -120,6 +124,7 @@ impl<'s> Run<'s> {
             name: &setting.name,
             kwargs: &setting.kwargs,
             recorded: Some(&setting.scores),
+            exact: None,
         }
     }
 }
@@ -201,7 +206,13 @@ impl<'a> CaseRows<'a> {
                 .recorder
                 .recorded(setting.kwargs, scores.to_vec())
                 .map(|params| prepared(self.recorder, params)),
-            _ => semantics.prepare_generate(setting.kwargs)?,
+            _ => match setting
+                .exact
+                .and_then(|n| crate::translate::exact_params(semantics, setting.kwargs, n).ok())
+            {
+                Some(setup) => semantics.prepare(&setup),
+                None => semantics.prepare_generate(setting.kwargs)?,
+            },
         };
         Some(match prepared {
             Ok(p) => {
@@ -663,10 +674,10 @@ fn context_text(fx: &Fixture) -> String {
     match &fx.model {
         Some(m) => {
             let mut s = format!(
-                "{:?} + {} answer tokens ({} ids)",
+                "{:?} + {} answer tokens ({})",
                 clip(&m.prompt, 40),
                 m.k,
-                fx.input_ids.len()
+                super::text::ids(fx.input_ids.len())
             );
             if m.k > 0 {
                 s.push_str(&format!(", ending {:?}", tail(&m.answer, 20)));

@@ -30,6 +30,15 @@ pub(crate) fn wrap_width() -> usize {
     }
 }
 
+/// `n` token ids in words: "1 id", "24 ids".
+pub(crate) fn ids(n: usize) -> String {
+    if n == 1 {
+        "1 id".to_string()
+    } else {
+        format!("{n} ids")
+    }
+}
+
 fn share(x: f64) -> String {
     if x == 0.0 {
         "0".into()

@@ -132,8 +132,8 @@ impl<'a> RowView<'a> {
             .collect();
         let penalty = row.penalty.as_ref().map(|p| {
             format!(
-                "context {} ids, changed {} / {} logits, max |Δ logit| {}",
-                p.context_len,
+                "context {}, changed {} / {} logits, max |Δ logit| {}",
+                super::text::ids(p.context_len),
                 p.changed_left,
                 p.changed_right,
                 sci(Some(p.max_logit_diff))

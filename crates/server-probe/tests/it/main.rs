@@ -4,7 +4,8 @@
 //! 127.0.0.1 port and killed on drop, even when a test fails.
 //!
 //! Without the binary or the model these tests fail when `CI` is set and
-//! otherwise print why they skip (as crates/compare/tests/it/trace.rs does).
+//! are otherwise ignored, with the reason (needs.rs: decided when the tests
+//! run, so a server built after the first build is found).
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -16,39 +17,78 @@ use parity_core::AnySemantics;
 use serde_json::{Map, Value, json};
 use server_probe::{Api, Options, Report, Verdict};
 
+mod needs;
 mod repeat;
 mod replay;
+
+use needs::{Needed, plain, trial};
+
+fn main() -> std::process::ExitCode {
+    let args = libtest_mimic::Arguments::from_args();
+    let live = |name: &str, test: fn()| {
+        let needs = [
+            Needed::file(SERVER, "scripts/build-llama-server.sh"),
+            Needed::file(MODEL, "scripts/fetch-model.sh"),
+        ];
+        trial(name, "needs llama-server", &needs, test)
+    };
+    let trials = vec![
+        live(
+            "post_sampling_names_llama_cpp_on_every_request",
+            post_sampling_names_llama_cpp_on_every_request,
+        ),
+        live(
+            "samples_name_llama_cpp_and_rule_out_temperature_first",
+            samples_name_llama_cpp_and_rule_out_temperature_first,
+        ),
+        live(
+            "a_wrong_api_a_refused_request_and_a_dead_server_are_errors",
+            a_wrong_api_a_refused_request_and_a_dead_server_are_errors,
+        ),
+        live(
+            "the_openai_dialect_names_llama_cpp_behind_llama_servers_v1",
+            the_openai_dialect_names_llama_cpp_behind_llama_servers_v1,
+        ),
+        live(
+            "repeat::repeat_verdicts_agree_with_the_raw_distributions_on_a_two_slot_server",
+            repeat::repeat_verdicts_agree_with_the_raw_distributions_on_a_two_slot_server,
+        ),
+        plain(
+            "repeat::repeat_options_are_bounded_and_need_llama_server",
+            repeat::repeat_options_are_bounded_and_need_llama_server,
+        ),
+        plain(
+            "needs::missing_components_are_named_with_how_to_get_them",
+            needs::missing_components_are_named_with_how_to_get_them,
+        ),
+        plain(
+            "non_json_truncated_and_silent_answers_are_errors",
+            non_json_truncated_and_silent_answers_are_errors,
+        ),
+        plain(
+            "replay::the_committed_recording_replays_with_the_same_verdicts",
+            replay::the_committed_recording_replays_with_the_same_verdicts,
+        ),
+    ];
+    libtest_mimic::run(&args, trials).exit_code()
+}
+
+/// Where scripts/build-llama-server.sh puts llama-server.
+const SERVER: &str = ".cache/llama-server/0.3.36/llama-server";
+
+/// Where scripts/fetch-model.sh puts the model.
+const MODEL: &str = ".cache/models/SmolLM2-135M-Instruct.Q4_1.gguf";
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
 fn binary() -> PathBuf {
-    repo().join(".cache/llama-server/0.3.36/llama-server")
+    repo().join(SERVER)
 }
 
 fn model() -> PathBuf {
-    repo().join(".cache/models/SmolLM2-135M-Instruct.Q4_1.gguf")
-}
-
-/// The server and model must be here: the tests that call this are ignored
-/// (with the reason) when build.rs did not find them, so one gone since the
-/// build is a failure, never a silent pass.
-pub(crate) fn require(test: &str) {
-    let missing: Vec<String> = [
-        (binary(), "scripts/build-llama-server.sh"),
-        (model(), "scripts/fetch-model.sh"),
-    ]
-    .iter()
-    .filter(|(p, _)| !p.is_file())
-    .map(|(p, how)| format!("{} is missing ({how} makes it)", p.display()))
-    .collect();
-    assert!(
-        missing.is_empty(),
-        "{test}: {}, but it was there when this test was built (or CI is set); \
-         `touch crates/server-probe/build.rs` rebuilds it as ignored",
-        missing.join("; ")
-    );
+    repo().join(MODEL)
 }
 
 /// A running llama-server, killed on drop.
@@ -224,13 +264,7 @@ pub(crate) fn check_post_sampling(report: &Report) {
     }
 }
 
-#[test]
-#[cfg_attr(
-    not(has_llama_server),
-    ignore = "needs llama-server and the SmolLM2 GGUF (scripts/build-llama-server.sh, scripts/fetch-model.sh)"
-)]
 fn post_sampling_names_llama_cpp_on_every_request() {
-    require("post_sampling_names_llama_cpp_on_every_request");
     let (_turn, server) = server();
     let url = server.url.clone();
     let o = options(&url, requests(), None);
@@ -304,13 +338,7 @@ pub(crate) fn drop_token_texts(rec: &mut server_probe::Recording) {
     }
 }
 
-#[test]
-#[cfg_attr(
-    not(has_llama_server),
-    ignore = "needs llama-server and the SmolLM2 GGUF (scripts/build-llama-server.sh, scripts/fetch-model.sh)"
-)]
 fn samples_name_llama_cpp_and_rule_out_temperature_first() {
-    require("samples_name_llama_cpp_and_rule_out_temperature_first");
     let (_turn, server) = server();
     let url = server.url.clone();
     // min_p before temperature (llama.cpp) against temperature first, at
@@ -350,13 +378,7 @@ fn samples_name_llama_cpp_and_rule_out_temperature_first() {
     }
 }
 
-#[test]
-#[cfg_attr(
-    not(has_llama_server),
-    ignore = "needs llama-server and the SmolLM2 GGUF (scripts/build-llama-server.sh, scripts/fetch-model.sh)"
-)]
 fn a_wrong_api_a_refused_request_and_a_dead_server_are_errors() {
-    require("a_wrong_api_a_refused_request_and_a_dead_server_are_errors");
     let (_turn, server) = server();
     let url = server.url.clone();
     let mut o = options(&url, vec![json!({})], None);
@@ -415,7 +437,6 @@ fn misbehaving(answer: Option<&'static str>) -> String {
     format!("http://127.0.0.1:{port}")
 }
 
-#[test]
 fn non_json_truncated_and_silent_answers_are_errors() {
     let run = |url: String| {
         let mut o = options(&url, vec![json!({})], None);
@@ -442,13 +463,7 @@ fn non_json_truncated_and_silent_answers_are_errors() {
 
 /// The OpenAI dialect against llama-server's own `/v1/completions` (a real
 /// OpenAI-compatible server): samples, the raw top 200 by id.
-#[test]
-#[cfg_attr(
-    not(has_llama_server),
-    ignore = "needs llama-server and the SmolLM2 GGUF (scripts/build-llama-server.sh, scripts/fetch-model.sh)"
-)]
 fn the_openai_dialect_names_llama_cpp_behind_llama_servers_v1() {
-    require("the_openai_dialect_names_llama_cpp_behind_llama_servers_v1");
     let (_turn, server) = server();
     let url = server.url.clone();
     let mut o = options(&url, vec![json!({"temperature": 1.0})], Some(200));
@@ -462,17 +477,4 @@ fn the_openai_dialect_names_llama_cpp_behind_llama_servers_v1() {
     for c in p.candidates.iter().filter(|c| c.semantics == "hf-rust") {
         assert_eq!(c.verdict, Verdict::RuledOut, "{c:?}");
     }
-}
-
-/// build.rs's `has_llama_server` matches what is on disk (on whatever the
-/// machine has with CI set), so the live tests are ignored exactly when
-/// their server or model is missing outside CI.
-#[test]
-fn the_live_tests_know_whether_their_server_is_here() {
-    let ci = std::env::var_os("CI").is_some();
-    assert_eq!(
-        cfg!(has_llama_server),
-        ci || (binary().is_file() && model().is_file()),
-        "has_llama_server"
-    );
 }

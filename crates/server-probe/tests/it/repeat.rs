@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use server_probe::repeat::{self, RepeatReport};
 use server_probe::{Api, Options, Recording};
 
-use crate::{PROMPT, drop_token_texts, obj, require, server_with_slots};
+use crate::{PROMPT, drop_token_texts, obj, server_with_slots};
 
 const RUNS: usize = 4;
 const SEED: u64 = 1234;
@@ -166,13 +166,7 @@ fn direct(url: &str, body: &Value) -> (Vec<f64>, i64, u64) {
     )
 }
 
-#[test]
-#[cfg_attr(
-    not(has_llama_server),
-    ignore = "needs llama-server and the SmolLM2 GGUF (scripts/build-llama-server.sh, scripts/fetch-model.sh)"
-)]
-fn repeat_verdicts_agree_with_the_raw_distributions_on_a_two_slot_server() {
-    require("repeat_verdicts_agree_with_the_raw_distributions_on_a_two_slot_server");
+pub(crate) fn repeat_verdicts_agree_with_the_raw_distributions_on_a_two_slot_server() {
     let (_turn, server) = server_with_slots(2);
     let url = server.url.clone();
     let (report, mut recording) = repeat::probe(&options(&url)).expect("repeat probe");
@@ -257,13 +251,7 @@ fn repeat_verdicts_agree_with_the_raw_distributions_on_a_two_slot_server() {
 
 /// The committed recording replays to the committed report (the live one,
 /// `replayed` aside), and its figures agree with its raw answers.
-#[test]
-#[cfg_attr(
-    not(has_repeat_recording),
-    ignore = "fixtures/server-probe/llama-server-repeat.json is not recorded yet: the live test \
-              writes it with SERVER_PROBE_WRITE_REPEAT=1"
-)]
-fn the_committed_repeat_recording_replays_with_the_same_report() {
+pub(crate) fn the_committed_repeat_recording_replays_with_the_same_report() {
     let path = fixture("llama-server-repeat.json");
     let text = std::fs::read_to_string(&path).expect("recording");
     let recording: Recording = serde_json::from_str(&text).expect("a recording");
@@ -276,8 +264,7 @@ fn the_committed_repeat_recording_replays_with_the_same_report() {
     assert_eq!(report, recorded);
 }
 
-#[test]
-fn repeat_options_are_bounded_and_need_llama_server() {
+pub(crate) fn repeat_options_are_bounded_and_need_llama_server() {
     let mut o = options("http://127.0.0.1:9");
     for (n, want) in [
         (Some(1), "expected 2 to 64"),

@@ -8,8 +8,7 @@ use server_probe::Recording;
 
 use crate::{check_post_sampling, registry};
 
-#[test]
-fn the_committed_recording_replays_with_the_same_verdicts() {
+pub(crate) fn the_committed_recording_replays_with_the_same_verdicts() {
     let path =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/server-probe/llama-server.json");
     let text = std::fs::read_to_string(&path).expect("the committed recording");

@@ -12,16 +12,18 @@ const TIES_FIXTURE: &str = concat!(
 );
 
 #[test]
-fn empty_and_blank_input_is_success_with_no_output() {
+fn empty_and_blank_input_is_a_usage_error_with_no_output() {
+    // Like `diff` (issue #39): a batch that answers nothing is no success.
     for semantics in ["hf", "spec", "candle"] {
         for input in ["", "\n", "  \n\t\n\r\n"] {
             let out = run(
                 &["dist", "--semantics", semantics],
                 input.as_bytes().to_vec(),
             );
-            assert_eq!(out.status.code(), Some(0), "{semantics} {input:?}");
+            assert_eq!(out.status.code(), Some(2), "{semantics} {input:?}");
             assert!(
-                out.stdout.is_empty() && out.stderr.is_empty(),
+                out.stdout.is_empty()
+                    && String::from_utf8_lossy(&out.stderr).contains("nothing compared"),
                 "{semantics} {input:?}"
             );
         }
