@@ -8,15 +8,15 @@
 servers_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$servers_dir/../.." && pwd)"
 SERVERS_VENVS="${SERVERS_VENVS:-/work/venvs}"
-SERVERS_NAMES="vllm mlx serve"
+SERVERS_NAMES="vllm vllm-processed mlx serve"
 model_dir="$repo/.cache/models/SmolLM2-135M-Instruct-hf"
 run_dir="$repo/.cache/servers"
 
-venv_of() { echo "$SERVERS_VENVS/srv-$1"; }
+venv_of() { echo "$SERVERS_VENVS/srv-${1%-processed}"; }
 
 known_name() {
     case "$1" in
-        vllm|mlx|serve) return 0 ;;
+        vllm|vllm-processed|mlx|serve) return 0 ;;
         *) echo "$(basename "$0"): unknown server ${1@Q}: expected one of: $SERVERS_NAMES" >&2; return 2 ;;
     esac
 }

@@ -3,7 +3,7 @@
 
     python3 scripts/servers/raw-requests.py NAME URL OUTDIR [--model ID]
 
-NAME is vllm, mlx or serve (scripts/servers/start.sh NAME PORT started it on
+NAME is vllm, vllm-processed, mlx or serve (scripts/servers/start.sh NAME PORT started it on
 URL). For each of the four sampling requests (T 0.7; T 0.8 + top_p 0.9;
 T 1.0 + top_k 20; T 0.7 + min_p 0.1) it POSTs /v1/completions with one new
 token, seed 1, the prompt "The capital of France is" (as token ids where the
@@ -71,7 +71,7 @@ def exchanges(name: str, model: str):
     """(file stem, method, path, body) of every exchange for server NAME."""
     out = [("models", "GET", "/v1/models", None)]
     base = {"model": model, "max_tokens": 1, "seed": SEED}
-    if name == "vllm":
+    if name in ("vllm", "vllm-processed"):
         out.append(("tokenize", "POST", "/tokenize", {"model": model, "prompt": PROMPT}))
         for stem, r in REQUESTS:
             out.append((stem, "POST", "/v1/completions",

