@@ -525,8 +525,15 @@ pub fn probe_replay(data: &[u8]) {
             for probe in &report.probes {
                 assert!(unit(probe.tail_mass), "tail mass {}", probe.tail_mass);
                 assert!(probe.tv_to_transformers.is_none_or(unit), "{probe:?}");
+                assert!(probe.draws_needed.is_none_or(|n| n > 0), "{probe:?}");
                 for c in &probe.candidates {
-                    assert!(c.tv.is_none_or(unit) && c.p_value.is_none_or(unit), "{c:?}");
+                    assert!(
+                        c.tv.is_none_or(unit)
+                            && c.p_value.is_none_or(unit)
+                            && c.p_support.is_none_or(unit)
+                            && c.p_shape.is_none_or(unit),
+                        "{c:?}"
+                    );
                 }
             }
         }

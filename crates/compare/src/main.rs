@@ -60,7 +60,12 @@ fn run(cli: Cli, options: &registry::Options) -> anyhow::Result<ExitCode> {
     // closes early (`| head -1`): a failed check exits 1 however stdout ends.
     let verdict = matches!(
         command,
-        Command::Report(_) | Command::Dist(_) | Command::Diff(_) | Command::Beam(_)
+        Command::Report(_)
+            | Command::Dist(_)
+            | Command::Diff(_)
+            | Command::Beam(_)
+            | Command::Probe(_)
+            | Command::Request(_)
     );
     let mut out = Stdout {
         inner: io::stdout().lock(),
@@ -95,7 +100,7 @@ fn run(cli: Cli, options: &registry::Options) -> anyhow::Result<ExitCode> {
         }
         Command::Request(args) => {
             let (config, engines) = engines(args.generation_config.as_deref())?;
-            request::run(&args, config.as_ref(), &engines, &mut out).map(|()| false)?
+            request::run(&args, config.as_ref(), &engines, &mut out)?
         }
         Command::Translate(args) => {
             let (config, engines) = engines(args.generation_config.as_deref())?;
@@ -118,7 +123,7 @@ fn run(cli: Cli, options: &registry::Options) -> anyhow::Result<ExitCode> {
         Command::Trace(args) => {
             trace::run(&args, &engines(None)?.1, &mut progress, &mut out).map(|()| false)?
         }
-        Command::Probe(args) => probe::run(&args, &engines(None)?.1, &mut out).map(|()| false)?,
+        Command::Probe(args) => probe::run(&args, &engines(None)?.1, &mut out)?,
     };
     out.flush()?;
     match out.error {

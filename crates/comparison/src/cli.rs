@@ -248,9 +248,26 @@ pub struct RequestArgs {
     /// says which).
     #[arg(long, value_name = "FILE")]
     pub generation_config: Option<PathBuf>,
+    /// Exit 1 unless the --against route is within this total variation of the reference
+    /// (transformers' generate(**request)) on every fixture.
+    #[arg(long, value_name = "X", requires = "against",
+          value_parser = clap::builder::ValueParser::new(parse_tv_bar))]
+    pub expect_tv_below: Option<f64>,
+    /// The route (an endpoint as listed, or a semantics: all its routes) --expect-tv-below checks.
+    #[arg(long, value_name = "ROUTE", requires = "expect_tv_below")]
+    pub against: Option<String>,
     /// Output format.
     #[arg(long, value_enum, default_value_t)]
     pub format: Format,
+}
+
+/// A total-variation bar: a number in (0, 1].
+fn parse_tv_bar(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(x) if x > 0.0 && x <= 1.0 => Ok(x),
+        Ok(x) => Err(format!("{x} is not a total variation in (0, 1]")),
+        Err(e) => Err(format!("{text:?} is not a number ({e})")),
+    }
 }
 
 /// Arguments of `compare translate`.
@@ -508,6 +525,10 @@ pub struct ProbeArgs {
     /// Re-run a recorded probe offline from FILE (no server).
     #[arg(long, value_name = "FILE")]
     pub replay: Option<PathBuf>,
+    /// Exit 1 unless this semantics (a registry name, e.g. llama.cpp) explains every request:
+    /// it fits the server and every candidate that differs from it is ruled out.
+    #[arg(long, value_name = "SEMANTICS")]
+    pub expect: Option<String>,
     /// Output format.
     #[arg(long, value_enum, default_value_t)]
     pub format: Format,

@@ -10,9 +10,20 @@ use server_probe::{Api, Options, Recording};
 use crate::Engines;
 use crate::cli::{Format, ProbeArgs};
 
-/// Probes the server (or replays a recording) and writes the report.
-pub fn run(args: &ProbeArgs, engines: &Engines, out: &mut dyn Write) -> anyhow::Result<()> {
+/// Probes the server (or replays a recording) and writes the report;
+/// `Ok(true)` when `--expect` names a semantics that does not explain every
+/// request (the command exits 1).
+pub fn run(args: &ProbeArgs, engines: &Engines, out: &mut dyn Write) -> anyhow::Result<bool> {
     let semantics = &engines.semantics[..];
+    if let Some(name) = &args.expect
+        && !semantics.iter().any(|s| s.info().name == name.as_str())
+    {
+        let names: Vec<&str> = semantics.iter().map(|s| s.info().name).collect();
+        bail!(
+            "--expect {name:?}: no such semantics (one of {})",
+            names.join(", ")
+        );
+    }
     let report = match &args.replay {
         Some(path) => {
             let bytes = parity_core::fixture::read_at_most(path, 1 << 30)
@@ -25,13 +36,35 @@ pub fn run(args: &ProbeArgs, engines: &Engines, out: &mut dyn Write) -> anyhow::
         }
         None => {
             let options = options(args)?;
-            let (report, recording) = server_probe::probe(&options, semantics)?;
-            if let Some(path) = &args.record {
-                let text = serde_json::to_string(&recording)?;
-                std::fs::write(path, text + "\n")
+            // The --record file is opened before the first request, so a bad
+            // path fails at once; it is written whatever the probe's outcome.
+            let record = match &args.record {
+                Some(path) => Some((
+                    path,
+                    std::fs::OpenOptions::new()
+                        .write(true)
+                        .create(true)
+                        .truncate(false)
+                        .open(path)
+                        .with_context(|| format!("--record: cannot write {}", path.display()))?,
+                )),
+                None => None,
+            };
+            let (report, recording) = server_probe::probe(&options, semantics);
+            if let Some((path, mut file)) = record {
+                let text = serde_json::to_string(&recording)? + "\n";
+                file.set_len(0)
+                    .and_then(|()| file.write_all(text.as_bytes()))
                     .with_context(|| format!("--record: writing {}", path.display()))?;
+                if report.is_err() {
+                    eprintln!(
+                        "--record: wrote the {} exchanges made before the failure to {}",
+                        recording.exchanges.len(),
+                        path.display()
+                    );
+                }
             }
-            report
+            report?
         }
     };
     match args.format {
@@ -41,7 +74,16 @@ pub fn run(args: &ProbeArgs, engines: &Engines, out: &mut dyn Write) -> anyhow::
         }
         Format::Text => server_probe::write_text(&report, out)?,
     }
-    Ok(())
+    Ok(match &args.expect {
+        None => false,
+        Some(name) => {
+            let failures = report.expect(name);
+            for f in &failures {
+                eprintln!("--expect {name}: {f}");
+            }
+            !failures.is_empty()
+        }
+    })
 }
 
 fn options(args: &ProbeArgs) -> anyhow::Result<Options> {
@@ -68,6 +110,7 @@ fn options(args: &ProbeArgs) -> anyhow::Result<Options> {
         prompt_ids,
         requests,
         samples: args.samples,
+        auto_samples: None,
         seed: args.seed,
         top: args.top,
         timeout_secs: args.timeout,

@@ -81,12 +81,13 @@ pub(crate) struct Answer {
 
 /// Runs the request through every engine on every fixture and writes the answer.
 /// `config` is the `--generation-config` the registry was built with.
+/// `Ok(true)`: `--expect-tv-below` failed (the command exits 1).
 pub fn run(
     args: &RequestArgs,
     config: Option<&GenerationConfig>,
     engines: &Engines,
     out: &mut dyn Write,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<bool> {
     let semantics = &engines.semantics[..];
     let request = match serde_json::from_str::<Value>(&args.request) {
         Ok(Value::Object(m)) => m,
@@ -132,7 +133,56 @@ pub fn run(
         }
         Format::Text => write_text(&answer, wrap_width(), out)?,
     }
-    Ok(())
+    Ok(match (args.expect_tv_below, &args.against) {
+        (Some(bar), Some(against)) => {
+            let failures = expect_tv_below(&answer, against, bar);
+            for f in &failures {
+                eprintln!("--expect-tv-below {bar}: {f}");
+            }
+            !failures.is_empty()
+        }
+        _ => false,
+    })
+}
+
+/// The routes named by `against` (an endpoint, or every route of a
+/// semantics) must be within TV `bar` of the reference on every fixture:
+/// one line per cell that is not (or could not run).
+fn expect_tv_below(answer: &Answer, against: &str, bar: f64) -> Vec<String> {
+    let picked: Vec<usize> = answer
+        .endpoints
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e.endpoint == against || e.semantics == against)
+        .map(|(i, _)| i)
+        .collect();
+    if picked.is_empty() {
+        let names: Vec<&str> = answer.endpoints.iter().map(|e| e.endpoint).collect();
+        return vec![format!(
+            "--against {against:?} names no route (one of: {})",
+            names.join("; ")
+        )];
+    }
+    let mut failures = Vec::new();
+    for f in &answer.fixtures {
+        for &i in &picked {
+            let Some(cell) = f.cells.get(i) else { continue };
+            match cell.tv {
+                Some(tv) if tv < bar => {}
+                Some(tv) => failures.push(format!(
+                    "{}: {} is at TV {tv:.3e} from {}, not below {bar}",
+                    f.fixture, cell.endpoint, answer.endpoints[0].endpoint
+                )),
+                None => failures.push(format!(
+                    "{}: {} could not run: {}",
+                    f.fixture,
+                    cell.endpoint,
+                    cell.error.as_deref().unwrap_or("refused")
+                )),
+            }
+        }
+    }
+    failures
 }
 
 type Routed<'s> = (Endpoint, Result<Box<dyn Prepared + 's>, String>);

@@ -36,8 +36,18 @@ use crate::http::Transport;
 pub enum Api {
     /// llama.cpp's `llama-server` (native `/completion`).
     LlamaServer,
-    /// Any OpenAI-compatible server (`/v1/completions`): vLLM, SGLang, ...
+    /// Any OpenAI-compatible server (`/v1/completions`, `logprobs: K`).
     Openai,
+    /// vLLM's `/v1/completions` (dialect::VLLM).
+    Vllm,
+    /// SGLang's `/v1/completions` (dialect::SGLANG).
+    Sglang,
+    /// mlx_lm.server's `/v1/completions` (dialect::MLX_LM).
+    MlxLm,
+    /// transformers serve's `/v1/completions` (dialect::TRANSFORMERS_SERVE).
+    TransformersServe,
+    /// Ollama's OpenAI layer `/v1/completions` (dialect::OLLAMA_V1).
+    OllamaV1,
     /// Ollama's native `/api/generate`.
     Ollama,
 }
@@ -46,8 +56,10 @@ pub enum Api {
 /// written here, where the APIs are, so the command line names no server.
 pub mod help {
     /// `--api`.
-    pub const API: &str =
-        "The server's API: llama-server, openai (any OpenAI-compatible server) or ollama";
+    pub const API: &str = "The server's API: llama-server, openai (any OpenAI-compatible \
+                           server), vllm, sglang, mlx-lm, transformers-serve, ollama-v1 \
+                           (Ollama's /v1) or ollama (native); docs/probe.md says what each \
+                           one's logprobs are";
     /// `--model`.
     pub const MODEL: &str = "The model name requests carry (OpenAI: default the first of \
                              /v1/models; Ollama: required)";
@@ -56,35 +68,71 @@ pub mod help {
     /// `--samples`.
     pub const SAMPLES: &str = "Draw N single-token samples per request (distinct seeds) instead \
                                of asking for post-sampling probabilities (the only way on \
-                               OpenAI-compatible servers and Ollama)";
+                               OpenAI-compatible servers and Ollama; there the default is \
+                               as many as tell the candidates apart, 200 to 1000)";
     /// `--top`.
     pub const TOP: &str = "Raw top log-probabilities to ask for (default: the whole vocabulary \
                            on llama-server, 20 elsewhere)";
     /// What to give when neither a server nor a recording is named.
-    pub const MISSING: &str =
-        "give --server URL and --api llama-server|openai|ollama (or --replay FILE)";
+    pub const MISSING: &str = "give --server URL and --api llama-server|openai|vllm|sglang|mlx-lm|transformers-serve|ollama-v1|ollama (or --replay FILE)";
 }
 
 impl Api {
     /// The name used on the command line.
     pub fn name(self) -> &'static str {
+        self.dialect().name
+    }
+
+    /// Every API, in `--api`'s order.
+    pub const ALL: [Api; 8] = [
+        Api::LlamaServer,
+        Api::Openai,
+        Api::Vllm,
+        Api::Sglang,
+        Api::MlxLm,
+        Api::TransformersServe,
+        Api::OllamaV1,
+        Api::Ollama,
+    ];
+
+    /// What this API's server does with logprobs (cited in `dialect`).
+    pub fn dialect(self) -> &'static crate::dialect::Dialect {
+        use crate::dialect as d;
         match self {
-            Api::LlamaServer => "llama-server",
-            Api::Openai => "openai",
-            Api::Ollama => "ollama",
+            Api::LlamaServer => &d::LLAMA_SERVER,
+            Api::Openai => &d::OPENAI,
+            Api::Vllm => &d::VLLM,
+            Api::Sglang => &d::SGLANG,
+            Api::MlxLm => &d::MLX_LM,
+            Api::TransformersServe => &d::TRANSFORMERS_SERVE,
+            Api::OllamaV1 => &d::OLLAMA_V1,
+            Api::Ollama => &d::OLLAMA,
         }
     }
 
     /// Parses a command-line name.
     pub fn parse(name: &str) -> Result<Self, Error> {
-        match name {
-            "llama-server" => Ok(Api::LlamaServer),
-            "openai" => Ok(Api::Openai),
-            "ollama" => Ok(Api::Ollama),
-            other => Err(Error::new(format_args!(
-                "--api {other:?}: expected llama-server, openai or ollama"
-            ))),
-        }
+        Self::ALL
+            .into_iter()
+            .find(|a| a.name() == name)
+            .ok_or_else(|| {
+                let names: Vec<&str> = Self::ALL.iter().map(|a| a.name()).collect();
+                Error::new(format_args!(
+                    "--api {name:?}: expected one of {}",
+                    names.join(", ")
+                ))
+            })
+    }
+
+    /// Whether the server speaks OpenAI's `/v1/completions`.
+    pub fn openai_family(self) -> bool {
+        !matches!(self, Api::LlamaServer | Api::Ollama)
+    }
+
+    /// Whether the server gives post-sampling probabilities (else the probe
+    /// draws samples).
+    pub fn has_post_sampling(self) -> bool {
+        self == Api::LlamaServer
     }
 
     /// Whether a semantics' route (its `Route::endpoint` label, which starts
@@ -95,16 +143,13 @@ impl Api {
         match self {
             Api::LlamaServer => endpoint.starts_with("llama-server"),
             Api::Ollama => endpoint.starts_with("Ollama") && !endpoint.contains("/v1/"),
-            Api::Openai => endpoint.contains("/v1/"),
+            _ => endpoint.contains("/v1/"),
         }
     }
 
     /// The most top log-probabilities one answer may hold, when the API caps it.
     pub fn max_top(self) -> Option<usize> {
-        match self {
-            Api::LlamaServer => None,
-            Api::Openai | Api::Ollama => Some(20),
-        }
+        self.dialect().max_top
     }
 }
 
@@ -180,17 +225,24 @@ impl<'t> Session<'t> {
         }
     }
 
+    /// The API spoken (a server's answer may have changed it from the one
+    /// asked for: `openai` becomes `mlx-lm` when the server wants boolean
+    /// logprobs).
+    pub fn api(&self) -> Api {
+        self.api
+    }
+
     /// A call whose answer must be a 2xx JSON object.
     fn ok(&mut self, path: &str, body: Option<&Value>) -> Result<Map<String, Value>, Error> {
         let (status, v) = self.transport.call(path, body)?;
         if !(200..300).contains(&status) {
-            let message = v
-                .pointer("/error/message")
-                .or_else(|| v.get("error"))
-                .map_or_else(
-                    || v.to_string(),
-                    |m| m.as_str().map_or(m.to_string(), String::from),
-                );
+            let message = match v.pointer("/error/message").or_else(|| v.get("error")) {
+                Some(m) => m.as_str().map_or(m.to_string(), String::from),
+                None => match v.get("detail") {
+                    Some(d) => fastapi_detail(d),
+                    None => short(&v),
+                },
+            };
             return Err(Error::new(format_args!(
                 "{path}: the server refused the request (HTTP {status}): {message}"
             )));
@@ -248,7 +300,12 @@ impl<'t> Session<'t> {
                     props: Value::Object(props),
                 })
             }
-            Api::Openai => {
+            Api::Openai
+            | Api::Vllm
+            | Api::Sglang
+            | Api::MlxLm
+            | Api::TransformersServe
+            | Api::OllamaV1 => {
                 let models = self.ok("/v1/models", None);
                 let models = models.map_err(|e| wrong(e, "GET /v1/models"))?;
                 let Some(Value::Array(data)) = models.get("data") else {
@@ -330,14 +387,6 @@ impl<'t> Session<'t> {
     fn body(&self, request: &Map<String, Value>, prompt: &Prompt, own: Value) -> Value {
         let mut body = Map::new();
         match self.api {
-            Api::LlamaServer | Api::Openai => {
-                body.extend(request.clone());
-                self.model_field(&mut body);
-                body.insert("prompt".into(), prompt.to_json());
-                if let Value::Object(own) = own {
-                    body.extend(own);
-                }
-            }
             Api::Ollama => {
                 self.model_field(&mut body);
                 body.insert("prompt".into(), prompt.to_json());
@@ -353,6 +402,14 @@ impl<'t> Session<'t> {
                 }
                 body.insert("options".into(), Value::Object(options));
                 body.extend(own);
+            }
+            _ => {
+                body.extend(request.clone());
+                self.model_field(&mut body);
+                body.insert("prompt".into(), prompt.to_json());
+                if let Value::Object(own) = own {
+                    body.extend(own);
+                }
             }
         }
         Value::Object(body)
@@ -370,37 +427,6 @@ impl<'t> Session<'t> {
                 let first = first_prob(&answer, "/completion")?;
                 entries(first, "top_logprobs", "logprob", "/completion")
             }
-            Api::Openai => {
-                let own = json!({"max_tokens": 1, "logprobs": k, "temperature": 0, "seed": seed});
-                let body = self.body(&none, prompt, own);
-                let answer = self.ok("/v1/completions", Some(&body))?;
-                let logprobs = answer
-                    .get("choices")
-                    .and_then(|c| c.get(0))
-                    .and_then(|c| c.get("logprobs"));
-                // llama-server answers in the chat format (a `content` list
-                // with ids), vLLM and OpenAI in the legacy one (a map from
-                // token text to log-probability).
-                if let Some(first) = logprobs
-                    .and_then(|l| l.pointer("/content/0"))
-                    .and_then(Value::as_object)
-                {
-                    return entries(first, "top_logprobs", "logprob", "/v1/completions");
-                }
-                let top = logprobs
-                    .and_then(|l| l.pointer("/top_logprobs/0"))
-                    .and_then(Value::as_object)
-                    .ok_or_else(|| {
-                        Error::new("/v1/completions: no `choices[0].logprobs.top_logprobs[0]` (does the server return logprobs?)")
-                    })?;
-                let mut out = Vec::with_capacity(top.len());
-                for (token, lp) in top {
-                    let lp = number(lp, &format!("top_logprobs[0][{token:?}]"))?;
-                    out.push((Key::from_text(token), lp));
-                }
-                out.sort_by(|a, b| b.1.total_cmp(&a.1));
-                Ok(out)
-            }
             Api::Ollama => {
                 let own = json!({"options": {"num_predict": 1, "temperature": 0, "seed": seed},
                                  "logprobs": true, "top_logprobs": k});
@@ -415,6 +441,7 @@ impl<'t> Session<'t> {
                     })?;
                 entries(first, "top_logprobs", "logprob", "/api/generate")
             }
+            _ => self.raw_openai(prompt, k, seed),
         }
     }
 
@@ -479,24 +506,6 @@ impl<'t> Session<'t> {
                     })?;
                 Ok(Key::Id(id))
             }
-            Api::Openai => {
-                let own = json!({"max_tokens": 1, "logprobs": 1, "seed": seed});
-                let body = self.body(request, prompt, own);
-                let answer = self.ok("/v1/completions", Some(&body))?;
-                let choice = answer.get("choices").and_then(|c| c.get(0));
-                if let Some(id) = choice
-                    .and_then(|c| c.pointer("/logprobs/content/0/id"))
-                    .and_then(Value::as_i64)
-                {
-                    return Ok(Key::Id(id));
-                }
-                choice
-                    .and_then(|c| c.pointer("/logprobs/tokens/0"))
-                    .or_else(|| choice.and_then(|c| c.get("text")))
-                    .and_then(Value::as_str)
-                    .map(Key::from_text)
-                    .ok_or_else(|| Error::new("/v1/completions: no `choices[0].text`"))
-            }
             Api::Ollama => {
                 let own = json!({"options": {"num_predict": 1, "seed": seed},
                                  "logprobs": true, "top_logprobs": 1});
@@ -510,7 +519,158 @@ impl<'t> Session<'t> {
                     .map(Key::from_text)
                     .ok_or_else(|| Error::new("/api/generate: no `response` in the answer"))
             }
+            _ => self.sample_openai(request, prompt, seed),
         }
+    }
+}
+
+impl Session<'_> {
+    /// `/v1/completions` with this dialect's way of asking for the top `k`
+    /// (`k = usize::MAX`: the whole vocabulary, where the dialect can ask).
+    fn raw_openai(
+        &mut self,
+        prompt: &Prompt,
+        k: usize,
+        seed: u64,
+    ) -> Result<Vec<(Key, f64)>, Error> {
+        let none = Map::new();
+        let dialect = self.api.dialect();
+        let mut own = json!({"max_tokens": 1, "temperature": 0, "seed": seed});
+        let ask = match (k, dialect.whole) {
+            (usize::MAX, Some(all)) => json!(all),
+            (usize::MAX, None) => json!(dialect.max_top.unwrap_or(20)),
+            (k, _) => json!(k),
+        };
+        dialect.ask_top(&mut own, ask);
+        let body = self.body(&none, prompt, own);
+        let answer = match self.ok("/v1/completions", Some(&body)) {
+            Ok(a) => a,
+            Err(e) => {
+                let text = e.to_string();
+                // vLLM: "Requested sample logprobs of N, which is greater
+                // than max allowed: M" (vllm/sampling_params.py
+                // `_validate_logprobs`, 0.33.0): ask for M.
+                if let Some(m) = text
+                    .split("max allowed: ")
+                    .nth(1)
+                    .and_then(|t| t.split(|c: char| !c.is_ascii_digit()).next())
+                    .and_then(|t| t.parse::<usize>().ok())
+                    .filter(|&m| m > 0 && k == usize::MAX)
+                {
+                    return self.raw_openai(prompt, m, seed);
+                }
+                // mlx_lm.server 0.32.2 `_validate`: "logprobs must be of
+                // type bool": it is mlx_lm.server; speak its dialect.
+                if text.contains("logprobs must be of type bool") && self.api != Api::MlxLm {
+                    self.api = Api::MlxLm;
+                    return self.raw_openai(prompt, k.min(11), seed);
+                }
+                return Err(e);
+            }
+        };
+        let logprobs = answer
+            .get("choices")
+            .and_then(|c| c.get(0))
+            .and_then(|c| c.get("logprobs"))
+            .filter(|l| !l.is_null());
+        let Some(logprobs) = logprobs else {
+            return Err(Error::new(format_args!(
+                "/v1/completions: the answer has no `choices[0].logprobs`: {}",
+                dialect.no_logprobs
+            )));
+        };
+        // llama-server and mlx_lm.server answer in the chat format (a
+        // `content` list with ids; mlx-lm's in argpartition order, sorted
+        // here), vLLM and OpenAI in the legacy one (a map from token text to
+        // log-probability).
+        if let Some(first) = logprobs.pointer("/content/0").and_then(Value::as_object) {
+            let mut out = entries(first, "top_logprobs", "logprob", "/v1/completions")?;
+            out.sort_by(|a, b| b.1.total_cmp(&a.1));
+            return Ok(out);
+        }
+        let top = logprobs
+            .pointer("/top_logprobs/0")
+            .and_then(Value::as_object)
+            .ok_or_else(|| {
+                Error::new("/v1/completions: no `choices[0].logprobs.top_logprobs[0]` (does the server return logprobs?)")
+            })?;
+        let mut out = Vec::with_capacity(top.len());
+        for (token, lp) in top {
+            let lp = number(lp, &format!("top_logprobs[0][{token:?}]"))?;
+            out.push((Key::from_text(token), lp));
+        }
+        out.sort_by(|a, b| b.1.total_cmp(&a.1));
+        Ok(out)
+    }
+
+    /// One token drawn through `/v1/completions`: the generated token, read
+    /// where the dialect puts it.
+    fn sample_openai(
+        &mut self,
+        request: &Map<String, Value>,
+        prompt: &Prompt,
+        seed: u64,
+    ) -> Result<Key, Error> {
+        let dialect = self.api.dialect();
+        let mut own = json!({"max_tokens": 1, "seed": seed});
+        dialect.ask_draw(&mut own);
+        let body = self.body(request, prompt, own);
+        let answer = self.ok("/v1/completions", Some(&body))?;
+        let choice = answer.get("choices").and_then(|c| c.get(0));
+        // With `logprobs: true` and no `top_logprobs`, mlx_lm.server's
+        // `content[0]` is `{id: the generated token, logprob}`; llama-server's
+        // is the generated token too.
+        if let Some(id) = choice
+            .and_then(|c| c.pointer("/logprobs/content/0/id"))
+            .and_then(Value::as_i64)
+        {
+            return Ok(Key::Id(id));
+        }
+        choice
+            .and_then(|c| c.pointer("/logprobs/tokens/0"))
+            .or_else(|| choice.and_then(|c| c.get("text")))
+            .and_then(Value::as_str)
+            .map(Key::from_text)
+            .ok_or_else(|| Error::new("/v1/completions: no `choices[0].text`"))
+    }
+}
+
+/// FastAPI's `{"detail": ...}`: a string, or a list of `{loc, msg}`
+/// validation errors, as one short line.
+fn fastapi_detail(d: &Value) -> String {
+    match d {
+        Value::String(s) => s.chars().take(300).collect(),
+        Value::Array(items) => {
+            let parts: Vec<String> = items
+                .iter()
+                .take(3)
+                .map(|item| {
+                    let loc = item
+                        .get("loc")
+                        .and_then(Value::as_array)
+                        .map(|l| {
+                            l.iter()
+                                .map(|p| p.as_str().map_or(p.to_string(), String::from))
+                                .collect::<Vec<_>>()
+                                .join(".")
+                        })
+                        .unwrap_or_default();
+                    let msg = item.get("msg").and_then(Value::as_str).unwrap_or("invalid");
+                    if loc.is_empty() {
+                        msg.to_string()
+                    } else {
+                        format!("{loc}: {msg}")
+                    }
+                })
+                .collect();
+            let more = items.len().saturating_sub(3);
+            let mut text = parts.join("; ");
+            if more > 0 {
+                text.push_str(&format!(" (and {more} more)"));
+            }
+            text
+        }
+        other => short(other),
     }
 }
 

@@ -39,6 +39,8 @@
 #![deny(missing_docs)]
 
 mod api;
+mod cells;
+pub mod dialect;
 mod http;
 mod report;
 mod stats;
@@ -46,7 +48,7 @@ mod stats;
 use std::collections::HashMap;
 use std::time::Duration;
 
-use parity_core::{AnySemantics, Comparison, Context, Distribution, Error, Logits, Prepared, Role};
+use parity_core::{AnySemantics, Comparison, Context, Error, Logits, Prepared, Role};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
@@ -61,13 +63,26 @@ pub const EXPLAIN_MAX_ABS_DIFF: f64 = 1e-5;
 /// post-sampling probabilities is at least this (or ten times the tail
 /// mass the raw distribution missed, if larger).
 pub const RULE_OUT_TV: f64 = 1e-3;
-/// Samples mode: a candidate explains the samples when the G-test p-value
-/// is above this ...
+/// Samples mode: a candidate fits the draws when their p-value under it
+/// (docs/probe.md, `stats`) is above this ...
 pub const EXPLAIN_P: f64 = 0.01;
-/// ... and is ruled out when it is below this.
-pub const RULE_OUT_P: f64 = 1e-6;
+/// ... and is ruled out when it is below this (the Monte-Carlo shape test
+/// reaches 1e-4, the combined p-value 2e-4).
+pub const RULE_OUT_P: f64 = 1e-3;
+/// Two candidates whose distributions differ by at least this total
+/// variation are different: a candidate explains the server only when every
+/// candidate different from it is ruled out.
+pub const DIFFERENT_TV: f64 = 0.05;
+/// A candidate whose cells move by more than this TV between the two
+/// extreme tails of a truncated list is not fixed by the list.
+pub const TAIL_TOLERANCE: f64 = 1e-3;
 /// The most samples one request may ask for.
 pub const MAX_SAMPLES: usize = 100_000;
+/// Without `--samples`, samples mode draws what separates the hardest pair
+/// of different candidates, at least this many ...
+pub const MIN_AUTO_SAMPLES: usize = 200;
+/// ... and at most this many.
+pub const MAX_AUTO_SAMPLES: usize = 1_000;
 
 /// Everything a probe needs besides the registry.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -86,8 +101,13 @@ pub struct Options {
     /// The requests to probe (sampling fields in the API's own names).
     pub requests: Vec<Map<String, Value>>,
     /// Draw this many samples per request instead of asking for
-    /// post-sampling probabilities.
+    /// post-sampling probabilities (`None` on a server without them: as
+    /// many as separate the candidates, see [`MIN_AUTO_SAMPLES`]).
     pub samples: Option<usize>,
+    /// The draws an automatic run made per request (written into a
+    /// recording so that its replay asks the same; absent otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auto_samples: Option<Vec<usize>>,
     /// Seed of the first request; sample i uses `seed + i`.
     pub seed: u64,
     /// How many raw top log-probabilities to ask for (default: the whole
@@ -131,6 +151,11 @@ pub enum Verdict {
     /// It cannot be what the server runs.
     #[serde(rename = "ruled out")]
     RuledOut,
+    /// It fits the draws, but some candidate that differs from it (TV ≥
+    /// [`DIFFERENT_TV`]) fits them too or is not ruled out: the notes say
+    /// which and how many draws would tell them apart.
+    #[serde(rename = "not rejected")]
+    NotRejected,
     /// Neither (or it could not run).
     #[serde(rename = "undecided")]
     Undecided,
@@ -154,8 +179,14 @@ pub struct Candidate {
     pub tv: Option<f64>,
     /// Post-sampling mode: largest |Δp| to the server.
     pub max_abs_diff: Option<f64>,
-    /// Samples mode: G-test p-value of the samples under it.
+    /// Samples mode: p-value of the draws under it, `min(1, 2 min(p_support,
+    /// p_shape))`.
     pub p_value: Option<f64>,
+    /// Samples mode: the exact probability that every draw lands on tokens
+    /// at least as likely (under it) as the least likely one drawn.
+    pub p_support: Option<f64>,
+    /// Samples mode: Monte-Carlo p-value of the likelihood-ratio statistic G.
+    pub p_shape: Option<f64>,
     /// The verdict.
     pub verdict: Verdict,
     /// Why it could not run (refused request, bad logits).
@@ -184,11 +215,23 @@ pub struct Probe {
     pub samples: Option<usize>,
     /// Raw probability mass the top-K list did not cover.
     pub tail_mass: f64,
+    /// Whether the list is truncated: the tokens it does not name are one
+    /// cell of every test (docs/probe.md).
+    pub tail_cell: bool,
     /// Tokens the server keeps after its sampler chain (post-sampling
     /// mode) or distinct tokens drawn (samples mode).
     pub server_kept: usize,
     /// Labels of the candidates whose verdict is `explains`.
     pub explained_by: Vec<String>,
+    /// The two different candidates (TV ≥ [`DIFFERENT_TV`]) that need the
+    /// most draws to tell apart, if any.
+    pub closest: Option<Vec<String>>,
+    /// The draws that would tell every such pair apart (samples mode's
+    /// power), if some number does.
+    pub draws_needed: Option<u64>,
+    /// What the verdicts could not settle: candidates that cannot be told
+    /// apart with these draws or on this list.
+    pub notes: Vec<String>,
     /// Total variation from what the server samples from (or the samples'
     /// frequencies) to transformers' `generate(**request)`.
     pub tv_to_transformers: Option<f64>,
@@ -227,19 +270,75 @@ pub struct Report {
     pub probes: Vec<Probe>,
 }
 
-/// Probes a live server; with `record`, also returns the recording.
+impl Report {
+    /// What stops `semantics` from explaining this report, one line per
+    /// request: it must explain every request (its verdict `explains`, which
+    /// needs every candidate differing from it by TV ≥ [`DIFFERENT_TV`]
+    /// ruled out). Empty: it does.
+    pub fn expect(&self, semantics: &str) -> Vec<String> {
+        let mut failures = Vec::new();
+        for (i, p) in self.probes.iter().enumerate() {
+            let request = Value::Object(p.request.clone());
+            let mine: Vec<&Candidate> = p
+                .candidates
+                .iter()
+                .filter(|c| c.semantics == semantics && c.variant.is_none())
+                .collect();
+            if mine.iter().any(|c| c.verdict == Verdict::Explains) {
+                continue;
+            }
+            let why = match mine.first() {
+                None => "it is not a candidate for this server's API".to_string(),
+                Some(c) => match c.verdict {
+                    Verdict::RuledOut => "it is ruled out".to_string(),
+                    Verdict::NotRejected => format!(
+                        "it fits, but so does a different candidate ({})",
+                        p.notes.join("; ")
+                    ),
+                    Verdict::Undecided => match &c.error {
+                        Some(e) => format!("it could not run: {e}"),
+                        None => "the evidence neither fits nor rules it out".to_string(),
+                    },
+                    Verdict::Explains => continue,
+                },
+            };
+            let others: Vec<String> = p.explained_by.clone();
+            failures.push(format!(
+                "request [{i}] {request}: {semantics} does not explain it: {why}{}",
+                if others.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (explained by {})", others.join(", "))
+                }
+            ));
+        }
+        failures
+    }
+}
+
+/// Probes a live server. The recording is returned whether the probe
+/// succeeds or not (everything exchanged up to a failure), so that
+/// `--record` can keep it.
 pub fn probe(
     options: &Options,
     registry: &[Box<dyn AnySemantics>],
-) -> Result<(Report, Recording), Error> {
-    let mut live = Live::new(&options.server, Duration::from_secs(options.timeout_secs))?;
-    let report = run(options, registry, &mut live, false)?;
-    let recording = Recording {
+) -> (Result<Report, Error>, Recording) {
+    let mut recording = Recording {
         schema: 1,
         options: options.clone(),
-        exchanges: std::mem::take(&mut live.exchanges),
+        exchanges: Vec::new(),
     };
-    Ok((report, recording))
+    let mut live = match Live::new(&options.server, Duration::from_secs(options.timeout_secs)) {
+        Ok(l) => l,
+        Err(e) => return (Err(e), recording),
+    };
+    let result = run(options, registry, &mut live, false);
+    recording.exchanges = std::mem::take(&mut live.exchanges);
+    let report = result.map(|(report, auto)| {
+        recording.options.auto_samples = auto;
+        report
+    });
+    (report, recording)
 }
 
 /// Re-runs a recorded probe offline.
@@ -251,7 +350,7 @@ pub fn replay(recording: &Recording, registry: &[Box<dyn AnySemantics>]) -> Resu
         )));
     }
     let mut transport = Replay::new(recording.exchanges.clone());
-    run(&recording.options, registry, &mut transport, true)
+    run(&recording.options, registry, &mut transport, true).map(|(report, _)| report)
 }
 
 /// What the server said for one request.
@@ -266,7 +365,7 @@ pub(crate) fn run(
     registry: &[Box<dyn AnySemantics>],
     transport: &mut dyn Transport,
     replayed: bool,
-) -> Result<Report, Error> {
+) -> Result<(Report, Option<Vec<usize>>), Error> {
     let prompt = options.prompt()?;
     if options.requests.is_empty() {
         return Err(Error::new("give at least one --request JSON"));
@@ -278,17 +377,11 @@ pub(crate) fn run(
             "--samples {n}: expected 1 to {MAX_SAMPLES}"
         )));
     }
-    if options.samples.is_none() && options.api != Api::LlamaServer {
-        return Err(Error::new(format_args!(
-            "--api {} has no post-sampling probabilities: give --samples N",
-            options.api.name()
-        )));
-    }
     if options.top == Some(0) {
         return Err(Error::new("--top must be at least 1"));
     }
     let mut session = api::Session::new(transport, options.api, options.model.clone());
-    let info = session.hello()?;
+    let mut info = session.hello()?;
     let prompt_ids = session.prompt_ids(&prompt)?;
     if let (Some(ids), Some(n)) = (&prompt_ids, info.n_vocab)
         && let Some((i, id)) = ids
@@ -310,42 +403,23 @@ pub(crate) fn run(
         (Some(k), Some(n), _) => k.min(n),
         (Some(k), None, _) => k,
         (None, Some(n), _) => n,
+        (None, None, _) if options.api.dialect().whole.is_some() => usize::MAX,
         (None, None, cap) => cap.unwrap_or(20),
     };
     let raw = session.raw(&sent, k, options.seed)?;
     if raw.is_empty() {
         return Err(Error::new("the server returned an empty raw top-K list"));
     }
-    let mut observed = Vec::new();
-    for request in &options.requests {
-        observed.push(match options.samples {
-            None => {
-                let n = info.n_vocab.unwrap_or(k);
-                Observed::Post(session.post_sampling(request, &sent, n, options.seed)?)
-            }
-            Some(n) => {
-                let mut keys = Vec::with_capacity(n);
-                for i in 0..n as u64 {
-                    keys.push(session.sample(request, &sent, options.seed + i)?);
-                }
-                Observed::Samples(keys)
-            }
-        });
+    // A dialect that asked for the whole vocabulary (vLLM `logprobs: -1`)
+    // and got every id from 0 up once has told the vocabulary's size.
+    if info.n_vocab.is_none() && k == usize::MAX && covers_every_id(&raw) {
+        info.n_vocab = Some(raw.len());
     }
-
     // One index space for everything: token ids on llama-server, else the
     // keys in the order first seen.
     let mut space = Space::new(info.n_vocab);
     for (key, _) in &raw {
         space.index(key)?;
-    }
-    for o in &observed {
-        match o {
-            Observed::Post(list) => list
-                .iter()
-                .try_for_each(|(k, _)| space.index(k).map(drop))?,
-            Observed::Samples(keys) => keys.iter().try_for_each(|k| space.index(k).map(drop))?,
-        }
     }
     let context_ids: Vec<i64> = match &prompt_ids {
         Some(ids) => ids
@@ -368,27 +442,100 @@ pub(crate) fn run(
         }
         _ => None,
     };
-    let (logits, tail_mass) = rebuild(&raw, &mut space, logit_offset.unwrap_or(0.0))?;
-    let context = Context::new(&context_ids, None)?;
+    let offset_value = logit_offset.unwrap_or(0.0);
+    let whole = info.n_vocab.is_some_and(|n| raw.len() >= n);
+    let (cells, tail_mass) = if whole {
+        let (logits, tail_mass) = rebuild(&raw, &mut space, offset_value)?;
+        (cells::Cells::whole(logits, context_ids), tail_mass)
+    } else {
+        let (listed, tail_mass) = listed(&raw, &mut space, offset_value)?;
+        let cells =
+            cells::Cells::truncated(&listed, tail_mass, offset_value, info.n_vocab, &context_ids)?;
+        (cells, tail_mass)
+    };
 
     let mut probes = Vec::new();
-    for (request, o) in options.requests.iter().zip(&observed) {
+    let mut drawn = Vec::new();
+    for (r, request) in options.requests.iter().enumerate() {
+        let (routes, transformers) = candidates(options.api, request, registry);
+        let evals = evaluate(&routes, &cells)?;
+        let power = power(&evals, &routes)?;
+        let observed = match options.samples {
+            None if options.api.has_post_sampling() => {
+                let n = info.n_vocab.unwrap_or(k);
+                Observed::Post(session.post_sampling(request, &sent, n, options.seed)?)
+            }
+            given => {
+                let n = match (given, options.auto_samples.as_ref().and_then(|a| a.get(r))) {
+                    (Some(n), _) => n,
+                    (None, Some(&n)) => n,
+                    (None, None) => auto_samples(power.as_ref()),
+                };
+                drawn.push(n);
+                let mut keys = Vec::with_capacity(n);
+                for i in 0..n as u64 {
+                    keys.push(session.sample(request, &sent, options.seed + i)?);
+                }
+                Observed::Samples(keys)
+            }
+        };
+        let seed = options.seed.wrapping_mul(1_000_003).wrapping_add(r as u64);
         probes.push(analyse(
-            request, o, &logits, tail_mass, &context, &mut space, options, registry,
+            request,
+            &observed,
+            &cells,
+            tail_mass,
+            &mut space,
+            &routes,
+            transformers.as_ref(),
+            &evals,
+            power.as_ref(),
+            seed,
         )?);
     }
-    Ok(Report {
-        schema: 1,
-        server: options.server.clone(),
-        api: options.api,
-        model: info.model,
-        n_vocab: info.n_vocab,
-        prompt_ids,
-        raw_entries: raw.len(),
-        logit_offset,
-        replayed,
-        probes,
-    })
+    let auto_samples = options.samples.is_none() && !drawn.is_empty();
+    Ok((
+        Report {
+            schema: 1,
+            server: options.server.clone(),
+            api: session.api(),
+            model: info.model,
+            n_vocab: info.n_vocab,
+            prompt_ids,
+            raw_entries: raw.len(),
+            logit_offset,
+            replayed,
+            probes,
+        },
+        auto_samples.then_some(drawn),
+    ))
+}
+
+/// Whether the list names the ids 0..len, each once.
+fn covers_every_id(raw: &[(Key, f64)]) -> bool {
+    let mut seen = vec![false; raw.len()];
+    for (key, _) in raw {
+        match key {
+            Key::Id(id) => match usize::try_from(*id).ok().and_then(|i| seen.get_mut(i)) {
+                Some(s) if !*s => *s = true,
+                _ => return false,
+            },
+            Key::Text(_) => return false,
+        }
+    }
+    true
+}
+
+/// The draws to make when the user gives no `--samples`: what separates the
+/// hardest pair of candidates that differ by TV ≥ [`DIFFERENT_TV`], within
+/// [`MIN_AUTO_SAMPLES`] to [`MAX_AUTO_SAMPLES`].
+fn auto_samples(power: Option<&Power>) -> usize {
+    power
+        .and_then(|p| p.needed)
+        .map_or(MIN_AUTO_SAMPLES, |n| {
+            usize::try_from(n).unwrap_or(MAX_AUTO_SAMPLES)
+        })
+        .clamp(MIN_AUTO_SAMPLES, MAX_AUTO_SAMPLES)
 }
 
 /// Token keys to indices of the logits vector.
@@ -452,6 +599,35 @@ fn rebuild(raw: &[(Key, f64)], space: &mut Space, offset: f64) -> Result<(Logits
         logits[idx] = (f64::from(l) + offset) as f32;
     }
     Ok((Logits::from_f32(&logits), (1.0 - mass).max(0.0)))
+}
+
+/// The raw list as (space index, logit = log p + offset; `-inf` for p = 0)
+/// and the raw mass it misses.
+fn listed(
+    raw: &[(Key, f64)],
+    space: &mut Space,
+    offset: f64,
+) -> Result<(Vec<(usize, f32)>, f64), Error> {
+    let mut out = Vec::with_capacity(raw.len());
+    let mut mass = 0.0;
+    for (i, (key, lp)) in raw.iter().enumerate() {
+        if lp.is_nan() || *lp > 1e-4 {
+            return Err(Error::new(format_args!(
+                "raw top list [{i}]: log-probability {lp} is not a log-probability"
+            )));
+        }
+        let idx = space.index(key)?;
+        let l = if *lp <= f64::from(f32::MIN) {
+            f32::NEG_INFINITY
+        } else {
+            *lp as f32
+        };
+        if l.is_finite() {
+            mass += f64::from(l).exp();
+        }
+        out.push((idx, (f64::from(l) + offset) as f32));
+    }
+    Ok((out, (1.0 - mass).max(0.0)))
 }
 
 /// The constant C with raw logits = log p + C, from llama-server's answer
@@ -525,37 +701,6 @@ fn offset(raw: &[(Key, f64)], post: &[(Key, f64)], prompt: &[i64]) -> Result<f64
         .map(|&(p, d)| if p + best > 0.0 { -2.0 * d - p } else { d - p })
         .collect();
     Ok(values.iter().sum::<f64>() / values.len() as f64)
-}
-
-/// The distribution the server samples from, over the index space.
-fn server_distribution(
-    o: &Observed,
-    space: &mut Space,
-    n: usize,
-) -> Result<(Vec<f64>, usize), Error> {
-    let mut probs = vec![0.0; n];
-    match o {
-        Observed::Post(list) => {
-            for (i, (key, p)) in list.iter().enumerate() {
-                if !(0.0..=1.0 + 1e-6).contains(p) {
-                    return Err(Error::new(format_args!(
-                        "post-sampling list [{i}]: {p} is not a probability"
-                    )));
-                }
-                probs[space.index(key)?] = *p;
-            }
-            Ok((probs, list.len()))
-        }
-        Observed::Samples(keys) => {
-            for key in keys {
-                probs[space.index(key)?] += 1.0;
-            }
-            let distinct = probs.iter().filter(|&&c| c > 0.0).count();
-            let total = keys.len() as f64;
-            probs.iter_mut().for_each(|c| *c /= total);
-            Ok((probs, distinct))
-        }
-    }
 }
 
 struct Routed<'s> {
@@ -640,75 +785,328 @@ fn temperature_first(p: &dyn Prepared, request: &Map<String, Value>) -> Option<M
     Some(req)
 }
 
+/// A candidate run on every tail configuration: its cells per
+/// configuration, or why it could not run.
+struct Eval {
+    params: Option<Value>,
+    kept: Option<usize>,
+    cells: Result<Vec<Vec<f64>>, String>,
+}
+
+/// Runs every candidate on every tail configuration.
+fn evaluate(routes: &[Routed<'_>], cells: &cells::Cells) -> Result<Vec<Eval>, Error> {
+    let context = Context::new(&cells.context, None)?;
+    let mut out = Vec::with_capacity(routes.len());
+    for r in routes {
+        let eval = match &r.prepared {
+            Err(e) => Eval {
+                params: None,
+                kept: None,
+                cells: Err(format!("the route refuses the request: {e}")),
+            },
+            Ok(p) => {
+                let params = p.describe().map(parity_core::Described::into_json);
+                let mut kept = None;
+                let mut per = Vec::new();
+                let mut error = None;
+                for (_, logits) in &cells.configs {
+                    match p.distribution(logits, &context) {
+                        Ok(d) => {
+                            kept.get_or_insert(d.kept().len());
+                            per.push(cells.project(d.probs()));
+                        }
+                        Err(e) => {
+                            error = Some(e.to_string());
+                            break;
+                        }
+                    }
+                }
+                Eval {
+                    params,
+                    kept,
+                    cells: error.map_or(Ok(per), Err),
+                }
+            }
+        };
+        out.push(eval);
+    }
+    Ok(out)
+}
+
+/// Total variation between two cell vectors of the same length.
+fn tv(a: &[f64], b: &[f64]) -> Result<f64, Error> {
+    Comparison::new(a, b)
+        .map(|c| c.tv)
+        .map_err(|e| Error::new(e.to_string()))
+}
+
+/// The smallest and largest TV between two candidates over the tail
+/// configurations (the same configuration for both).
+fn pair_tv(a: &[Vec<f64>], b: &[Vec<f64>]) -> Result<(f64, f64), Error> {
+    let mut lo = f64::INFINITY;
+    let mut hi: f64 = 0.0;
+    for (x, y) in a.iter().zip(b) {
+        let t = tv(x, y)?;
+        lo = lo.min(t);
+        hi = hi.max(t);
+    }
+    Ok((lo, hi))
+}
+
+/// What the probe can tell apart on one request.
+struct Power {
+    /// Draws that separate every pair of candidates differing by TV ≥
+    /// [`DIFFERENT_TV`] (the hardest pair's), if any pair can be.
+    needed: Option<u64>,
+    /// The hardest pair, its TV and its draws.
+    hardest: Option<(usize, usize, f64, Option<u64>)>,
+}
+
+fn power(evals: &[Eval], routes: &[Routed<'_>]) -> Result<Option<Power>, Error> {
+    let mut hardest: Option<(usize, usize, f64, Option<u64>)> = None;
+    let mut needed: Option<u64> = None;
+    for i in 0..evals.len() {
+        for j in i + 1..evals.len() {
+            let (Ok(a), Ok(b)) = (&evals[i].cells, &evals[j].cells) else {
+                continue;
+            };
+            let (_, hi) = pair_tv(a, b)?;
+            if hi < DIFFERENT_TV {
+                continue;
+            }
+            let n = stats::draws_to_separate(&a[0], &b[0], RULE_OUT_P);
+            let worse = match (&hardest, n) {
+                (None, _) => true,
+                (Some((_, _, _, None)), _) => false,
+                (Some(_), None) => true,
+                (Some((_, _, _, Some(m))), Some(n)) => n > *m,
+            };
+            if worse {
+                hardest = Some((i, j, hi, n));
+            }
+            if let Some(n) = n {
+                needed = Some(needed.map_or(n, |m| m.max(n)));
+            }
+        }
+    }
+    Ok(hardest.map(|h| Power {
+        needed,
+        hardest: Some(h),
+    }))
+}
+
+/// A candidate's label, with its route when another candidate has the same
+/// label on another route.
+fn named(out: &[Candidate], i: usize) -> String {
+    let c = &out[i];
+    if out
+        .iter()
+        .any(|o| o.label() == c.label() && o.endpoint != c.endpoint)
+    {
+        format!("{} ({})", c.label(), c.endpoint)
+    } else {
+        c.label()
+    }
+}
+
+fn label_of(r: &Routed<'_>) -> String {
+    match &r.variant {
+        Some(v) => format!("{}[{v}]", r.semantics),
+        None => r.semantics.to_string(),
+    }
+}
+
+/// The server's side over the cells: its probabilities (or the draws'
+/// frequencies), the draw counts (samples mode), and the tokens it keeps
+/// (or the distinct tokens drawn).
+type ServerCells = (Vec<f64>, Option<Vec<u64>>, usize);
+
+/// The server's side over the cells ([`ServerCells`]).
+fn server_cells(
+    o: &Observed,
+    space: &mut Space,
+    cells: &cells::Cells,
+) -> Result<ServerCells, Error> {
+    let n = cells.len();
+    match o {
+        Observed::Post(list) => {
+            let mut probs = vec![0.0; n];
+            for (i, (key, p)) in list.iter().enumerate() {
+                if !(0.0..=1.0 + 1e-6).contains(p) {
+                    return Err(Error::new(format_args!(
+                        "post-sampling list [{i}]: {p} is not a probability"
+                    )));
+                }
+                probs[cells.cell(space.index(key)?)] += *p;
+            }
+            Ok((probs, None, list.len()))
+        }
+        Observed::Samples(keys) => {
+            let mut counts = vec![0u64; n];
+            let mut distinct = std::collections::HashSet::new();
+            for key in keys {
+                let idx = space.index(key)?;
+                distinct.insert(idx);
+                counts[cells.cell(idx)] += 1;
+            }
+            let total = keys.len().max(1) as f64;
+            let probs = counts.iter().map(|&c| c as f64 / total).collect();
+            Ok((probs, Some(counts), distinct.len()))
+        }
+    }
+}
+
 #[allow(clippy::too_many_arguments)]
 fn analyse(
     request: &Map<String, Value>,
     observed: &Observed,
-    logits: &Logits,
+    cells: &cells::Cells,
     tail_mass: f64,
-    context: &Context<'_>,
     space: &mut Space,
-    options: &Options,
-    registry: &[Box<dyn AnySemantics>],
+    routes: &[Routed<'_>],
+    transformers: Option<&Routed<'_>>,
+    evals: &[Eval],
+    power: Option<&Power>,
+    seed: u64,
 ) -> Result<Probe, Error> {
-    let n = logits.len();
-    let (server, server_kept) = server_distribution(observed, space, n)?;
-    let counts: Option<Vec<u64>> = match observed {
-        Observed::Samples(keys) => {
-            let mut c = vec![0u64; n];
-            for k in keys {
-                c[space.index(k)?] += 1;
-            }
-            Some(c)
-        }
-        Observed::Post(_) => None,
-    };
-    let (routes, transformers) = candidates(options.api, request, registry);
+    let (server, counts, server_kept) = server_cells(observed, space, cells)?;
     let rule_out_tv = RULE_OUT_TV.max(10.0 * tail_mass);
     let mut out = Vec::new();
-    for r in &routes {
+    let mut tail_dependent = Vec::new();
+    for (i, (r, e)) in routes.iter().zip(evals).enumerate() {
         let mut c = Candidate {
             semantics: r.semantics.to_string(),
             endpoint: r.endpoint.to_string(),
             variant: r.variant.clone(),
-            params: None,
-            kept: None,
+            params: e.params.clone(),
+            kept: e.kept,
             tv: None,
             max_abs_diff: None,
             p_value: None,
+            p_support: None,
+            p_shape: None,
             verdict: Verdict::Undecided,
             error: None,
         };
-        let dist = match &r.prepared {
-            Err(e) => Err(format!("the route refuses the request: {e}")),
-            Ok(p) => {
-                c.params = p.describe().map(parity_core::Described::into_json);
-                p.distribution(logits, context).map_err(|e| e.to_string())
+        match &e.cells {
+            Err(err) => c.error = Some(err.clone()),
+            Ok(per) => {
+                let cand_seed = seed.wrapping_mul(31).wrapping_add(i as u64);
+                score(
+                    &mut c,
+                    per,
+                    &server,
+                    counts.as_deref(),
+                    rule_out_tv,
+                    cand_seed,
+                )?;
+                if per.len() > 1 && tv(&per[0], &per[1])? > TAIL_TOLERANCE {
+                    tail_dependent.push(i);
+                }
             }
-        };
-        match dist {
-            Err(e) => c.error = Some(e),
-            Ok(d) => score(&mut c, &d, &server, counts.as_deref(), rule_out_tv)?,
         }
         out.push(c);
     }
-    let (tv_to_transformers, transformers_error) = match transformers.map(|t| t.prepared) {
+    // "explains" needs every other candidate that differs from it by TV ≥
+    // DIFFERENT_TV ruled out; a fitting candidate short of that is "not
+    // rejected", and the notes say which one it cannot be told from.
+    let n_draws = counts.as_ref().map(|c| c.iter().sum::<u64>());
+    let mut notes = Vec::new();
+    if let Some(n) = &cells.note {
+        notes.push(n.clone());
+    }
+    let fits: Vec<bool> = out.iter().map(|c| c.verdict == Verdict::Explains).collect();
+    let mut told: std::collections::HashSet<(String, String)> = Default::default();
+    for i in 0..out.len() {
+        if !fits[i] {
+            continue;
+        }
+        let Ok(a) = &evals[i].cells else { continue };
+        let mut alone = true;
+        for j in 0..out.len() {
+            if i == j || out[j].verdict == Verdict::RuledOut {
+                continue;
+            }
+            let Ok(b) = &evals[j].cells else { continue };
+            let (lo, hi) = pair_tv(a, b)?;
+            if hi < DIFFERENT_TV {
+                continue;
+            }
+            alone = false;
+            let (x, y) = (named(&out, i), named(&out, j));
+            let key = if x < y {
+                (x.clone(), y.clone())
+            } else {
+                (y.clone(), x.clone())
+            };
+            if !told.insert(key) {
+                continue;
+            }
+            if lo < DIFFERENT_TV {
+                notes.push(format!(
+                    "the raw list ({} entries) is too short to tell {x} from {y}: they differ by TV {hi:.3} under one tail and {lo:.3} under the other; ask for more of the vocabulary",
+                    cells.n_known
+                ));
+            } else {
+                let need = stats::draws_to_separate(&a[0], &b[0], RULE_OUT_P);
+                notes.push(match (n_draws, need) {
+                    (Some(n), Some(m)) => format!(
+                        "cannot tell apart {x} and {y} (TV {lo:.3}) with {n} draws: about {m} would"
+                    ),
+                    (Some(n), None) => {
+                        format!("cannot tell apart {x} and {y} (TV {lo:.3}) with {n} draws")
+                    }
+                    (None, _) => format!("cannot tell apart {x} and {y} (TV {lo:.3})"),
+                });
+            }
+        }
+        if !alone {
+            out[i].verdict = Verdict::NotRejected;
+        }
+    }
+    for &i in &tail_dependent {
+        notes.push(format!(
+            "{}: the raw list ({} entries) is too short to fix its distribution (the two extreme tails move it by TV ≥ {TAIL_TOLERANCE:e})",
+            out[i].label(),
+            cells.n_known
+        ));
+    }
+    let (tv_to_transformers, transformers_error) = match transformers.map(|t| &t.prepared) {
         None => (
             None,
             Some("no hf-rust semantics in the registry".to_string()),
         ),
         Some(Err(e)) => (None, Some(format!("transformers refuses the request: {e}"))),
-        Some(Ok(p)) => match p.distribution(logits, context) {
-            Ok(d) => (Some(tv(&server, d.probs())?), None),
-            Err(e) => (None, Some(e.to_string())),
-        },
+        Some(Ok(p)) => {
+            let context = Context::new(&cells.context, None)?;
+            match p.distribution(&cells.configs[0].1, &context) {
+                Ok(d) => (Some(tv(&server, &cells.project(d.probs()))?), None),
+                Err(e) => (None, Some(e.to_string())),
+            }
+        }
     };
     let mut explained_by: Vec<String> = Vec::new();
-    for c in out.iter().filter(|c| c.verdict == Verdict::Explains) {
-        if !explained_by.contains(&c.label()) {
-            explained_by.push(c.label());
+    for (i, c) in out.iter().enumerate() {
+        if c.verdict != Verdict::Explains {
+            continue;
+        }
+        // A label whose other routes do not explain is named with its route
+        // (transformers serve explains where generate(**request) does not).
+        let mixed = out
+            .iter()
+            .any(|o| o.label() == c.label() && o.verdict != Verdict::Explains);
+        let name = if mixed { named(&out, i) } else { c.label() };
+        if !explained_by.contains(&name) {
+            explained_by.push(name);
         }
     }
+    let (closest, draws_needed) = match power.and_then(|p| p.hardest.as_ref().map(|h| (p, h))) {
+        Some((p, &(i, j, _, _))) => (
+            Some(vec![label_of(&routes[i]), label_of(&routes[j])]),
+            p.needed,
+        ),
+        None => (None, None),
+    };
     Ok(Probe {
         request: request.clone(),
         mode: match observed {
@@ -716,33 +1114,39 @@ fn analyse(
             Observed::Samples(_) => "samples",
         }
         .to_string(),
-        samples: counts.as_ref().map(|c| c.iter().sum::<u64>() as usize),
+        samples: n_draws.map(|n| n as usize),
         tail_mass,
+        tail_cell: cells.has_tail(),
         server_kept,
         explained_by,
+        closest,
+        draws_needed,
+        notes,
         tv_to_transformers,
         transformers_error,
         candidates: out,
     })
 }
 
-fn tv(a: &[f64], b: &[f64]) -> Result<f64, Error> {
-    Comparison::new(a, b)
-        .map(|c| c.tv)
-        .map_err(|e| Error::new(e.to_string()))
-}
-
 fn score(
     c: &mut Candidate,
-    d: &Distribution,
+    per: &[Vec<f64>],
     server: &[f64],
     counts: Option<&[u64]>,
     rule_out_tv: f64,
+    seed: u64,
 ) -> Result<(), Error> {
-    c.kept = Some(d.kept().len());
     match counts {
         None => {
-            let cmp = Comparison::new(server, d.probs()).map_err(|e| Error::new(e.to_string()))?;
+            // The tail configuration that fits best.
+            let mut best: Option<Comparison> = None;
+            for d in per {
+                let cmp = Comparison::new(server, d).map_err(|e| Error::new(e.to_string()))?;
+                if best.as_ref().is_none_or(|b| cmp.tv < b.tv) {
+                    best = Some(cmp);
+                }
+            }
+            let Some(cmp) = best else { return Ok(()) };
             c.tv = Some(cmp.tv);
             c.max_abs_diff = Some(cmp.max_abs_diff);
             c.verdict = if cmp.max_abs_diff <= EXPLAIN_MAX_ABS_DIFF {
@@ -754,11 +1158,22 @@ fn score(
             };
         }
         Some(counts) => {
-            let p = stats::g_test(counts, d.probs());
-            c.p_value = Some(p);
-            c.verdict = if p > EXPLAIN_P {
+            // The tail configuration that fits best: ruled out only when
+            // every one is.
+            let mut best: Option<stats::Fit> = None;
+            for d in per {
+                let fit = stats::fit(counts, d, seed, stats::SIMS);
+                if best.is_none_or(|b| fit.p > b.p) {
+                    best = Some(fit);
+                }
+            }
+            let Some(fit) = best else { return Ok(()) };
+            c.p_value = Some(fit.p);
+            c.p_support = Some(fit.p_support);
+            c.p_shape = fit.p_shape;
+            c.verdict = if fit.p > EXPLAIN_P {
                 Verdict::Explains
-            } else if p < RULE_OUT_P {
+            } else if fit.p < RULE_OUT_P {
                 Verdict::RuledOut
             } else {
                 Verdict::Undecided

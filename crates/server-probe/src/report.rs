@@ -75,12 +75,36 @@ pub fn write_text(report: &Report, out: &mut dyn Write) -> io::Result<()> {
                 p.server_kept, p.tail_mass
             )?,
         }
+        if p.tail_cell {
+            writeln!(
+                out,
+                "  truncated list: the unlisted tokens are one cell; candidates run under a concentrated and a spread tail"
+            )?;
+        }
         let explained = if p.explained_by.is_empty() {
             "no candidate (undecided)".to_string()
         } else {
             p.explained_by.join(", ")
         };
         writeln!(out, "  explained by: {explained}")?;
+        if let Some(pair) = &p.closest {
+            match p.draws_needed {
+                Some(n) => writeln!(
+                    out,
+                    "  power: {} draws tell every pair of different candidates apart (hardest: {})",
+                    n,
+                    pair.join(" vs ")
+                )?,
+                None => writeln!(
+                    out,
+                    "  power: no number of draws tells {} apart",
+                    pair.join(" and ")
+                )?,
+            }
+        }
+        for note in &p.notes {
+            wrapped(out, "  note: ", note)?;
+        }
         match (&p.tv_to_transformers, &p.transformers_error) {
             (Some(tv), _) => writeln!(out, "  TV to transformers generate(**request): {tv:.3e}")?,
             (None, Some(e)) => writeln!(out, "  TV to transformers: - ({e})")?,
@@ -105,6 +129,7 @@ pub fn write_text(report: &Report, out: &mut dyn Write) -> io::Result<()> {
             let verdict = match c.verdict {
                 Verdict::Explains => "explains",
                 Verdict::RuledOut => "ruled out",
+                Verdict::NotRejected => "not rejected",
                 Verdict::Undecided => "undecided",
             };
             writeln!(

@@ -51,8 +51,12 @@ struct Probe {
     mode: String,
     samples: Option<usize>,
     tail_mass: f64,
+    tail_cell: bool,
     server_kept: usize,
     explained_by: Vec<String>,
+    closest: Option<Vec<String>>,
+    draws_needed: Option<u64>,
+    notes: Vec<String>,
     tv_to_transformers: Option<f64>,
     transformers_error: Option<String>,
     candidates: Vec<Candidate>,
@@ -70,6 +74,8 @@ struct Candidate {
     tv: Option<f64>,
     max_abs_diff: Option<f64>,
     p_value: Option<f64>,
+    p_support: Option<f64>,
+    p_shape: Option<f64>,
     verdict: String,
     error: Option<String>,
 }
@@ -91,6 +97,72 @@ fn the_committed_recording_replays_and_names_llama_cpp() {
     let out = compare(&["probe", "--replay", &recording()], "");
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(text(&out.stdout).contains("explained by: llama.cpp"));
+}
+
+/// `--expect`: exit 0 when the semantics explains every request of the
+/// recording (llama.cpp on llama-server's own), 1 when it does not
+/// (transformers' defaults are ruled out there), with the reason on stderr.
+#[test]
+fn expect_passes_for_the_explaining_semantics_and_fails_for_another() {
+    let out = compare(
+        &["probe", "--replay", &recording(), "--expect", "llama.cpp"],
+        "",
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("explained by: llama.cpp"));
+    let out = compare(
+        &["probe", "--replay", &recording(), "--expect", "hf-rust"],
+        "",
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("--expect hf-rust: request [0] {}: hf-rust does not explain it: it is ruled out (explained by llama.cpp)"),
+        "{stderr}"
+    );
+    // The report is still written.
+    assert!(text(&out.stdout).contains("explained by: llama.cpp"));
+}
+
+/// A --record file is written even when the probe fails: here the server
+/// is down, so it holds the options and no exchange.
+#[test]
+fn record_is_written_when_the_probe_fails() {
+    let port = TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port");
+    let dead = format!("http://127.0.0.1:{port}");
+    let record =
+        std::env::temp_dir().join(format!("compare-probe-fail-{}.json", std::process::id()));
+    let record_arg = record.display().to_string();
+    let out = compare(
+        &[
+            "probe",
+            "--server",
+            &dead,
+            "--api",
+            "vllm",
+            "--prompt",
+            "Hi",
+            "--request",
+            "{}",
+            "--record",
+            &record_arg,
+        ],
+        "",
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("connection refused"),
+        "{}",
+        text(&out.stderr)
+    );
+    let written = std::fs::read_to_string(&record).expect("the recording was written");
+    let _ = std::fs::remove_file(&record);
+    let v: Value = serde_json::from_str(&written).expect("json");
+    assert_eq!(v["options"]["api"], "vllm");
+    assert_eq!(v["exchanges"], Value::Array(Vec::new()));
 }
 
 #[test]
@@ -118,7 +190,7 @@ fn bad_input_is_a_usage_error() {
     );
     run(
         with(&["--server", &dead, "--api", "tgi"]),
-        "expected llama-server, openai or ollama",
+        "expected one of llama-server, openai, vllm, sglang, mlx-lm, transformers-serve, ollama-v1, ollama",
     );
     run(
         with(&["--server", "https://example.invalid", "--api", "openai"]),
@@ -126,7 +198,28 @@ fn bad_input_is_a_usage_error() {
     );
     run(
         with(&["--server", &dead, "--api", "openai"]),
-        "has no post-sampling probabilities: give --samples N",
+        "connection refused",
+    );
+    // --record is checked before the first request.
+    run(
+        with(&[
+            "--server",
+            &dead,
+            "--api",
+            "openai",
+            "--record",
+            "/nonexistent/dir/rec.json",
+        ]),
+        "--record: cannot write /nonexistent/dir/rec.json",
+    );
+    run(
+        vec![
+            "--replay".into(),
+            recording(),
+            "--expect".into(),
+            "no-such-engine".into(),
+        ],
+        "--expect \"no-such-engine\": no such semantics",
     );
     run(
         vec!["--replay".into(), "/nonexistent/probe.json".into()],

@@ -187,6 +187,8 @@ fn a_toy_semantics_is_one_module_and_one_registry_line() {
         request: r#"{"temperature": 0.7}"#.into(),
         fixtures: Vec::new(),
         generation_config: None,
+        expect_tv_below: None,
+        against: None,
         format: Format::Json,
     };
     comparison::request::run(&args, None, &engines, &mut out).expect("request");

@@ -135,6 +135,12 @@ pub(crate) fn registry() -> Vec<Box<dyn AnySemantics>> {
     ]
 }
 
+/// A probe that must succeed, and its recording.
+fn live_probe(o: &Options, what: &str) -> (Report, server_probe::Recording) {
+    let (report, recording) = server_probe::probe(o, &registry());
+    (report.expect(what), recording)
+}
+
 pub(crate) fn obj(v: Value) -> Map<String, Value> {
     match v {
         Value::Object(m) => m,
@@ -155,6 +161,7 @@ fn options(url: &str, requests: Vec<Value>, samples: Option<usize>) -> Options {
         prompt_ids: None,
         requests: requests.into_iter().map(obj).collect(),
         samples,
+        auto_samples: None,
         seed: 1234,
         top: None,
         timeout_secs: 60,
@@ -218,7 +225,7 @@ fn post_sampling_names_llama_cpp_on_every_request() {
     let (_turn, server) = server();
     let url = server.url.clone();
     let o = options(&url, requests(), None);
-    let (report, recording) = server_probe::probe(&o, &registry()).expect("probe");
+    let (report, recording) = live_probe(&o, "probe");
     assert_eq!(report.probes.len(), requests().len());
     check_post_sampling(&report);
     // Some candidate is ruled out on most requests (transformers' defaults
@@ -251,7 +258,7 @@ fn post_sampling_names_llama_cpp_on_every_request() {
             ],
             None,
         );
-        let (_, mut rec) = server_probe::probe(&small, &registry()).expect("small probe");
+        let (_, mut rec) = live_probe(&small, "small probe");
         for e in &mut rec.exchanges {
             let Some(Value::Array(steps)) = e
                 .response
@@ -297,7 +304,7 @@ fn samples_name_llama_cpp_and_rule_out_temperature_first() {
         json!({}),
     ];
     let o = options(&url, requests, Some(400));
-    let (report, _) = server_probe::probe(&o, &registry()).expect("probe");
+    let (report, _) = live_probe(&o, "probe");
     for p in &report.probes {
         assert_eq!(p.mode, "samples");
         assert_eq!(p.samples, Some(400));
@@ -317,11 +324,11 @@ fn samples_name_llama_cpp_and_rule_out_temperature_first() {
             );
         }
         let right = by("llama.cpp").p_value.expect("p");
-        assert!(right > 0.01, "llama.cpp p = {right}");
+        assert!(right > server_probe::EXPLAIN_P, "llama.cpp p = {right}");
         assert_eq!(p.explained_by, ["llama.cpp"]);
         for wrong in ["llama.cpp[temperature first]", "hf-rust"] {
             let pv = by(wrong).p_value.expect("p");
-            assert!(pv < 1e-6, "{wrong} p = {pv}");
+            assert!(pv < server_probe::RULE_OUT_P, "{wrong} p = {pv}");
             assert_eq!(by(wrong).verdict, Verdict::RuledOut);
         }
     }
@@ -341,6 +348,7 @@ fn a_wrong_api_a_refused_request_and_a_dead_server_are_errors() {
     o.model = Some("m".into());
     o.samples = Some(1);
     let e = server_probe::probe(&o, &registry())
+        .0
         .unwrap_err()
         .to_string();
     assert!(e.contains("is this a ollama server"), "{e}");
@@ -349,12 +357,14 @@ fn a_wrong_api_a_refused_request_and_a_dead_server_are_errors() {
     o.prompt_ids = Some(vec![1, 2, 99_999_999]);
     o.prompt = None;
     let e = server_probe::probe(&o, &registry())
+        .0
         .unwrap_err()
         .to_string();
     assert!(e.contains("outside the server's vocabulary"), "{e}");
 
     let o = options(&url, vec![json!({"temperature": "hot"})], None);
     let e = server_probe::probe(&o, &registry())
+        .0
         .unwrap_err()
         .to_string();
     assert!(e.contains("refused the request (HTTP"), "{e}");
@@ -362,6 +372,7 @@ fn a_wrong_api_a_refused_request_and_a_dead_server_are_errors() {
     let dead = format!("http://127.0.0.1:{}", free_port());
     let o = options(&dead, vec![json!({})], None);
     let e = server_probe::probe(&o, &registry())
+        .0
         .unwrap_err()
         .to_string();
     assert!(e.contains("connection refused"), "{e}");
@@ -394,6 +405,7 @@ fn non_json_truncated_and_silent_answers_are_errors() {
         let mut o = options(&url, vec![json!({})], None);
         o.timeout_secs = 1;
         server_probe::probe(&o, &registry())
+            .0
             .unwrap_err()
             .to_string()
     };
@@ -426,7 +438,7 @@ fn the_openai_dialect_names_llama_cpp_behind_llama_servers_v1() {
     let mut o = options(&url, vec![json!({"temperature": 1.0})], Some(200));
     o.api = Api::Openai;
     o.top = Some(200);
-    let (report, _) = server_probe::probe(&o, &registry()).expect("probe");
+    let (report, _) = live_probe(&o, "probe");
     let p = &report.probes[0];
     assert_eq!(report.n_vocab, None);
     assert!(report.model.is_some());

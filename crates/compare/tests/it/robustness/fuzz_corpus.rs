@@ -52,7 +52,7 @@ fn fuzz_corpus_beam_recording_replays() {
 
 #[test]
 fn fuzz_corpus_probe_replay_replays() {
-    replay("probe_replay", harness::probe_replay, 4);
+    replay("probe_replay", harness::probe_replay, 5);
 }
 
 #[test]
