@@ -5,12 +5,12 @@
 #
 #   scripts/servers/record.sh [--check] [NAME ...]     NAME: vllm | mlx | serve (default: all three)
 #
-# For each NAME: start it (scripts/servers/start.sh, 127.0.0.1, a port of
-# 1870x), run issue #36's four requests (T 0.7; T 0.8 + top_p 0.9; T 1.0 +
+# For each NAME: start it (scripts/servers/start.sh, 127.0.0.1, port 18701,
+# 18702, 18703), run issue #36's four requests (T 0.7; T 0.8 + top_p 0.9; T 1.0 +
 # top_k 20; T 0.7 + min_p 0.1) through `compare probe --api <its dialect>
 # --record FILE` on the prompt "My favorite color is" (as ids where the server
-# takes them) with seed 1 and the probe's own choice of --samples (unless
-# SAMPLES=N is set), stop it by PID, and print the replayed verdicts. Without
+# takes them) with seed 1 and --samples 300 (vllm; about 0.6 s a draw here) or
+# 120 (mlx, serve: about 2 s a draw on two busy cores), or SAMPLES=N, stop it by PID, and print the replayed verdicts. Without
 # --check FILE is the fixture; with --check it is a temporary file, and the
 # verdicts of both (each replayed with `compare probe --replay F --format
 # json`: per request `explained_by` and each candidate's verdict) must be
@@ -66,15 +66,14 @@ for p in doc["probes"]:
 }
 
 status=0
-port=18700
 for name in "${names[@]}"; do
-    port=$((port + 1))
+    # One port per server, so that two record.sh can run at once.
     case "$name" in
-        vllm)  args=(--api vllm --prompt-ids "$PROMPT_IDS") ;;
-        mlx)   args=(--api mlx-lm --prompt "$PROMPT") ;;
-        serve) args=(--api transformers-serve --prompt "$PROMPT" --model "$model_dir") ;;
+        vllm)  port=18701; samples=300; args=(--api vllm --prompt-ids "$PROMPT_IDS") ;;
+        mlx)   port=18702; samples=120; args=(--api mlx-lm --prompt "$PROMPT") ;;
+        serve) port=18703; samples=120; args=(--api transformers-serve --prompt "$PROMPT" --model "$model_dir") ;;
     esac
-    [[ -n "${SAMPLES:-}" ]] && args+=(--samples "$SAMPLES")
+    args+=(--samples "${SAMPLES:-$samples}")
     out="$fixtures/$name.json"
     (( check )) && out="$tmp/$name.json"
     url="$("$servers_dir/start.sh" "$name" "$port")"
