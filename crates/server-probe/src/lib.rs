@@ -459,7 +459,7 @@ pub(crate) fn run(
     for (r, request) in options.requests.iter().enumerate() {
         let (routes, transformers) = candidates(options.api, request, registry);
         let evals = evaluate(&routes, &cells)?;
-        let power = power(&evals, &routes)?;
+        let power = power(&evals)?;
         let observed = match options.samples {
             None if options.api.has_post_sampling() => {
                 let n = info.n_vocab.unwrap_or(k);
@@ -862,7 +862,7 @@ struct Power {
     hardest: Option<(usize, usize, f64, Option<u64>)>,
 }
 
-fn power(evals: &[Eval], routes: &[Routed<'_>]) -> Result<Option<Power>, Error> {
+fn power(evals: &[Eval]) -> Result<Option<Power>, Error> {
     let mut hardest: Option<(usize, usize, f64, Option<u64>)> = None;
     let mut needed: Option<u64> = None;
     for i in 0..evals.len() {
@@ -1100,6 +1100,8 @@ fn analyse(
             explained_by.push(name);
         }
     }
+    // The power is a samples-mode figure.
+    let power = power.filter(|_| counts.is_some());
     let (closest, draws_needed) = match power.and_then(|p| p.hardest.as_ref().map(|h| (p, h))) {
         Some((p, &(i, j, _, _))) => (
             Some(vec![label_of(&routes[i]), label_of(&routes[j])]),

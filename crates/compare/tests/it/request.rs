@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use crate::helpers::{compare, text};
+use crate::helpers::{compare, text, usage_error};
 
 const TIES: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -224,4 +224,61 @@ fn the_ollama_go_engine_ignores_penalties() {
         "Ollama v0.6.2–v0.25 Go engine /api/generate, /api/chat (options)",
     );
     assert_eq!(go["params"]["ignored"]["repeat_penalty"], 1.5, "{go}");
+}
+
+/// `--expect-tv-below X --against ROUTE`: exit 0 when the route is within X
+/// of transformers on every bundled fixture, 1 with one line per fixture
+/// when it is not, and 1 naming the routes when ROUTE names none. (vLLM at
+/// temperature 0.7 on the SmolLM2 fixtures: TV 0.14 on write_k60, the
+/// largest, where transformers' default top_k 50 cuts and vLLM does not.)
+#[test]
+fn expect_tv_below_passes_and_fails_on_the_bundled_fixtures() {
+    let ok = compare(
+        &[
+            "request",
+            r#"{"temperature": 0.7}"#,
+            "--expect-tv-below",
+            "0.2",
+            "--against",
+            "vllm",
+        ],
+        "",
+    );
+    assert_eq!(ok.status.code(), Some(0), "{}", text(&ok.stderr));
+    let bad = compare(
+        &[
+            "request",
+            r#"{"temperature": 0.7}"#,
+            "--expect-tv-below",
+            "0.05",
+            "--against",
+            "vllm",
+        ],
+        "",
+    );
+    assert_eq!(bad.status.code(), Some(1), "{}", text(&bad.stderr));
+    assert!(
+        text(&bad.stderr).contains("write_k60: vllm serve /v1/chat/completions is at TV 1.396e-1"),
+        "{}",
+        text(&bad.stderr)
+    );
+    assert!(!bad.stdout.is_empty(), "the answer is still written");
+    let none = compare(
+        &[
+            "request",
+            "{}",
+            "--expect-tv-below",
+            "0.05",
+            "--against",
+            "nosuch",
+        ],
+        "",
+    );
+    assert_eq!(none.status.code(), Some(1));
+    assert!(text(&none.stderr).contains(r#"--against "nosuch" names no route"#));
+    usage_error(
+        "request",
+        &["{}", "--expect-tv-below", "2", "--against", "vllm"],
+        "is not a total variation in (0, 1]",
+    );
 }
