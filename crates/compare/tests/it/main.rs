@@ -9,6 +9,7 @@ mod fragile;
 mod helpers;
 mod html;
 mod probe;
+mod real_servers;
 mod registry;
 mod report;
 mod request;
