@@ -8,6 +8,7 @@ mod differential;
 mod fragile;
 mod helpers;
 mod probe;
+mod real_servers;
 mod registry;
 mod report;
 mod request;

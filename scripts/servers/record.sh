@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# Record `compare probe` sessions against the real servers into
+# fixtures/server-probe/<name>.json, or (--check) probe them again and compare
+# the verdicts with the committed recordings.
+#
+#   scripts/servers/record.sh [--check] [NAME ...]     NAME: vllm | mlx | serve (default: all three)
+#
+# For each NAME: start it (scripts/servers/start.sh, 127.0.0.1, port 18701,
+# 18702, 18703), run issue #36's four requests (T 0.7; T 0.8 + top_p 0.9; T 1.0 +
+# top_k 20; T 0.7 + min_p 0.1) through `compare probe --api <its dialect>
+# --record FILE` on the prompt "My favorite color is" (as ids where the server
+# takes them) with seed 1 and --samples 300 (vllm; about 0.6 s a draw here) or
+# 120 (mlx, serve: about 2 s a draw on two busy cores), or SAMPLES=N, stop it by PID, and print the replayed verdicts. Without
+# --check FILE is the fixture; with --check it is a temporary file, and the
+# verdicts of both (each replayed with `compare probe --replay F --format
+# json`: per request `explained_by` and each candidate's verdict) must be
+# equal, else exit 1. Exit 2 on bad arguments or a missing binary/venv.
+#
+# Needs: target/release/compare (cargo build --release -p compare), the venvs
+# of scripts/servers/<name>/setup.sh, and python3 (standard library) for the
+# verdict comparison. The fixture README (fixtures/server-probe/README.md)
+# names each server's version and command line.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+
+check=0
+names=()
+for a in "$@"; do
+    case "$a" in
+        --check) check=1 ;;
+        -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+        vllm|mlx|serve) names+=("$a") ;;
+        *) echo "record.sh: ${a@Q}: expected --check or a server name (vllm, mlx, serve)" >&2; exit 2 ;;
+    esac
+done
+[[ ${#names[@]} -gt 0 ]] || names=(vllm mlx serve)
+
+compare="${COMPARE:-$repo/target/release/compare}"
+[[ -x "$compare" ]] || { echo "record.sh: no $compare: cargo build --release -p compare" >&2; exit 2; }
+fixtures="$repo/fixtures/server-probe"
+tmp="$(mktemp -d)"
+running=""
+cleanup() {
+    [[ -n "$running" ]] && "$servers_dir/stop.sh" "$running" || true
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+PROMPT="My favorite color is"
+# The served tokenizer's ids for PROMPT (vLLM's /tokenize gives the same).
+PROMPT_IDS="[5965, 4932, 2380, 314]"
+requests=(--request '{"temperature": 0.7}'
+          --request '{"temperature": 0.8, "top_p": 0.9}'
+          --request '{"temperature": 1.0, "top_k": 20}'
+          --request '{"temperature": 0.7, "min_p": 0.1}')
+
+# The verdicts of a recording, as canonical JSON lines (one per request).
+verdicts() {
+    "$compare" probe --replay "$1" --format json | python3 -c '
+import json, sys
+doc = json.load(sys.stdin)
+for p in doc["probes"]:
+    cands = sorted((c["semantics"], c["endpoint"], c.get("variant") or "", c["verdict"]) for c in p["candidates"])
+    print(json.dumps({"request": p["request"], "explained_by": sorted(p["explained_by"]), "candidates": cands}, sort_keys=True))
+'
+}
+
+status=0
+for name in "${names[@]}"; do
+    # One port per server, so that two record.sh can run at once.
+    case "$name" in
+        vllm)  port=18701; samples=300; args=(--api vllm --prompt-ids "$PROMPT_IDS") ;;
+        mlx)   port=18702; samples=120; args=(--api mlx-lm --prompt "$PROMPT") ;;
+        serve) port=18703; samples=120; args=(--api transformers-serve --prompt "$PROMPT" --model "$model_dir") ;;
+    esac
+    args+=(--samples "${SAMPLES:-$samples}")
+    out="$fixtures/$name.json"
+    (( check )) && out="$tmp/$name.json"
+    url="$("$servers_dir/start.sh" "$name" "$port")"
+    running="$name"
+    echo "record.sh: $name: compare probe --server $url ${args[*]} (4 requests) --seed 1 --record $out" >&2
+    t0=$(date +%s)
+    rc=0
+    "$compare" probe --server "$url" "${args[@]}" "${requests[@]}" --seed 1 --timeout 600 \
+        --record "$out" >"$tmp/$name.txt" || rc=$?
+    echo "record.sh: $name: probe exit $rc after $(( $(date +%s) - t0 ))s" >&2
+    "$servers_dir/stop.sh" "$name"
+    running=""
+    if (( rc != 0 )); then
+        echo "record.sh: $name: the probe failed (exit $rc)" >&2
+        status=1
+        continue
+    fi
+    "$compare" probe --replay "$out" >&2
+    if (( check )); then
+        if diff <(verdicts "$fixtures/$name.json") <(verdicts "$out") >&2; then
+            echo "record.sh: $name: verdicts match fixtures/server-probe/$name.json" >&2
+        else
+            echo "record.sh: $name: verdicts differ from fixtures/server-probe/$name.json (above: < committed, > now)" >&2
+            status=1
+        fi
+    fi
+done
+exit "$status"
