@@ -8,6 +8,7 @@ mod differential;
 mod fragile;
 mod helpers;
 mod html;
+mod own_sampler;
 mod probe;
 mod registry;
 mod report;
