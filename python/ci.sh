@@ -22,7 +22,7 @@ rm -rf "$venv"
 # extension itself should appear once `cargo test --release` has run).
 log="$target/python-ci/build.log"
 echo "== pip install ./python (maturin, release profile, $target)" >&2
-CARGO_TARGET_DIR="$target" "$venv/bin/python" -m pip install -v --no-build-isolation \
+PATH="$venv/bin:$PATH" CARGO_TARGET_DIR="$target" "$venv/bin/python" -m pip install -v --no-build-isolation \
     --disable-pip-version-check ./python >"$log" 2>&1 || {
     tail -50 "$log" >&2
     exit 1
