@@ -65,9 +65,7 @@ fn transformers_recorded_probabilities_pass_and_one_token_too_many_is_named() {
     assert_eq!(lines[1]["only_yours"][0]["id"], extra);
     let why = lines[1]["explanation"].as_str().expect("explanation");
     assert!(
-        why.contains(&format!(
-            "1 token hf-rust never draws: token {extra} (p "
-        )),
+        why.contains(&format!("1 token hf-rust never draws: token {extra} (p ")),
         "{why}"
     );
     // Only the first record: exit 0; text for people; --dense adds the vector.
