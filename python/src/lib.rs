@@ -12,7 +12,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyList;
 
-use comparison::check::{self, Given, Item};
+use comparison::check::{Given, Item};
 use comparison::cli::{Format, RequestArgs, SemanticsArgs, TranslateArgs};
 use parity_core::arrays::Row;
 use parity_core::{AnySemantics, Context, Logits};
@@ -206,7 +206,8 @@ fn check<'py>(
         .zip(your_rows)
         .map(|(logits, yours)| Item { logits, yours })
         .collect();
-    let outcomes = py.detach(|| check::check_rows(&*prepared, &items, given, &context, dense));
+    let outcomes =
+        py.detach(|| comparison::check::check_rows(&*prepared, &items, given, &context, dense));
     let list = PyList::empty(py);
     for (i, outcome) in outcomes.into_iter().enumerate() {
         let outcome = outcome.map_err(|e| row_error(two_d, i, e))?;
@@ -296,6 +297,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(request_json, m)?)?;
     m.add_function(wrap_pyfunction!(translate_json, m)?)?;
     m.add("SAME_TOLERANCE", comparison::report::SAME_TOLERANCE)?;
-    m.add("SUM_TOLERANCE", check::SUM_TOLERANCE)?;
+    m.add("SUM_TOLERANCE", comparison::check::SUM_TOLERANCE)?;
     Ok(())
 }
