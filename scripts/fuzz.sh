@@ -14,7 +14,9 @@
 # safetensors fixture loader), hf_sampler (HfSampler at both SIMD levels
 # against the reference), probe_replay (a `compare probe --replay`
 # recording replayed against the registry), beam_recording (a beam
-# recording parsed and its runs replayed). Harnesses: fuzz/src/lib.rs.
+# recording parsed and its runs replayed), compare_check (`compare check`
+# records against every semantics), arrays (the .npy and safetensors array
+# readers of `compare check --logits/--probs`). Harnesses: fuzz/src/lib.rs.
 #
 # Works on the stable toolchain: cargo-fuzz needs nightly flags, which
 # RUSTC_BOOTSTRAP=1 unlocks. The default build has no sanitizer (the code is
@@ -29,7 +31,7 @@
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
-ALL_TARGETS=(compare_dist compare_diff compare_request speculative_args token_piece trace spec_line fixture hf_sampler probe_replay beam_recording gguf_metadata)
+ALL_TARGETS=(compare_dist compare_diff compare_request speculative_args token_piece trace spec_line fixture hf_sampler probe_replay beam_recording gguf_metadata compare_check arrays)
 export RUSTC_BOOTSTRAP=1
 SANITIZER=${FUZZ_SANITIZER:-none}
 BUILD_FLAGS=(-O --debug-assertions --sanitizer "$SANITIZER")

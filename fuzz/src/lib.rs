@@ -615,3 +615,79 @@ pub fn gguf_metadata(data: &[u8]) {
         }
     }
 }
+
+/// Target `compare_check`: the bytes as a `compare check` JSON-lines batch
+/// (records with `probs` or `logprobs`), through `comparison::check::run`
+/// under every semantics. One answer line per record; an answer's figures
+/// lie in [0, 1], its lists are tokens of the vocabulary, and a record that
+/// differs says why.
+pub fn compare_check(data: &[u8]) {
+    let engines = engines();
+    for semantics in engines.semantics.iter().map(|s| s.info().name) {
+        let args = comparison::cli::CheckRecordsArgs {
+            semantics: semantics.to_string(),
+            logits: None,
+            probs: None,
+            logprobs: None,
+            params: None,
+            input_ids: None,
+            prompt_len: None,
+            dense: false,
+            ignore_fragile: false,
+            format: comparison::cli::Format::Json,
+        };
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let (summary, _) =
+            comparison::check::run(&args, &engines, Cursor::new(data), &mut out, &mut err)
+                .unwrap_or_else(|e| panic!("{semantics:?}: in-memory I/O failed: {e:#}"));
+        let out = String::from_utf8(out).expect("stdout is UTF-8");
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(
+            lines.len(),
+            summary.records,
+            "{semantics:?}: one line per record"
+        );
+        for line in lines {
+            let value: Value = serde_json::from_str(line)
+                .unwrap_or_else(|e| panic!("{semantics:?}: output is not JSON ({e}): {line}"));
+            if value.get("error").is_some() {
+                continue;
+            }
+            let record = value["record"].as_u64().expect("record number");
+            assert!(record >= 1, "{line}");
+            // The line is the answer's fields and `record`.
+            let mut fields = value.clone();
+            fields.as_object_mut().expect("object").remove("record");
+            let checked: comparison::check::Checked = serde_json::from_value(fields)
+                .unwrap_or_else(|e| panic!("{semantics:?}: {e}: {line}"));
+            for x in [checked.tv, checked.max_abs_diff] {
+                assert!(
+                    (0.0..=1.0 + 1e-9).contains(&x),
+                    "{semantics:?}: figure {x}: {line}"
+                );
+            }
+            for t in checked.only_yours.iter().chain(&checked.only_semantics) {
+                assert!(t.id < checked.vocab && t.p > 0.0, "{semantics:?}: {line}");
+            }
+            let same = checked.verdict == comparison::report::Verdict::Same;
+            assert_eq!(same, checked.explanation.is_none(), "{semantics:?}: {line}");
+        }
+    }
+}
+
+/// Target `arrays`: the bytes as a `.npy` or safetensors array file, through
+/// `parity_core::arrays::from_bytes` (the readers of `compare check
+/// --logits/--probs`). An array read has rows of equal, non-zero width that
+/// hold every number; an error is a non-empty message.
+pub fn arrays(data: &[u8]) {
+    for tensor in [None, Some("x")] {
+        match parity_core::arrays::from_bytes(data, tensor) {
+            Ok(rows) => {
+                assert!(rows.rows > 0 && rows.width > 0);
+                let last = rows.row(rows.rows - 1);
+                assert_eq!(last.len(), rows.width);
+            }
+            Err(message) => assert!(!message.is_empty()),
+        }
+    }
+}

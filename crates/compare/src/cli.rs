@@ -4,8 +4,8 @@
 
 use clap::{Parser, Subcommand};
 use comparison::cli::{
-    BeamArgs, BenchArgs, DiffArgs, DistArgs, ProbeArgs, ReportArgs, RequestArgs, SemanticsArgs,
-    SpeculativeArgs, TiesArgs, TraceArgs, TranslateArgs,
+    BeamArgs, BenchArgs, CheckRecordsArgs, DiffArgs, DistArgs, ProbeArgs, ReportArgs, RequestArgs,
+    SemanticsArgs, SpeculativeArgs, TiesArgs, TraceArgs, TranslateArgs,
 };
 
 /// Check that LLM engines turn the same logits into the same next-token
@@ -30,6 +30,9 @@ pub enum Command {
     Dist(DistArgs),
     /// Read JSON-lines records (params = generate kwargs) on stdin; compare pairs of semantics on each.
     Diff(DiffArgs),
+    /// Check your own sampler: its probabilities (records on stdin, or .npy/safetensors files)
+    /// against one semantics' distribution for the same logits.
+    Check(CheckRecordsArgs),
     /// Send one OpenAI-style request to every engine: what each server samples with, and how far
     /// each lands from transformers on the fixtures.
     Request(RequestArgs),

@@ -11,8 +11,8 @@ use compare::cli::{Cli, Command};
 use compare::registry;
 use comparison::cli::ReportArgs;
 use comparison::{
-    Progress, beam, bench, diff, dist, probe, report, request, semantics, speculative, ties, trace,
-    translate,
+    Progress, beam, bench, check, diff, dist, probe, report, request, semantics, speculative, ties,
+    trace, translate,
 };
 
 fn main() -> ExitCode {
@@ -25,28 +25,10 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS,
         Err(err) => {
-            let _ = writeln!(io::stderr(), "error: {}", chain_text(&err));
+            let _ = writeln!(io::stderr(), "error: {}", comparison::error_text(&err));
             ExitCode::from(2)
         }
     }
-}
-
-/// The error and its causes, `: `-separated like anyhow's `{:#}`, but each
-/// cause only once: a message that already quotes its cause (an OS error a
-/// library put in its own text and also gave as the source) does not repeat it.
-fn chain_text(err: &anyhow::Error) -> String {
-    let mut text = String::new();
-    for cause in err.chain() {
-        let part = cause.to_string();
-        if text.contains(&part) {
-            continue;
-        }
-        if !text.is_empty() {
-            text.push_str(": ");
-        }
-        text.push_str(&part);
-    }
-    text
 }
 
 /// Runs one command: its engines from the registry, one library call, its
@@ -63,6 +45,7 @@ fn run(cli: Cli, options: &registry::Options) -> anyhow::Result<ExitCode> {
         Command::Report(_)
             | Command::Dist(_)
             | Command::Diff(_)
+            | Command::Check(_)
             | Command::Beam(_)
             | Command::Probe(_)
             | Command::Request(_)
@@ -96,6 +79,17 @@ fn run(cli: Cli, options: &registry::Options) -> anyhow::Result<ExitCode> {
             // Like `report`: a run that compares nothing must not pass a check.
             anyhow::ensure!(summary.records > 0, "{NO_RECORD}");
             summary.failed > 0 || (args.fail_on.is_some() && differing > 0)
+        }
+        Command::Check(args) => {
+            let (_, engines) = engines(None)?;
+            let (summary, failing) =
+                check::run(&args, &engines, io::stdin().lock(), &mut out, io::stderr())?;
+            anyhow::ensure!(
+                summary.records > 0,
+                "nothing checked: no record on stdin (one JSON object per line: logits, params, \
+                 probs, ...)"
+            );
+            summary.failed > 0 || failing > 0
         }
         Command::Request(args) => {
             let (config, engines) = engines(args.generation_config.as_deref())?;

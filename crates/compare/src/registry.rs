@@ -371,6 +371,14 @@ pub fn with_registry(command: clap::Command) -> clap::Command {
                 )
             }))
         })
+        .mut_subcommand("check", |c| {
+            c.mut_arg("semantics", |a| {
+                add(
+                    a.value_parser(semantics_name(names.clone())),
+                    semantics_list.clone(),
+                )
+            })
+        })
         .mut_subcommand("trace", |c| {
             c.mut_arg("port", |a| {
                 add(a, format!("[default: {port}] [ports: {port_names}]"))

@@ -230,6 +230,48 @@ pub struct DiffArgs {
     pub vocab: VocabArg,
 }
 
+/// Arguments of `compare check`.
+#[derive(Debug, Clone, Args)]
+pub struct CheckRecordsArgs {
+    /// The semantics your probabilities are checked against; each record's `params` are its own
+    /// (as `compare dist` reads them).
+    #[arg(long)]
+    pub semantics: String,
+    /// Logits as rows of a binary file instead of records on stdin: `.npy` or safetensors
+    /// ([V] or [N, V], float32 or float64; FILE:NAME picks a safetensors tensor).
+    #[arg(long, value_name = "FILE")]
+    pub logits: Option<String>,
+    /// With --logits: your probabilities, one row per row of logits (same formats).
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "logits",
+        conflicts_with = "logprobs"
+    )]
+    pub probs: Option<String>,
+    /// With --logits: your log-probabilities instead (-inf for a token never drawn).
+    #[arg(long, value_name = "FILE", requires = "logits")]
+    pub logprobs: Option<String>,
+    /// With --logits: the semantics' params for every row, a JSON object.
+    #[arg(long, value_name = "JSON", requires = "logits")]
+    pub params: Option<String>,
+    /// With --logits: every row's context, a JSON array of token ids.
+    #[arg(long, value_name = "JSON", requires = "logits")]
+    pub input_ids: Option<String>,
+    /// With --logits: how many of --input-ids are prompt [default: all].
+    #[arg(long, value_name = "N", requires = "logits")]
+    pub prompt_len: Option<usize>,
+    /// Also print the semantics' whole distribution (`probs`, V numbers) per record.
+    #[arg(long)]
+    pub dense: bool,
+    /// Pass records whose whole difference is a decision float rounding could flip.
+    #[arg(long)]
+    pub ignore_fragile: bool,
+    /// Output: a line per record for people, or one JSON object per record (docs/python.md).
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Format,
+}
+
 /// What fails a check besides the thresholds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum FailOn {

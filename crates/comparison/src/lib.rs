@@ -22,6 +22,7 @@ mod progress;
 
 pub mod beam;
 pub mod bench;
+pub mod check;
 pub mod diff;
 pub mod dist;
 pub mod probe;
@@ -45,4 +46,24 @@ pub fn json_object_arg(
 ) -> anyhow::Result<serde_json::Map<String, serde_json::Value>> {
     use anyhow::Context;
     serde_json::from_str(text).with_context(|| format!("{flag} is not a JSON object: {text}"))
+}
+
+/// An error and its causes as `compare` prints them (and the Python
+/// package raises them): `: `-separated like anyhow's `{:#}`, but each cause
+/// only once: a message that already quotes its cause (an OS error a
+/// library put in its own text and also gave as the source) does not
+/// repeat it.
+pub fn error_text(err: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in err.chain() {
+        let part = cause.to_string();
+        if text.contains(&part) {
+            continue;
+        }
+        if !text.is_empty() {
+            text.push_str(": ");
+        }
+        text.push_str(&part);
+    }
+    text
 }

@@ -13,6 +13,7 @@
 
 #![deny(missing_docs)]
 
+pub mod arrays;
 pub mod fixture;
 pub mod fragile;
 pub mod gguf;

@@ -98,12 +98,47 @@ pub struct Record {
     /// The semantics' parameters.
     #[serde(default)]
     pub params: Map<String, Value>,
+    /// The user's own probabilities for these logits (`compare check`
+    /// only; [`Record::parse`] refuses them).
+    #[serde(default)]
+    pub probs: Option<RawLogits>,
+    /// The same as natural logarithms (`-inf` for a token never drawn).
+    #[serde(default)]
+    pub logprobs: Option<RawLogits>,
 }
+
+/// What a record is, for messages about input that is not one.
+pub const RECORD_SHAPE: &str = "a record is one JSON object per line, such as \
+     {\"logits\": [3, 2, \"-inf\"], \"params\": {\"top_k\": 2}} (fields: logits, params, \
+     input_ids, prompt_len)";
 
 impl Record {
     /// Parses one line (Python's `-Infinity`, `Infinity` and `NaN` read as
     /// [`python_floats`] says).
+    /// A bare JSON array (`[[3, 2, 1], [1, 2, 0]]`, a torch dump) is
+    /// refused with what a record is: serde would otherwise read it by
+    /// position as `[logits, input_ids, ...]`.
     pub fn parse(line: &[u8]) -> Result<Self, String> {
+        let record = Self::parse_with_probs(line)?;
+        for (field, value) in [("probs", &record.probs), ("logprobs", &record.logprobs)] {
+            if value.is_some() {
+                return Err(format!(
+                    "invalid record: `{field}` is read by `compare check` (your own \
+                     probabilities against a semantics); this command computes them"
+                ));
+            }
+        }
+        Ok(record)
+    }
+
+    /// [`Record::parse`], also reading `probs` or `logprobs` (`compare check`).
+    pub fn parse_with_probs(line: &[u8]) -> Result<Self, String> {
+        // Anything else that is not an object serde refuses itself.
+        if line.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[') {
+            return Err(format!(
+                "invalid record: a bare JSON array, not a record; {RECORD_SHAPE}"
+            ));
+        }
         serde_json::from_slice(&python_floats(line)).map_err(|e| format!("invalid record: {e}"))
     }
 
@@ -193,17 +228,24 @@ impl RawLogits {
     /// The logits as written: any JSON number, or `"-inf"`. Errors name the
     /// index and quote the value; an empty array is an error too.
     pub fn to_logits(&self) -> Result<Logits, String> {
-        self.convert(|_, x| Ok(x)).map(Logits)
+        self.convert("logits", |_, x| Ok(x)).map(Logits)
+    }
+
+    /// The numbers of field `field` (`probs`, `logprobs`): any JSON number
+    /// or `"-inf"`, named by field and index otherwise.
+    pub fn to_f64(&self, field: &str) -> Result<Vec<f64>, String> {
+        self.convert(field, |_, x| Ok(x))
     }
 
     /// Numbers through `number(index, value)`, `"-inf"` to -inf, anything
     /// else an error naming its index; an empty array is an error too.
     fn convert<T: From<f32>>(
         &self,
+        field: &str,
         number: impl Fn(usize, f64) -> Result<T, String>,
     ) -> Result<Vec<T>, String> {
         if self.0.is_empty() {
-            return Err("`logits` must not be empty".into());
+            return Err(format!("`{field}` must not be empty"));
         }
         self.0
             .iter()
@@ -211,16 +253,35 @@ impl RawLogits {
             .map(|(i, raw)| match raw {
                 RawLogit::Number(x) => number(i, *x),
                 RawLogit::Text(s) if s == "-inf" => Ok(T::from(f32::NEG_INFINITY)),
-                RawLogit::Text(s) => Err(not_a_logit(i, &format!("{s:?}"))),
-                RawLogit::Other(what) => Err(not_a_logit(i, what)),
+                RawLogit::Text(s) => Err(not_a_number(field, i, &format!("{s:?}"))),
+                RawLogit::Other(what) => Err(not_a_number(field, i, what)),
             })
             .collect()
     }
 }
 
-/// The error for a logit that is neither a number nor `"-inf"`.
-fn not_a_logit(index: usize, got: &str) -> String {
-    format!("`logits[{index}]` must be a finite number or the string \"-inf\", got {got}")
+/// The error for an entry that is neither a number nor `"-inf"`.
+fn not_a_number(field: &str, index: usize, got: &str) -> String {
+    format!("`{field}[{index}]` must be a finite number or the string \"-inf\", got {got}")
+}
+
+impl Logits {
+    /// Logits from numbers a program holds (a NumPy array, a binary file's
+    /// row): finite or `-inf`; NaN and `+inf` are refused with their index,
+    /// in the words the JSON reader uses.
+    pub fn from_f64(values: Vec<f64>) -> Result<Self, String> {
+        if values.is_empty() {
+            return Err("`logits` must not be empty".into());
+        }
+        if let Some(i) = values
+            .iter()
+            .position(|x| x.is_nan() || *x == f64::INFINITY)
+        {
+            let got = if values[i].is_nan() { "nan" } else { "inf" };
+            return Err(not_a_number("logits", i, &format!("{got:?}")));
+        }
+        Ok(Self(values))
+    }
 }
 
 impl<'de> Deserialize<'de> for RawLogits {
@@ -346,6 +407,39 @@ mod tests {
         assert_eq!(
             r.prompt_len().unwrap_err(),
             "`prompt_len` must be a non-negative integer, got -1"
+        );
+    }
+
+    #[test]
+    fn a_bare_array_is_not_a_record() {
+        // serde would read it by position as [logits, input_ids]: a greedy record.
+        for line in ["[[3,2,1],[1,2,0]]", " [[0.1, 0.2]]", "[]"] {
+            let err = Record::parse(line.as_bytes()).unwrap_err();
+            assert!(err.contains(RECORD_SHAPE), "{line}: {err}");
+        }
+        let err = Record::parse(b"[[3,2,1],[1,2,0]]").unwrap_err();
+        assert!(
+            err.starts_with("invalid record: a bare JSON array"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn probs_are_for_check_only() {
+        let line = br#"{"logits": [0, 1], "probs": [0.25, 0.75]}"#;
+        let err = Record::parse(line).unwrap_err();
+        assert!(err.contains("`probs` is read by `compare check`"), "{err}");
+        let r = Record::parse_with_probs(line).expect("check reads them");
+        let probs = r.probs.expect("present").to_f64("probs").expect("numbers");
+        assert_eq!(probs, vec![0.25, 0.75]);
+        let r = Record::parse_with_probs(br#"{"logits": [0], "logprobs": [true]}"#).expect("JSON");
+        assert_eq!(
+            r.logprobs.expect("present").to_f64("logprobs").unwrap_err(),
+            "`logprobs[0]` must be a finite number or the string \"-inf\", got a boolean"
+        );
+        assert_eq!(
+            Logits::from_f64(vec![0.0, f64::NAN]).unwrap_err(),
+            "`logits[1]` must be a finite number or the string \"-inf\", got \"nan\""
         );
     }
 

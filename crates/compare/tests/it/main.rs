@@ -7,6 +7,7 @@ mod cli;
 mod differential;
 mod fragile;
 mod helpers;
+mod own_sampler;
 mod probe;
 mod real_servers;
 mod registry;

@@ -295,7 +295,7 @@ impl<'a> CaseRows<'a> {
                 self.prove(&mut row, &mut reasons, semantics, fix, reference);
             }
             row.reason = Some(reasons.join("; "));
-            row.only_fragile = only_fragile(&cmp, &row);
+            row.only_fragile = only_fragile(&cmp, &row.fragile, row.penalty.as_ref());
         }
         Ok(row)
     }
@@ -310,14 +310,7 @@ impl<'a> CaseRows<'a> {
                     x.kind == f.kind && x.tokens == f.tokens && x.margin_ulps == f.margin_ulps
                 });
                 if !seen {
-                    rows.push(FragileRow {
-                        semantics: side.name.to_string(),
-                        kind: f.kind,
-                        tokens: f.tokens,
-                        margin_ulps: f.margin_ulps,
-                        penalised: f.penalised,
-                        detail: f.detail,
-                    });
+                    rows.push(fragile_row(side.name, f));
                 }
             }
         }
@@ -643,15 +636,28 @@ pub(crate) fn verdict(cmp: &Comparison, penalty: Option<&Penalty>) -> Verdict {
 /// Whether a differing row differs only in tokens its fragile decisions
 /// name: the kept sets differ, every token kept by one side only is one of
 /// them, and the penalised logits (if any) agree.
-fn only_fragile(cmp: &Comparison, row: &Row) -> bool {
-    let named = |id: usize| row.fragile.iter().any(|f| f.tokens.contains(&id));
+pub(crate) fn only_fragile(
+    cmp: &Comparison,
+    fragile: &[FragileRow],
+    penalty: Option<&Penalty>,
+) -> bool {
+    let named = |id: usize| fragile.iter().any(|f| f.tokens.contains(&id));
     let differing = cmp.only_left.iter().chain(&cmp.only_right);
     !(cmp.only_left.is_empty() && cmp.only_right.is_empty())
         && differing.clone().all(|t| named(t.id))
-        && row
-            .penalty
-            .as_ref()
-            .is_none_or(|p| p.max_logit_diff <= SAME_TOLERANCE)
+        && penalty.is_none_or(|p| p.max_logit_diff <= SAME_TOLERANCE)
+}
+
+/// A semantics' fragile decision as a row lists it.
+pub(crate) fn fragile_row(semantics: &str, f: parity_core::Fragile) -> FragileRow {
+    FragileRow {
+        semantics: semantics.to_string(),
+        kind: f.kind,
+        tokens: f.tokens,
+        margin_ulps: f.margin_ulps,
+        penalised: f.penalised,
+        detail: f.detail,
+    }
 }
 
 /// What differs, plainly, when no known rule explains it.

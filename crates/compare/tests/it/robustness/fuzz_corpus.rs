@@ -96,3 +96,13 @@ fn fuzz_corpus_fixture_replays() {
 fn fuzz_corpus_speculative_args_replays() {
     replay("speculative_args", harness::speculative_args, 7);
 }
+
+#[test]
+fn fuzz_corpus_compare_check_replays() {
+    replay("compare_check", harness::compare_check, 5);
+}
+
+#[test]
+fn fuzz_corpus_arrays_replays() {
+    replay("arrays", harness::arrays, 10);
+}

@@ -25,7 +25,11 @@ fn malformed_json_is_an_invalid_record_under_every_semantics() {
                     r#"{"logits": [1]} trailing"#,
                     "invalid record: trailing characters",
                 ),
-                ("[1, 2]", "invalid record: invalid type: integer `1`"),
+                (
+                    "[1, 2]",
+                    "invalid record: a bare JSON array, not a record; a record is one JSON \
+                     object per line",
+                ),
                 (
                     "null",
                     "invalid record: invalid type: null, expected struct Record",
