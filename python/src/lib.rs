@@ -248,6 +248,9 @@ fn request_json(
         request: body,
         fixtures,
         generation_config,
+        expect_tv_below: None,
+        against: None,
+        allow_unknown: false,
         format: Format::Json,
     };
     py.detach(|| {

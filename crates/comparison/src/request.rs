@@ -155,7 +155,16 @@ pub fn run(
             write_send(&answer, wrap_width(), out)?;
         }
     }
-    Ok(())
+    Ok(match (args.expect_tv_below, &args.against) {
+        (Some(bar), Some(against)) => {
+            let failures = expect_tv_below(&answer, against, bar);
+            for f in &failures {
+                eprintln!("--expect-tv-below {bar}: {f}");
+            }
+            !failures.is_empty()
+        }
+        _ => false,
+    })
 }
 
 /// The "what to send" lines, one per endpoint, after the tables.
@@ -175,16 +184,7 @@ fn write_send(answer: &Answer, width: usize, out: &mut dyn Write) -> io::Result<
             &send::text(s),
         )?;
     }
-    Ok(match (args.expect_tv_below, &args.against) {
-        (Some(bar), Some(against)) => {
-            let failures = expect_tv_below(&answer, against, bar);
-            for f in &failures {
-                eprintln!("--expect-tv-below {bar}: {f}");
-            }
-            !failures.is_empty()
-        }
-        _ => false,
-    })
+    Ok(())
 }
 
 /// The routes named by `against` (an endpoint, or every route of a

@@ -1,0 +1,354 @@
+//! llama.cpp's and Ollama's next-token sampling as sampling-parity semantics.
+//!
+//! [`LlamaCpp`] (`llama.cpp`) is the sampler chain llama-server builds for a
+//! `/completion` request (`common_sampler_init`, common/sampling.cpp), with
+//! the request fields, defaults, clamps and errors of that server
+//! (tools/server/server-schema.cpp), all at llama.cpp commit 0c1e57098 — the
+//! tree llama-cpp-python 0.3.36 vendors. [`Ollama`] (`ollama`, module
+//! [`ollama`]) is the request Ollama sends to its llama-server for a given
+//! `options` object layered over Ollama's defaults and the model's own
+//! parameters, run through the same chain.
+//!
+//! Each answers with the exact distribution the chain's final `dist` sampler
+//! draws from: the candidates the samplers leave, with the probabilities
+//! `dist` computes (`expf(logit - max)` summed in double, then normalised to
+//! float). XTC with a probability strictly between 0 and 1 makes the answer
+//! the exact mixture of its two branches, weighted by the share of its RNG's
+//! outputs that trigger it. With `"seed"` and `"draws": N` in the params the
+//! answer also carries the first N tokens a fresh chain seeded with that seed
+//! returns when applied N times to the same logits (with a seed and no
+//! `draws`, the one token llama-server itself would sample).
+//!
+//! Hand-written replicas (no C code is linked): `std::mt19937` and
+//! libstdc++ 12's `generate_canonical` ([`mt`]), libstdc++ 12's `std::sort`
+//! and `std::partial_sort` ([`parity_core::stl`]), and every CPU sampler of
+//! src/llama-sampler.cpp including llama.cpp's bucket sort ([`chain`]). Where
+//! C++ leaves a conversion undefined (a float out of `int` range), the x86-64
+//! result is reproduced. `expf`/`logf`/`powf` come from the platform libm
+//! through Rust's float methods, as llama.cpp's do.
+//!
+//! Verified against the real chain: `scripts/reference/llamacpp/record.py`
+//! drives llama.cpp's own samplers through llama-cpp-python's low-level API on
+//! every fixture's logits and records kept candidates, probabilities and 100
+//! seeded draws per case into `fixtures/llamacpp/cases.jsonl`; the tests in
+//! `tests/it/` replay every case. See docs/engines/llamacpp.md.
+//!
+//! Not reproduced (refused with an error that says so): DRY, `ignore_eos`,
+//! text keys in `logit_bias`, grammars and `infill` (they need the model's
+//! vocabulary or tokenizer), mirostat and `adaptive_p` (they replace `dist`),
+//! backend sampling, and suppress-token lists a GGUF may carry.
+
+#![deny(missing_docs)]
+
+mod chain;
+pub mod defaults;
+mod engine;
+mod mt;
+pub mod ollama;
+mod params;
+pub mod port;
+mod seed;
+mod served;
+pub mod translate;
+
+use serde_json::{Map, Value, json};
+
+use parity_core::{
+    Against, Context, Described, Distribution, Error, Explanation, Fix, Info, Logits, ParamInfo,
+    Route, Semantics,
+};
+
+pub use defaults::ServerDefaults;
+pub use ollama::Ollama;
+pub use params::ServerParams;
+pub use port::LlamaCppPort;
+pub use served::LlamaServer;
+
+/// llama.cpp's sampler chain as llama-server runs it.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LlamaCpp;
+
+const LLAMA_PARAMS: &[ParamInfo] = &[
+    ParamInfo {
+        name: "temperature",
+        default: "0.8",
+        meaning: "temperature, applied where `samplers` puts it (last by default); <= 0 is greedy; clamped to >= 0",
+    },
+    ParamInfo {
+        name: "dynatemp_range",
+        default: "0.0",
+        meaning: "dynamic temperature: [temperature - range, temperature + range] by entropy",
+    },
+    ParamInfo {
+        name: "dynatemp_exponent",
+        default: "1.0",
+        meaning: "dynamic temperature exponent",
+    },
+    ParamInfo {
+        name: "top_k",
+        default: "40",
+        meaning: "keep exactly k (ties cut by sort order); 0 disables; clamped to >= 0",
+    },
+    ParamInfo {
+        name: "top_p",
+        default: "0.95",
+        meaning: "keep until the cumulative p reaches top_p; 1 disables; clamped to [0, 1]",
+    },
+    ParamInfo {
+        name: "min_p",
+        default: "0.05",
+        meaning: "keep logit >= max + ln(min_p); 0 disables; clamped to [0, 1]",
+    },
+    ParamInfo {
+        name: "top_n_sigma",
+        default: "-1.0",
+        meaning: "mask logits below max - n * std; <= 0 disables",
+    },
+    ParamInfo {
+        name: "xtc_probability",
+        default: "0.0",
+        meaning: "chance that XTC removes the top tokens; clamped to [0, 1]",
+    },
+    ParamInfo {
+        name: "xtc_threshold",
+        default: "0.1",
+        meaning: "XTC probability threshold; > 0.5 disables",
+    },
+    ParamInfo {
+        name: "typical_p",
+        default: "1.0",
+        meaning: "locally typical sampling; >= 1 disables",
+    },
+    ParamInfo {
+        name: "repeat_last_n",
+        default: "64",
+        meaning: "penalty window: last n ids of the whole context, prompt included; 0 disables; < 0 is an error",
+    },
+    ParamInfo {
+        name: "repeat_penalty",
+        default: "1.0",
+        meaning: "divide positive / multiply non-positive logits of ids in the window",
+    },
+    ParamInfo {
+        name: "frequency_penalty",
+        default: "0.0",
+        meaning: "subtract count * value",
+    },
+    ParamInfo {
+        name: "presence_penalty",
+        default: "0.0",
+        meaning: "subtract value once per id in the window",
+    },
+    ParamInfo {
+        name: "min_keep",
+        default: "0",
+        meaning: "top_p, min_p, typical and XTC keep at least this many",
+    },
+    ParamInfo {
+        name: "samplers",
+        default: "[\"penalties\",\"dry\",\"top_n_sigma\",\"top_k\",\"typ_p\",\"top_p\",\"min_p\",\"xtc\",\"temperature\"]",
+        meaning: "chain order (names or one-letter codes); unknown names dropped",
+    },
+    ParamInfo {
+        name: "logit_bias",
+        default: "[]",
+        meaning: "[[id, bias], ...] or {\"id\": bias}; false bans",
+    },
+    ParamInfo {
+        name: "seed",
+        default: "-1",
+        meaning: "RNG seed of dist and XTC; -1 is random",
+    },
+    ParamInfo {
+        name: "draws",
+        default: "1 with a seed, else none",
+        meaning: "(not a server field) replay this many seeded draws; needs seed",
+    },
+];
+
+static LLAMA_INFO: Info = Info {
+    name: "llama.cpp",
+    engine: "llama.cpp 0c1e57098 (llama-cpp-python 0.3.36), llama-server /completion",
+    summary: "llama-server's sampler chain: penalties, top_k 40, top_p 0.95, min_p 0.05, temperature last, then dist; exact-k ties by libstdc++ sort order",
+    verified_against: "the real llama.cpp sampler chain via llama-cpp-python 0.3.36 on every SmolLM2 and edge fixture (fixtures/llamacpp/cases.jsonl): kept sets, probabilities and 100 seeded draws per case",
+    params: LLAMA_PARAMS,
+};
+
+impl Semantics for LlamaCpp {
+    type Params = ServerParams;
+
+    fn info(&self) -> &'static Info {
+        &LLAMA_INFO
+    }
+
+    fn parse_params(&self, params: &Map<String, Value>) -> Result<ServerParams, Error> {
+        params::parse(params)
+    }
+
+    fn distribution(
+        &self,
+        logits: &Logits,
+        context: &Context<'_>,
+        params: &ServerParams,
+    ) -> Result<Distribution, Error> {
+        engine::distribution(params, logits, context)
+    }
+
+    fn from_generate(&self, kwargs: &Map<String, Value>) -> Option<Result<ServerParams, Error>> {
+        let request = request_for_generate(kwargs)?;
+        Some(params::parse(&request))
+    }
+
+    fn translate(
+        &self,
+        kwargs: &Map<String, Value>,
+        options: &parity_core::TranslateOptions,
+    ) -> Option<Result<parity_core::Translation, Error>> {
+        Some(Ok(translate::translation(kwargs, options)))
+    }
+
+    fn seed(&self) -> &'static [parity_core::RouteSeed] {
+        seed::LLAMA_SERVER
+    }
+
+    /// llama-server's `/v1/chat/completions` reads the same field names as
+    /// `/completion` (tools/server/server-common.cpp
+    /// `oaicompat_chat_params_parse` passes them through), ignores the ones
+    /// it does not know, fills in its built-in defaults (this server was
+    /// given no model file and no flags: [`LlamaServer`] has them) and
+    /// reads no generation config of its own.
+    fn from_request(
+        &self,
+        request: &Map<String, Value>,
+        _generation_config: Option<&Map<String, Value>>,
+    ) -> Vec<Route<ServerParams>> {
+        served::routes(&ServerDefaults::default(), request)
+    }
+
+    fn describe(&self, params: &ServerParams) -> Option<Described> {
+        Some(Described::Fields(params.describe()))
+    }
+
+    fn explain(&self, row: &Against<'_>, params: &ServerParams) -> Explanation {
+        explain(row, params)
+    }
+}
+
+/// The llama-server request a user porting `generate(**kwargs)` writes by
+/// reading the kwargs literally: `temperature`, `top_k`, `top_p`, `min_p`,
+/// `typical_p` under the same names, `repetition_penalty` as
+/// `repeat_penalty`, and greedy decoding (`do_sample` false or absent) as
+/// `temperature` 0. Everything else llama-server fills with its defaults.
+/// `None` when the kwargs use something llama.cpp has no field for
+/// (`epsilon_cutoff`, `eta_cutoff`, `no_repeat_ngram_size`, …) with an
+/// active value.
+pub fn request_for_generate(kwargs: &Map<String, Value>) -> Option<Map<String, Value>> {
+    if !translate::unmatched(kwargs).is_empty() {
+        return None;
+    }
+    let mut out = Map::new();
+    let sample = kwargs
+        .get("do_sample")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    for (key, val) in kwargs {
+        match key.as_str() {
+            "do_sample" => {}
+            "temperature" | "top_k" | "top_p" | "min_p" | "typical_p" if sample => {
+                out.insert(key.clone(), val.clone());
+            }
+            "temperature" | "top_k" | "top_p" | "min_p" | "typical_p" => {}
+            "repetition_penalty" => {
+                out.insert("repeat_penalty".into(), val.clone());
+            }
+            _ => {}
+        }
+    }
+    if !sample {
+        out.insert("temperature".into(), json!(0.0));
+    }
+    Some(out)
+}
+
+fn kw_f64(kwargs: &Map<String, Value>, key: &str) -> Option<f64> {
+    kwargs.get(key).and_then(Value::as_f64)
+}
+
+/// Why llama.cpp's chain differs from transformers on a row, in words, and
+/// the request that removes the differences the chain can remove.
+fn explain(row: &Against<'_>, p: &ServerParams) -> Explanation {
+    let kw = row.kwargs;
+    let sample = kw
+        .get("do_sample")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    let mut reasons = Vec::new();
+    let filters_active = p.top_p < 1.0 || p.min_p > 0.0 || p.typ_p < 1.0;
+    let temp_pos = p
+        .samplers
+        .iter()
+        .position(|s| *s == params::SamplerType::Temperature);
+    let temp_last = temp_pos.is_some_and(|t| {
+        p.samplers[t + 1..].iter().all(|s| {
+            !matches!(
+                s,
+                params::SamplerType::TopP
+                    | params::SamplerType::MinP
+                    | params::SamplerType::TypicalP
+            )
+        })
+    });
+    if sample && p.temp > 0.0 && p.temp != 1.0 && filters_active && temp_last {
+        reasons.push(format!(
+            "temperature {} is applied last: top-p/min-p/typical see the untempered distribution (transformers applies temperature first)",
+            p.temp
+        ));
+    }
+    if sample {
+        let mut added = Vec::new();
+        if !kw.contains_key("top_k") && p.top_k > 0 {
+            added.push(format!("top_k {} (transformers: 50)", p.top_k));
+        }
+        if !kw.contains_key("top_p") && p.top_p < 1.0 {
+            added.push(format!("top_p {}", p.top_p));
+        }
+        if !kw.contains_key("min_p") && p.min_p > 0.0 {
+            added.push(format!("min_p {}", p.min_p));
+        }
+        if !kw.contains_key("temperature") && p.temp != 1.0 {
+            added.push(format!("temperature {} (transformers: 1)", p.temp));
+        }
+        if !added.is_empty() {
+            reasons.push(format!(
+                "fields the request leaves out get the engine's defaults: {}",
+                added.join(", ")
+            ));
+        }
+    }
+    if p.top_k > 0 {
+        let k = p.top_k as usize;
+        let mut sorted: Vec<f32> = row.logits.to_vec();
+        sorted.sort_by(|a, b| b.total_cmp(a));
+        if k < sorted.len() && sorted[k - 1] == sorted[k] {
+            reasons.push(format!(
+                "top_k keeps exactly {k}: the logits tie at the k-th value and llama.cpp cuts the tie by its sort order (transformers keeps every tied token)"
+            ));
+        }
+    }
+    let rep = kw_f64(kw, "repetition_penalty").unwrap_or(1.0);
+    let n = row.context.input_ids().len();
+    if rep != 1.0 && p.penalty_last_n >= 0 && (p.penalty_last_n as usize) < n {
+        let (missed, in_prompt) = row
+            .context
+            .missed_by_window(p.penalty_last_n as usize, row.logits.len());
+        reasons.push(format!(
+            "the repeat penalty covers only the last {} ids (prompt included); transformers penalises all {n}: {missed} ids escape it ({in_prompt} of them from the prompt)",
+            p.penalty_last_n
+        ));
+    }
+    let fix = translate::matching_request(kw, n).ok().map(|params| Fix {
+        text: translate::RECIPE.into(),
+        params,
+    });
+    Explanation { reasons, fix }
+}

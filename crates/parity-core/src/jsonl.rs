@@ -276,7 +276,8 @@ mod tests {
             err,
             concat!(
                 r#"error: line 1: invalid record: unknown field `\nx\u{1b}[2J`, "#,
-                "expected one of `logits`, `input_ids`, `prompt_len`, `params` at line 1 column 30\n"
+                "expected one of `logits`, `input_ids`, `prompt_len`, `params`, `probs`, `logprobs` \
+                 at line 1 column 30\n"
             )
         );
         assert!(out.contains(r#"unknown field `\nx\u001b[2J`"#), "{out}");

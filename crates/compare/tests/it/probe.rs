@@ -5,6 +5,8 @@
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 
+use serde_json::Value;
+
 use crate::helpers::{compare, text, usage_error};
 
 fn repo() -> PathBuf {

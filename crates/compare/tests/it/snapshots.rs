@@ -55,6 +55,23 @@ fn dist_hf_three_records() {
     );
 }
 
+/// Pins `compare check --semantics hf-rust`: a sampler that puts all its
+/// mass on the top token where transformers samples the whole vocabulary
+/// (exit 1, explained), and one that matches on two equal logits.
+#[test]
+fn check_hf_rust_two_records() {
+    snapshot!(
+        "check_hf_rust_two_records",
+        &["check", "--semantics", "hf-rust"],
+        concat!(
+            r#"{"logits": [2, 1, 0], "params": {"do_sample": true}, "probs": [1, 0, 0]}"#,
+            "\n",
+            r#"{"logits": [1, 1], "params": {"do_sample": true}, "probs": [0.5, 0.5]}"#,
+            "\n",
+        ),
+    );
+}
+
 /// Pins `compare diff` (default pair hf:candle) on a top-k tie and a top-p record.
 #[test]
 fn diff_tie_and_top_p() {

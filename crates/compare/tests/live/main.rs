@@ -16,11 +16,11 @@ mod helpers;
 mod needs;
 #[path = "../common/probe.rs"]
 mod probe_doc;
-#[path = "../common/traces.rs"]
-mod traces;
 #[allow(dead_code, unused_imports)]
 #[path = "../it/server_defaults.rs"]
 mod server_defaults;
+#[path = "../common/traces.rs"]
+mod traces;
 
 mod beam;
 mod html;

@@ -54,6 +54,10 @@ fn main() -> std::process::ExitCode {
             repeat::repeat_verdicts_agree_with_the_raw_distributions_on_a_two_slot_server,
         ),
         plain(
+            "repeat::the_committed_repeat_recording_replays_with_the_same_report",
+            repeat::the_committed_repeat_recording_replays_with_the_same_report,
+        ),
+        plain(
             "repeat::repeat_options_are_bounded_and_need_llama_server",
             repeat::repeat_options_are_bounded_and_need_llama_server,
         ),

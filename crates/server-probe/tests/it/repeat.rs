@@ -30,6 +30,7 @@ fn options(url: &str) -> Options {
         prompt_ids: None,
         requests: vec![obj(json!({"temperature": 1.0}))],
         samples: None,
+        auto_samples: None,
         seed: SEED,
         top: None,
         timeout_secs: 120,
