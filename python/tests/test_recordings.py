@@ -89,7 +89,7 @@ def test_vllm_recorded_kept_sets_and_probabilities(fixtures):
                     r = sp.assert_matches(yours, logits, case["params"], "vllm", ids, prompt_len)
                     assert r.same and r.kept_semantics == len(kept), what
                     own_probs_checked += 1
-            if not nonfinite:
+            if not nonfinite and len(rec_ids) > 0:
                 assert np.abs(p[rec_ids] - rec_probs).max() <= 1e-6, what
     print(f"vllm: {cases} cases, {refused} refused, {kept_sets} kept sets, {own_probs_checked} checks")
     assert cases > 300 and kept_sets > 100 and own_probs_checked > 100
@@ -99,7 +99,10 @@ def test_vllm_recorded_kept_sets_and_probabilities(fixtures):
 
 
 def report_rows():
-    out = run_compare("report", "--all-settings", "--pairs", "hf:hf-rust", "--draws", "0", "--format", "json")
+    paths = [str(p) for p in transformers_fixtures()]
+    out = run_compare(
+        "report", *paths, "--all-settings", "--pairs", "hf:hf-rust", "--draws", "0", "--format", "json"
+    )
     assert out.returncode == 0, out.stderr
     rows = {}
     for row in json.loads(out.stdout)["rows"]:
@@ -275,7 +278,7 @@ def test_errors_carry_the_command_lines_text():
             sp.dist("hf-rust", lg, params)
         assert str(caught.value) == cli
     with pytest.raises(ValueError, match=r"`probs\[1\]` = -0.5 is not a probability"):
-        sp.check(np.array([1.5, -0.5]), np.zeros(2), {})
+        sp.check(np.array([0.5, -0.5]), np.zeros(2), {})
     with pytest.raises(ValueError, match=r"row 1: `logits\[0\]`"):
         sp.dist("hf-rust", np.array([[0.0, 1.0], [np.nan, 0.0]]), {})
 

@@ -88,36 +88,38 @@ impl Live {
     }
 }
 
+/// One concurrent call's answer and the exchanges it made.
+type Answered = (Result<(i32, Value), Error>, Vec<Exchange>);
+
 impl Transport for Live {
     fn call_together(&mut self, calls: &[(&str, &Value)]) -> Vec<Result<(i32, Value), Error>> {
-        let answers: Vec<(Result<(i32, Value), Error>, Vec<Exchange>)> =
-            std::thread::scope(|scope| {
-                let handles: Vec<_> = calls
-                    .iter()
-                    .map(|&(path, body)| {
-                        let mut own = Live {
-                            base: self.base.clone(),
-                            timeout: self.timeout,
-                            exchanges: Vec::new(),
-                        };
-                        scope.spawn(move || {
-                            let answer = own.call(path, Some(body));
-                            (answer, own.exchanges)
-                        })
+        let answers: Vec<Answered> = std::thread::scope(|scope| {
+            let handles: Vec<_> = calls
+                .iter()
+                .map(|&(path, body)| {
+                    let mut own = Live {
+                        base: self.base.clone(),
+                        timeout: self.timeout,
+                        exchanges: Vec::new(),
+                    };
+                    scope.spawn(move || {
+                        let answer = own.call(path, Some(body));
+                        (answer, own.exchanges)
                     })
-                    .collect();
-                handles
-                    .into_iter()
-                    .map(|h| {
-                        h.join().unwrap_or_else(|_| {
-                            (
-                                Err(Error::new("a concurrent request's thread panicked")),
-                                Vec::new(),
-                            )
-                        })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join().unwrap_or_else(|_| {
+                        (
+                            Err(Error::new("a concurrent request's thread panicked")),
+                            Vec::new(),
+                        )
                     })
-                    .collect()
-            });
+                })
+                .collect()
+        });
         answers
             .into_iter()
             .map(|(answer, exchanges)| {

@@ -33,7 +33,7 @@ fn verdicts<'a>(doc: &'a Value, request: &str, label: &str, endpoint: &str) -> V
         .as_array()
         .expect("probes")
         .iter()
-        .find(|p| p["request"].to_string() == request)
+        .find(|p| p["request"].to_string().as_str() == request)
         .unwrap_or_else(|| panic!("no probe of {request}"));
     let found: Vec<&str> = probe["candidates"]
         .as_array()

@@ -7,6 +7,10 @@
 //! ignored with what it needs; with `CI` set it runs and fails with the
 //! reason (../../../server-probe/tests/it/needs.rs).
 
+// libtest-mimic's harness: these are tests, but not cfg(test), so clippy's
+// allow-unwrap-in-tests (clippy.toml) does not reach them.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 // The helpers and the JSON documents are shared with tests/it, which uses
 // the rest of them.
 #[allow(dead_code, unused_imports, unused_macros)]

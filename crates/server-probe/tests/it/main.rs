@@ -7,6 +7,10 @@
 //! are otherwise ignored, with the reason (needs.rs: decided when the tests
 //! run, so a server built after the first build is found).
 
+// libtest-mimic's harness: these are tests, but not cfg(test), so clippy's
+// allow-unwrap-in-tests (clippy.toml) does not reach them.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
