@@ -89,6 +89,23 @@ enum Field {
 }
 
 impl Field {
+    /// Every field, in llama.cpp's order of reading them
+    /// (`common_init_sampler_from_model`).
+    const ALL: [Field; 12] = [
+        Field::Samplers,
+        Field::TopK,
+        Field::TopP,
+        Field::MinP,
+        Field::XtcProbability,
+        Field::XtcThreshold,
+        Field::Temp,
+        Field::PenaltyLastN,
+        Field::PenaltyRepeat,
+        Field::Mirostat,
+        Field::MirostatTau,
+        Field::MirostatEta,
+    ];
+
     fn request_name(self) -> &'static str {
         match self {
             Field::Samplers => "samplers",
@@ -296,21 +313,7 @@ impl ServerDefaults {
 
     fn apply_gguf(&mut self, m: &GgufMetadata, user: &[Field]) {
         use Field::*;
-        let fields = [
-            Samplers,
-            TopK,
-            TopP,
-            MinP,
-            XtcProbability,
-            XtcThreshold,
-            Temp,
-            PenaltyLastN,
-            PenaltyRepeat,
-            Mirostat,
-            MirostatTau,
-            MirostatEta,
-        ];
-        for field in fields {
+        for field in Field::ALL {
             let key = field.gguf_key();
             let Some(value) = m.get(key) else { continue };
             let Some(text) = kv_to_str(value) else {

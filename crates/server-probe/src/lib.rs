@@ -587,27 +587,12 @@ impl Space {
 /// Logits up to a constant (`log p`; `-inf` for tokens not listed or with
 /// p = 0) and the raw mass the list missed.
 fn rebuild(raw: &[(Key, f64)], space: &mut Space, offset: f64) -> Result<(Logits, f64), Error> {
+    let (listed, mass) = listed(raw, space, offset)?;
     let mut logits = vec![f32::NEG_INFINITY; space.len];
-    let mut mass = 0.0;
-    for (i, (key, lp)) in raw.iter().enumerate() {
-        if lp.is_nan() || *lp > 1e-4 {
-            return Err(Error::new(format_args!(
-                "raw top list [{i}]: log-probability {lp} is not a log-probability"
-            )));
-        }
-        let idx = space.index(key)?;
-        // llama-server writes float's lowest value for p = 0.
-        let l = if *lp <= f64::from(f32::MIN) {
-            f32::NEG_INFINITY
-        } else {
-            *lp as f32
-        };
-        if l.is_finite() {
-            mass += f64::from(l).exp();
-        }
-        logits[idx] = (f64::from(l) + offset) as f32;
+    for (idx, l) in listed {
+        logits[idx] = l;
     }
-    Ok((Logits::from_f32(&logits), (1.0 - mass).max(0.0)))
+    Ok((Logits::from_f32(&logits), mass))
 }
 
 /// The raw list as (space index, logit = log p + offset; `-inf` for p = 0)
@@ -626,6 +611,7 @@ fn listed(
             )));
         }
         let idx = space.index(key)?;
+        // llama-server writes float's lowest value for p = 0.
         let l = if *lp <= f64::from(f32::MIN) {
             f32::NEG_INFINITY
         } else {
