@@ -252,7 +252,10 @@ impl Semantics for Candle {
             let v = run
                 .verify_shared(&VerifyOptions {
                     seed: options.seed,
-                    draws: options.draws,
+                    // ArgMax touches no RNG: one replayed draw stands for all.
+                    draws: options
+                        .draws
+                        .for_row(!matches!(params.sampling, CandleSampling::ArgMax)),
                     streams: if options.parallel { 2 } else { 1 },
                     other_kept: Some(options.other_kept),
                     reference: None,

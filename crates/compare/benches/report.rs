@@ -28,7 +28,10 @@ fn bench(c: &mut Criterion) {
         .sample_size(10)
         .warm_up_time(Duration::from_millis(100))
         .measurement_time(Duration::from_secs(10));
-    for (name, draws) in [("default", ReportArgs::default().draws), ("draws0", 0)] {
+    for (name, draws) in [
+        ("default", ReportArgs::default().draws),
+        ("draws0", parity_core::DrawCount::Exactly(0)),
+    ] {
         let args = ReportArgs {
             draws,
             ..ReportArgs::default()

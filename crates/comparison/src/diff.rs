@@ -44,7 +44,7 @@ pub fn run<R: BufRead, W: Write, E: Write>(
     let vocab = args.vocab.load()?;
     let recorder = hf_sampling::Hf::default();
     let row_args = RowArgs {
-        draws: 0,
+        draws: parity_core::DrawCount::Exactly(0),
         seed: 0,
         show_tokens: args.show_tokens,
     };

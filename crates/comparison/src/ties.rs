@@ -15,7 +15,7 @@ use serde_json::{Map, Value};
 
 use parity_core::record::Logits;
 use parity_core::semantics::Context as Ids;
-use parity_core::{AnySemantics, Distribution, DrawCheck, DrawOptions};
+use parity_core::{AnySemantics, Distribution, DrawCheck, DrawCount, DrawOptions};
 
 use super::report::{SCHEMA, text_fields};
 use crate::Engines;
@@ -213,7 +213,7 @@ fn every_semantics(
                     let d = p.distribution(&logits, &context)?;
                     let options = DrawOptions {
                         seed: args.seed,
-                        draws: args.draws,
+                        draws: DrawCount::Exactly(args.draws),
                         other_kept: d.kept(),
                         parallel: false,
                     };

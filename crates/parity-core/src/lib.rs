@@ -38,8 +38,8 @@ pub use metrics::{Comparison, TokenMass};
 pub use record::{Logits, Record};
 pub use seed::{RouteSeed, SeedRule};
 pub use semantics::{
-    Against, AnySemantics, Context, Described, Distribution, DrawCheck, DrawOptions, Error,
-    Explanation, FieldSource, Fix, Info, ParamInfo, Precision, Prepared,
+    AUTO_DRAWS, Against, AnySemantics, Context, Described, Distribution, DrawCheck, DrawCount,
+    DrawOptions, Error, Explanation, FieldSource, Fix, Info, ParamInfo, Precision, Prepared,
     REQUEST_FIELDS_NOT_SAMPLING, Role, Route, Semantics, TranslateOptions, Translation,
     TranslationLine, Variant,
 };

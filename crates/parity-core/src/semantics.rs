@@ -528,13 +528,66 @@ impl<P> Route<P> {
     }
 }
 
+/// Real draws a weighted row gets by default ([`DrawCount::Auto`]).
+///
+/// What real draws prove: each one is replayed (the engine's own RNG stream
+/// through the mirror's weights) and must pick the same token. A mirror whose
+/// cumulative weights put a share δ of the unit interval in another token
+/// than the engine's escapes N independent draws with probability
+/// (1 − δ)^N; at N = 300 that is at most 10⁻³ for every δ ≥ 2.3 %
+/// (`ln 1000 / 300`), and δ bounds the total variation between the mirror
+/// and the engine from above. Differences smaller than that rest on the
+/// mirror's reading of the engine's code, at any N a run can afford (10⁻⁵
+/// would take 690,000 draws), so more draws buy a stronger smoke check, not
+/// a proof: `--draws N` is there for that. A goodness-of-fit test of draws
+/// that all replayed exactly tests the RNG, not the engine, so it sets no
+/// floor of its own.
+pub const AUTO_DRAWS: usize = 300;
+
+/// How many real draws a row gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DrawCount {
+    /// What the row needs: one draw where no RNG is involved (the token is
+    /// a function of the logits, so one replayed draw stands for all), and
+    /// [`AUTO_DRAWS`] where the engine draws from a distribution.
+    Auto,
+    /// Exactly this many on every row (0: none).
+    Exactly(usize),
+}
+
+impl DrawCount {
+    /// The draws for a row whose engine draws with an RNG (`random`) or
+    /// picks its token from the logits alone.
+    pub fn for_row(self, random: bool) -> usize {
+        match self {
+            DrawCount::Auto if random => AUTO_DRAWS,
+            DrawCount::Auto => 1,
+            DrawCount::Exactly(n) => n,
+        }
+    }
+
+    /// Whether no draw is made at all.
+    pub fn is_none(self) -> bool {
+        self == DrawCount::Exactly(0)
+    }
+}
+
+impl std::fmt::Display for DrawCount {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DrawCount::Auto => f.write_str("auto"),
+            DrawCount::Exactly(n) => write!(f, "{n}"),
+        }
+    }
+}
+
 /// How many real draws to make, and from which seed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DrawOptions<'a> {
     /// First seed.
     pub seed: u64,
-    /// Total draws.
-    pub draws: usize,
+    /// Draws per row.
+    pub draws: DrawCount,
     /// The other side's kept set.
     pub other_kept: &'a [usize],
     /// Whether the draws may be split over threads, stream s seeded with

@@ -128,7 +128,7 @@ fn a_toy_semantics_is_one_module_and_one_registry_line() {
     // The default report: Role::Default puts it beside the others, with no --pairs.
     let args = ReportArgs {
         settings: vec!["top_k2".into()],
-        draws: 0,
+        draws: parity_core::DrawCount::Exactly(0),
         ..ReportArgs::default()
     };
     let outcome = comparison::report::run(&args, &engines, &mut progress).expect("report runs");

@@ -245,3 +245,60 @@ fn a_pair_without_transformers_is_explained_through_it() {
         );
     }
 }
+
+/// `--draws auto` (the default): one replayed draw where candle's token is a
+/// function of the logits (ArgMax, the rep13 rows), `parity_core::AUTO_DRAWS`
+/// where it draws from a distribution; a number gives every row that many.
+#[test]
+fn default_draws_follow_what_each_row_needs() {
+    let fx = fixture("smollm2/hello_k7");
+    let out = compare(
+        &[
+            "report",
+            "--format",
+            "json",
+            "--settings",
+            "t07,rep13",
+            "--pairs",
+            "hf:candle",
+            &fx,
+        ],
+        "",
+    );
+    let report: Report = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", text(&out.stderr)));
+    let n = |setting: &str| {
+        let d = row(&report, "hello_k7", setting, "hf:candle", None)
+            .draws
+            .as_ref()
+            .unwrap_or_else(|| panic!("{setting}: no draws"));
+        assert_eq!(d.replay_agree, Some(d.n), "{setting}: every draw replayed");
+        d.n
+    };
+    assert_eq!(n("t07"), parity_core::AUTO_DRAWS);
+    assert_eq!(n("rep13"), 1);
+    let total: usize = report
+        .rows
+        .iter()
+        .filter_map(|r| r.draws.as_ref())
+        .map(|d| d.n)
+        .sum();
+    assert_eq!(report.summary.draws, total);
+
+    let (_, fixed) = json_report(&["--settings", "rep13", "--pairs", "hf:candle", &fx]);
+    let d = row(&fixed, "hello_k7", "rep13", "hf:candle", None)
+        .draws
+        .as_ref()
+        .expect("draws");
+    assert_eq!(d.n, 300, "--draws 300 gives the argmax row 300 too");
+
+    for bad in ["0x10", "1.5", "auto1", ""] {
+        let out = compare(&["report", "--draws", bad, &fx], "");
+        assert_eq!(out.status.code(), Some(2), "--draws {bad:?}");
+        let err = text(&out.stderr);
+        assert!(
+            err.contains("neither `auto` nor a whole number"),
+            "{bad:?}: {err}"
+        );
+    }
+}

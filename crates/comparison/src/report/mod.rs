@@ -152,19 +152,21 @@ fn run_with(
         seed: args.seed,
         show_tokens: args.show_tokens,
     };
-    let mut rows = Vec::new();
     let mut vocabs: HashMap<PathBuf, Vocab> = HashMap::new();
-    for (i, (fx, default_settings)) in fixtures.iter().enumerate() {
-        progress.say(&format!("[{}/{}] {}", i + 1, fixtures.len(), fx.name));
-        let vocab = match &fx.model {
-            Some(m) => Some(match vocabs.entry(m.vocab.clone()) {
-                Entry::Occupied(e) => &*e.into_mut(),
-                Entry::Vacant(e) => &*e.insert(Vocab::load(&m.vocab)?),
-            }),
-            None => None,
-        };
+    for (fx, _) in &fixtures {
+        if let Some(m) = &fx.model
+            && let Entry::Vacant(e) = vocabs.entry(m.vocab.clone())
+        {
+            e.insert(Vocab::load(&m.vocab)?);
+        }
+    }
+    // One fixture's rows: independent of every other fixture's, so they run
+    // on every core (rayon) and come back here in fixture order.
+    let fixture_rows = |i: usize| -> anyhow::Result<Vec<Row>> {
+        let (fx, default_settings) = &fixtures[i];
+        let vocab = fx.model.as_ref().and_then(|m| vocabs.get(&m.vocab));
         let case = rows::CaseRows::new(rows::Case::fixture(fx, vocab)?, &recorder, registry);
-        let start = rows.len();
+        let mut rows = Vec::new();
         match &kwargs {
             Some(kwargs) => {
                 let run = rows::Run {
@@ -176,6 +178,43 @@ fn run_with(
                 rows.extend(case.setting_rows(&run, &pairs, &row_args)?);
             }
             None => {
+                for setting in select::settings(fx, *default_settings, args) {
+                    let run = rows::Run::recorded(setting);
+                    rows.extend(case.setting_rows(&run, &pairs, &row_args)?);
+                }
+            }
+        }
+        Ok(rows)
+    };
+    let mut rows = Vec::new();
+    std::thread::scope(|scope| -> anyhow::Result<()> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (fixture_rows, count) = (&fixture_rows, fixtures.len());
+        scope.spawn(move || {
+            use rayon::prelude::*;
+            // Stops handing out fixtures once the receiver is gone (an
+            // earlier fixture failed).
+            let _ = (0..count)
+                .into_par_iter()
+                .try_for_each_with(tx, |tx, i| tx.send((i, fixture_rows(i))));
+        });
+        let mut arrived = std::collections::BTreeMap::new();
+        for next in 0..fixtures.len() {
+            let (fx, _) = &fixtures[next];
+            progress.say(&format!("[{}/{}] {}", next + 1, fixtures.len(), fx.name));
+            let result = loop {
+                if let Some(r) = arrived.remove(&next) {
+                    break r;
+                }
+                match rx.recv() {
+                    Ok((i, r)) => {
+                        arrived.insert(i, r);
+                    }
+                    Err(_) => bail!("the rows of {} were never computed", fx.path.display()),
+                }
+            };
+            progress.done();
+            if kwargs.is_none() {
                 let missing = select::missing_settings(fx, args);
                 if !missing.is_empty() {
                     progress.note(&format!(
@@ -185,15 +224,13 @@ fn run_with(
                         fx.path.display()
                     ));
                 }
-                for setting in select::settings(fx, *default_settings, args) {
-                    let run = rows::Run::recorded(setting);
-                    rows.extend(case.setting_rows(&run, &pairs, &row_args)?);
-                }
             }
+            let fixture_rows = result?;
+            on_fixture(&fixture_rows)?;
+            rows.extend(fixture_rows);
         }
-        progress.done();
-        on_fixture(&rows[start..])?;
-    }
+        Ok(())
+    })?;
     progress.done();
     if rows.is_empty() {
         bail!("nothing compared: {}", select::why_nothing(&fixtures, args));

@@ -24,7 +24,7 @@ const TOP_TOKENS: usize = 10;
 /// What rows need from the command line.
 pub(crate) struct RowArgs {
     /// Real draws per row whose engine can be run.
-    pub draws: usize,
+    pub draws: parity_core::DrawCount,
     /// Seed of the real draws.
     pub seed: u64,
     /// Tokens listed per row that one side keeps and the other does not.
@@ -434,7 +434,7 @@ impl<'a> CaseRows<'a> {
     /// Real draws from the first side whose engine can be run here, with the
     /// share that falls outside each side's kept set.
     fn draws(&self, l: &View<'_>, r: &View<'_>, args: &RowArgs) -> anyhow::Result<Option<Draws>> {
-        if args.draws == 0 {
+        if args.draws.is_none() {
             return Ok(None);
         }
         for (side, other, side_is_left) in [(l, r, true), (r, l, false)] {
