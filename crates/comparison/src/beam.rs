@@ -798,8 +798,8 @@ fn replay_all(
         Format::Text => {
             writeln!(
                 out,
-                "transformers 5.23 beam search, replayed against every recorded run (same \
-                 sequences, scores within {SCORE_TOLERANCE:e})"
+                "transformers 5.23 beam search against every recorded run (same sequences, \
+                 scores within {SCORE_TOLERANCE:e})"
             )?;
             for (path, total, reproduced, max_diff, failures) in &summaries {
                 let name = path.file_name().map_or(path.display().to_string(), |n| {

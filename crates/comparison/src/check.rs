@@ -510,7 +510,19 @@ fn write_checked(
                 .as_bytes(),
             );
             if let Some(why) = &checked.explanation {
-                answer.extend_from_slice(format!("\n  {why}").as_bytes());
+                answer.push(b'\n');
+                let mut lines = Vec::new();
+                crate::report::text::wrapped(
+                    &mut lines,
+                    crate::report::text::wrap_width(),
+                    "  ",
+                    4,
+                    why,
+                )
+                .map_err(|e| e.to_string())?;
+                // `wrapped` ends its last line; the record's answer does not.
+                lines.pop();
+                answer.extend_from_slice(&lines);
             }
             Ok(())
         }

@@ -56,8 +56,8 @@ pub struct ReportArgs {
     #[arg(long, value_delimiter = ',', value_name = "PAIRS")]
     pub pairs: Vec<String>,
     /// Real draws per row whose engine can be run here; every draw is replayed and must agree.
-    /// `auto`: one where the engine's token is a function of the logits (argmax), 300 where it
-    /// draws from a distribution (a mirror wrong on 2.3 % of the unit interval escapes them with
+    /// `auto`: one where the engine's token is a function of the logits (argmax), 250 where it
+    /// draws from a distribution (a mirror wrong on 2.8 % of the unit interval escapes them with
     /// probability at most 0.001); N: exactly N on every row (0: none; at most 10000000).
     #[arg(long, default_value = "auto", value_name = "N|auto", value_parser = draw_count)]
     pub draws: DrawCount,

@@ -153,11 +153,17 @@ pub fn run(args: &TiesArgs, engines: &Engines, out: &mut dyn Write) -> anyhow::R
             writeln!(out)?;
         }
         Format::Text => {
-            writeln!(
+            crate::report::text::wrapped(
                 out,
-                "top-k with k = {} on logits {:?}: every semantics on \
-                 generate(do_sample=True, top_k={}, temperature=1.0), after a one-token prompt",
-                args.k, logits, args.k
+                crate::report::text::wrap_width(),
+                "",
+                2,
+                &format!(
+                    "top-k with k = {} on logits {:?}: every semantics on \
+                     generate(do_sample=True, top_k={}, temperature=1.0), after a one-token \
+                     prompt",
+                    args.k, logits, args.k
+                ),
             )?;
             let width = answers.iter().map(|a| a.name.len()).max().unwrap_or(0);
             for a in &answers {

@@ -534,15 +534,15 @@ impl<P> Route<P> {
 /// through the mirror's weights) and must pick the same token. A mirror whose
 /// cumulative weights put a share δ of the unit interval in another token
 /// than the engine's escapes N independent draws with probability
-/// (1 − δ)^N; at N = 300 that is at most 10⁻³ for every δ ≥ 2.3 %
-/// (`ln 1000 / 300`), and δ bounds the total variation between the mirror
+/// (1 − δ)^N; at N = 250 that is at most 10⁻³ for every δ ≥ 2.8 %
+/// (`ln 1000 / 250` = 2.76 %), and δ bounds the total variation between the mirror
 /// and the engine from above. Differences smaller than that rest on the
 /// mirror's reading of the engine's code, at any N a run can afford (10⁻⁵
 /// would take 690,000 draws), so more draws buy a stronger smoke check, not
 /// a proof: `--draws N` is there for that. A goodness-of-fit test of draws
 /// that all replayed exactly tests the RNG, not the engine, so it sets no
 /// floor of its own.
-pub const AUTO_DRAWS: usize = 300;
+pub const AUTO_DRAWS: usize = 250;
 
 /// How many real draws a row gets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
