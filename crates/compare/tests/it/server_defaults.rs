@@ -10,6 +10,7 @@ use std::path::PathBuf;
 use serde_json::Value;
 
 use crate::helpers::{compare, text};
+use crate::probe_doc::{Candidate, Probe, document};
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -245,4 +246,134 @@ fn report_gives_vllm_and_sglang_the_config_their_servers_merge() {
     for r in rows.iter().filter(|r| r["right"] == "vllm") {
         assert_eq!(r["verdict"], "same", "{}", r["fixture"]);
     }
+}
+
+/// The real llama-server's recordings in fixtures/llamacpp/server-defaults/
+/// (scripts/reference/llamacpp/record_server_defaults.py): the stamped GGUF
+/// (general.sampling.* keys) and the plain one started with sampling flags.
+const RECORDINGS: [&str; 2] = ["stamped.json", "flags.json"];
+
+/// The fields the recorded requests leave out, some or all of them.
+const DEFAULTED: [&str; 4] = ["top_k", "top_p", "min_p", "temperature"];
+
+fn server_recording(name: &str) -> PathBuf {
+    repo().join("fixtures/llamacpp/server-defaults").join(name)
+}
+
+fn read_json(path: &std::path::Path) -> Value {
+    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_slice(&bytes).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// `/props` `default_generation_settings.params` of a recording.
+fn recorded_defaults(recording: &Value) -> &serde_json::Map<String, Value> {
+    recording["exchanges"]
+        .as_array()
+        .expect("exchanges")
+        .iter()
+        .find(|e| e["path"] == "/props")
+        .and_then(|e| e.pointer("/response/default_generation_settings/params"))
+        .and_then(Value::as_object)
+        .expect("a /props exchange with default_generation_settings.params")
+}
+
+/// The plain llama.cpp candidate (not `[temperature first]`).
+fn llama_cpp(p: &Probe) -> &Candidate {
+    p.candidates
+        .iter()
+        .find(|c| c.semantics == "llama.cpp" && c.variant.is_none())
+        .unwrap_or_else(|| panic!("no llama.cpp candidate: {p:?}"))
+}
+
+/// Replays `path` with `--expect llama.cpp`: the exit status and the report.
+fn replay_expecting_llama_cpp(path: &str) -> (Option<i32>, Vec<Probe>) {
+    let out = compare(
+        &[
+            "probe",
+            "--replay",
+            path,
+            "--format",
+            "json",
+            "--expect",
+            "llama.cpp",
+        ],
+        "",
+    );
+    (out.status.code(), document(&out.stdout).probes)
+}
+
+/// Issue #33's "done when": on requests that leave the fields out, the
+/// llama.cpp candidate samples with what the real server reported in
+/// `/props` (the GGUF's keys, the operator's flags) and `compare probe`
+/// names it, within 1e-5 on every probability.
+#[test]
+fn the_real_servers_own_defaults_reach_the_llama_cpp_candidate() {
+    let mut worst: f64 = 0.0;
+    for name in RECORDINGS {
+        let path = server_recording(name);
+        let defaults = recorded_defaults(&read_json(&path)).clone();
+        let (code, probes) = replay_expecting_llama_cpp(&path.display().to_string());
+        assert_eq!(code, Some(0), "{name}: --expect llama.cpp");
+        assert_eq!(probes.len(), 3, "{name}");
+        for p in &probes {
+            assert_eq!(p.mode, "post-sampling", "{name}");
+            assert!(
+                p.explained_by.iter().any(|e| e == "llama.cpp"),
+                "{name}: {p:?}"
+            );
+            let c = llama_cpp(p);
+            let d = c.max_abs_diff.expect("a max |Δp|");
+            assert!(d <= 1e-5, "{name} {:?}: max |Δp| {d}", p.request);
+            worst = worst.max(d);
+            let params = c.params.as_ref().expect("params");
+            let mut filled = 0;
+            for key in DEFAULTED.iter().filter(|k| !p.request.contains_key(**k)) {
+                // /props prints the server's float32 widened to double.
+                let server = defaults[*key].as_f64().expect("a number") as f32;
+                let candidate = params[*key].as_f64().expect("a number") as f32;
+                assert_eq!(candidate, server, "{name} {:?}: {key}", p.request);
+                filled += 1;
+            }
+            assert!(filled > 0, "{name}: {:?} leaves nothing out", p.request);
+        }
+    }
+    eprintln!("server-defaults recordings: llama.cpp's largest max |Δp| {worst:e}");
+}
+
+/// The same recordings with `/props` answering llama.cpp's built-in
+/// defaults (those of the real server on the plain GGUF with no flags,
+/// fixtures/server-probe/llama-server.json): the candidate would sample
+/// with top_k 40, min_p 0.05, temp 0.8 and is ruled out on every request,
+/// so the test above can fail.
+#[test]
+fn with_the_built_in_defaults_alone_llama_cpp_is_ruled_out() {
+    let plain = read_json(&repo().join("fixtures/server-probe/llama-server.json"));
+    let built_in = recorded_defaults(&plain).clone();
+    assert_eq!(built_in["top_k"], 40, "the plain server's /props");
+    let dir = std::env::temp_dir().join(format!("compare-builtin-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    for name in RECORDINGS {
+        let mut recording = read_json(&server_recording(name));
+        assert_ne!(recorded_defaults(&recording), &built_in, "{name}");
+        for e in recording["exchanges"].as_array_mut().expect("exchanges") {
+            if e["path"] == "/props" {
+                e["response"]["default_generation_settings"]["params"] =
+                    Value::Object(built_in.clone());
+            }
+        }
+        let path = dir.join(name);
+        std::fs::write(&path, recording.to_string()).expect("write");
+        let (code, probes) = replay_expecting_llama_cpp(&path.display().to_string());
+        assert_eq!(code, Some(1), "{name}: --expect llama.cpp must fail");
+        for p in &probes {
+            assert!(
+                !p.explained_by.iter().any(|e| e == "llama.cpp"),
+                "{name}: {p:?}"
+            );
+            let c = llama_cpp(p);
+            assert_eq!(c.verdict, "ruled out", "{name} {:?}", p.request);
+            assert!(c.max_abs_diff.is_some_and(|d| d > 1e-3), "{name}: {c:?}");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }
