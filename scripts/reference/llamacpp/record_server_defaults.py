@@ -14,7 +14,9 @@ probabilities of requests that leave those fields out:
     STAMPED's keys added by PyPI `gguf`'s writer (gguf 0.19.0,
     `gguf.scripts.gguf_new_metadata.copy_with_new_metadata`; every other key
     and every tensor copied unchanged), started with no sampling flag;
-  * flags: the plain GGUF started with FLAGS.
+  * flags: the plain GGUF started with FLAGS;
+  * stamped-flags: the stamped copy started with BOTH_FLAGS (a flag over
+    the file's key on top_k and temperature, the file's top_p and min_p).
 
 Each recording goes to fixtures/llamacpp/server-defaults/NAME.json, the
 setup (keys, flags, requests, files' sha256) to manifest.json, and a GGUF
@@ -93,8 +95,9 @@ STAMPED = {
     "general.sampling.temp": ("FLOAT32", 0.6),
 }
 FLAGS = ["--top-k", "25", "--temp", "0.9", "--min-p", "0.02"]
+BOTH_FLAGS = ["--top-k", "25", "--temp", "0.9"]
 # Everything run() writes, which --check compares.
-FILES = ["stamped.json", "flags.json", "manifest.json", "stamped-keys.gguf"]
+FILES = ["stamped.json", "flags.json", "stamped-flags.json", "manifest.json", "stamped-keys.gguf"]
 
 
 def sha256(path: Path) -> str:
@@ -232,6 +235,15 @@ def run(dest: Path) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         stamped = Path(tmp) / "SmolLM2-135M-Instruct.Q4_1.sampling.gguf"
         stamp(MODEL, stamped)
+        stamped_model = MODEL.name + " with " + ", ".join(
+            f"{k} = {v} ({t.lower()})" for k, (t, v) in STAMPED.items())
+        stamped_entry = {
+            "model": stamped_model,
+            "model_sha256": sha256(stamped),
+            "base_model_sha256": sha256(MODEL),
+            "stamped_keys": {k: v for k, (_, v) in STAMPED.items()},
+            "keys_file": "stamped-keys.gguf",
+        }
         manifest = {
             "format": "sampling-parity-llamacpp-server-defaults/1",
             "llama_server": "llama.cpp 0c1e57098 (llama-cpp-python 0.3.36), scripts/build-llama-server.sh",
@@ -239,25 +251,19 @@ def run(dest: Path) -> dict:
             "seed": SEED,
             "requests": REQUESTS,
             "recordings": {
-                "stamped.json": {
-                    "model": MODEL.name + " with " + ", ".join(
-                        f"{k} = {v} ({t.lower()})" for k, (t, v) in STAMPED.items()),
-                    "model_sha256": sha256(stamped),
-                    "base_model_sha256": sha256(MODEL),
-                    "stamped_keys": {k: v for k, (_, v) in STAMPED.items()},
-                    "flags": [],
-                },
+                "stamped.json": {**stamped_entry, "flags": []},
                 "flags.json": {
                     "model": MODEL.name,
                     "model_sha256": sha256(MODEL),
                     "flags": FLAGS,
                 },
+                "stamped-flags.json": {**stamped_entry, "flags": BOTH_FLAGS},
             },
         }
         keys_only(dest / "stamped-keys.gguf")
-        manifest["recordings"]["stamped.json"]["keys_file"] = "stamped-keys.gguf"
         record(stamped, [], dest / "stamped.json")
         record(MODEL, FLAGS, dest / "flags.json")
+        record(stamped, BOTH_FLAGS, dest / "stamped-flags.json")
     (dest / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
     return manifest
 
