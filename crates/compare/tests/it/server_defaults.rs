@@ -250,8 +250,9 @@ fn report_gives_vllm_and_sglang_the_config_their_servers_merge() {
 
 /// The real llama-server's recordings in fixtures/llamacpp/server-defaults/
 /// (scripts/reference/llamacpp/record_server_defaults.py): the stamped GGUF
-/// (general.sampling.* keys) and the plain one started with sampling flags.
-const RECORDINGS: [&str; 2] = ["stamped.json", "flags.json"];
+/// (general.sampling.* keys), the plain one started with sampling flags, and
+/// the stamped one started with flags.
+const RECORDINGS: [&str; 3] = ["stamped.json", "flags.json", "stamped-flags.json"];
 
 /// The fields the recorded requests leave out, some or all of them.
 const DEFAULTED: [&str; 4] = ["top_k", "top_p", "min_p", "temperature"];
@@ -376,4 +377,138 @@ fn with_the_built_in_defaults_alone_llama_cpp_is_ruled_out() {
         }
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The layering `compare request` models (`--model-file`, `--server-args`:
+/// built in < GGUF key < flag) gives exactly the defaults the real server
+/// reported in `/props` for each recorded setup (manifest.json: which keys
+/// file, which flags).
+#[test]
+fn the_modelled_layers_give_what_the_real_server_reported() {
+    let manifest = read_json(&server_recording("manifest.json"));
+    for name in RECORDINGS {
+        let setup = &manifest["recordings"][name];
+        let flags: Vec<&str> = setup["flags"]
+            .as_array()
+            .expect("flags")
+            .iter()
+            .map(|f| f.as_str().expect("a flag"))
+            .collect();
+        let flags = flags.join(" ");
+        let keys = setup["keys_file"]
+            .as_str()
+            .map(|f| server_recording(f).display().to_string());
+        let mut args = vec!["request", "{}", "--format", "json"];
+        if let Some(k) = &keys {
+            args.extend(["--model-file", k]);
+        }
+        if !flags.is_empty() {
+            args.extend(["--server-args", &flags]);
+        }
+        let answer = json_ok(&args);
+        let (_, e) = endpoint(&answer, "llama.cpp");
+        let server = recorded_defaults(&read_json(&server_recording(name))).clone();
+        for key in DEFAULTED {
+            let modelled = e["params"][key].as_f64().expect("a number") as f32;
+            let real = server[key].as_f64().expect("a number") as f32;
+            assert_eq!(modelled, real, "{name}: {key} ({args:?})");
+        }
+    }
+}
+
+/// A generation_config.json with top_k 20 and temperature 0.6 in a temp
+/// folder, removed on drop.
+struct TempConfig(PathBuf);
+
+impl TempConfig {
+    fn new(tag: &str) -> Self {
+        let dir = std::env::temp_dir().join(format!("compare-{tag}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let gc = dir.join("generation_config.json");
+        std::fs::write(
+            &gc,
+            r#"{"do_sample": true, "temperature": 0.6, "top_k": 20, "top_p": 0.95}"#,
+        )
+        .expect("write");
+        Self(gc)
+    }
+
+    fn path(&self) -> String {
+        self.0.display().to_string()
+    }
+}
+
+impl Drop for TempConfig {
+    fn drop(&mut self) {
+        if let Some(dir) = self.0.parent() {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
+}
+
+/// `compare request --model-file generation_config.json` names the file it
+/// read in the answer, as `--generation-config` does (it was null).
+#[test]
+fn a_generation_config_model_file_is_named_in_the_answer() {
+    let gc = TempConfig::new("gc-answer");
+    let gc = gc.path();
+    let request = r#"{"do_sample": true}"#;
+    let by_model_file = json_ok(&["request", request, "--model-file", &gc, "--format", "json"]);
+    let by_flag = json_ok(&[
+        "request",
+        request,
+        "--generation-config",
+        &gc,
+        "--format",
+        "json",
+    ]);
+    assert_eq!(by_model_file["generation_config"], gc.as_str());
+    assert_eq!(by_model_file, by_flag);
+    let out = compare(&["request", request, "--model-file", &gc], "");
+    assert!(
+        text(&out.stdout).contains(&format!("generation config: {gc}")),
+        "{}",
+        text(&out.stdout)
+    );
+}
+
+/// The report's "why" for candle on `--kwargs` with a generation config:
+/// transformers took top_k 20 (and T 0.6, top_p 0.95) from the config, so
+/// the row names the config instead of "default top-k 50", and the fix is
+/// translate's recipe for the merged setup, which then matches.
+#[test]
+fn candles_why_names_the_generation_config_not_the_default_top_k() {
+    let gc = TempConfig::new("gc-why");
+    let gc = gc.path();
+    for config in [["--generation-config", &gc], ["--model-file", &gc]] {
+        let report = json_ok(&[
+            "report",
+            "--kwargs",
+            r#"{"do_sample": true}"#,
+            config[0],
+            config[1],
+            "--pairs",
+            "hf:candle",
+            "--draws",
+            "0",
+            "--format",
+            "json",
+        ]);
+        let rows = report["rows"].as_array().expect("rows");
+        assert!(!rows.is_empty());
+        for r in rows {
+            let why = r["reason"].as_str().unwrap_or_default();
+            assert!(!why.contains("default top-k 50"), "{config:?}: {why}");
+            assert!(
+                why.contains(
+                    "generation config: transformers merges the model's \
+                     generation_config.json under the kwargs ("
+                ) && why.contains("top_k 20")
+                    && why.contains("temperature 0.6"),
+                "{config:?}: {why}"
+            );
+            assert_eq!(r["fix_params"]["hf_top_k"], 20, "{config:?}: {r}");
+            assert_eq!(r["fix_verdict"], "same", "{config:?}: {why}");
+        }
+    }
 }
