@@ -355,8 +355,9 @@ fn as_object(params: &CandleParams) -> Map<String, Value> {
 /// Why candle differs from transformers on a row. Each clause is a rule the
 /// two are known to disagree on, checked against this row's data.
 fn explain(row: &Against<'_>, params: &CandleParams, literal_port: bool) -> Explanation {
-    // transformers merged the model's generation config under the kwargs; a
-    // config the report could not have read (it checked it) counts as none.
+    // transformers merged the model's generation config under the kwargs.
+    // The report has read and checked it already; one that fails to parse
+    // here would have stopped it, so it counts as none.
     let config = row
         .generation_config
         .and_then(|m| GenerationConfig::from_values(m.clone()).ok());
