@@ -7,6 +7,7 @@
 //! Every row these semantics answer is backed by real `LogitsProcessor`
 //! draws ([`Semantics::check_draws`]), each replayed by the mirror.
 
+use hf_sampling::GenerationConfig;
 use parity_core::metrics::{max_logit_diff, softmax_f64};
 use parity_core::{
     Against, Context, Described, Distribution, DrawCheck, DrawOptions, Error, Explanation, Fix,
@@ -233,7 +234,7 @@ impl Semantics for Candle {
 
     fn fix(&self, kwargs: &Map<String, Value>, variant: Option<&Variant>) -> Option<Fix> {
         if self.literal {
-            fix_for_literal(kwargs, variant)
+            fix_for_literal(kwargs, None, variant)
         } else {
             None
         }
@@ -325,11 +326,16 @@ fn translation(t: &crate::translate::Translation) -> Translation {
 }
 
 /// The fix for the literal port: `translate`'s exact setup for these kwargs
-/// (the same recipe `compare translate` prints), when candle has one and it
-/// is not the literal setup already. Reports run it on the row's logits and
-/// print it only when it then matches transformers.
-pub fn fix_for_literal(kwargs: &Map<String, Value>, variant: Option<&Variant>) -> Option<Fix> {
-    let params = hf_sampling::resolve(kwargs, None).ok()?;
+/// over the model's generation config, if any (the same recipe `compare
+/// translate` prints), when candle has one and it is not the literal setup
+/// already. Reports run it on the row's logits and print it only when it
+/// then matches transformers.
+pub fn fix_for_literal(
+    kwargs: &Map<String, Value>,
+    config: Option<&GenerationConfig>,
+    variant: Option<&Variant>,
+) -> Option<Fix> {
+    let params = hf_sampling::resolve(kwargs, config).ok()?;
     let exact = translate(&params).ok()?.exact?;
     let text = match variant.and_then(|v| v.penalty_window) {
         Some(n) => format!("use {exact} (penalising all input_ids, not the last {n})"),
@@ -352,9 +358,20 @@ fn as_object(params: &CandleParams) -> Map<String, Value> {
 /// Why candle differs from transformers on a row. Each clause is a rule the
 /// two are known to disagree on, checked against this row's data.
 fn explain(row: &Against<'_>, params: &CandleParams, literal_port: bool) -> Explanation {
-    let Ok(p) = hf_sampling::resolve(row.kwargs, None) else {
+    // transformers merged the model's generation config under the kwargs.
+    // The report has read and checked it already; one that fails to parse
+    // here would have stopped it, so it counts as none.
+    let config = row
+        .generation_config
+        .and_then(|m| GenerationConfig::from_values(m.clone()).ok());
+    let Ok(p) = hf_sampling::resolve(row.kwargs, config.as_ref()) else {
         return Explanation::default();
     };
+    let from_config: Vec<String> = hf_sampling::provenance(row.kwargs, config.as_ref(), &p)
+        .into_iter()
+        .filter(|(_, _, source)| *source == hf_sampling::Source::GenerationConfig)
+        .map(|(key, value, _)| format!("{key} {value}"))
+        .collect();
     let cmp = row.comparison;
     let top_k = p.top_k.filter(|&k| k != 0 && p.do_sample);
     let top_p = (p.do_sample && p.top_p < 1.0).then_some(p.top_p);
@@ -371,9 +388,16 @@ fn explain(row: &Against<'_>, params: &CandleParams, literal_port: bool) -> Expl
              earlier ({in_prompt} of them in the prompt) keep their logits (max |Δ logit| {diff:.3e})"
         ));
     }
+    if literal_port && !from_config.is_empty() {
+        why.push(hf_sampling::rules::generation_config(
+            &from_config.join(", "),
+            "the literal candle setup reads the kwargs only",
+        ));
+    }
     // Only where top-k 50 can matter: the literal setup keeps more than 50.
     if literal_port
         && !row.kwargs.contains_key("top_k")
+        && config.as_ref().and_then(|c| c.get("top_k")).is_none()
         && top_k == Some(50)
         && row.this.kept().len() > 50
     {
@@ -431,7 +455,7 @@ fn explain(row: &Against<'_>, params: &CandleParams, literal_port: bool) -> Expl
         }
     }
     let fix = if literal_port {
-        fix_for_literal(row.kwargs, row.variant)
+        fix_for_literal(row.kwargs, config.as_ref(), row.variant)
     } else {
         None
     };

@@ -9,7 +9,7 @@ use clap::{CommandFactory, FromArgMatches};
 
 use compare::cli::{Cli, Command};
 use compare::registry;
-use comparison::cli::ReportArgs;
+use comparison::cli::{ReportArgs, RequestArgs};
 use comparison::{
     Progress, beam, bench, check, diff, dist, probe, report, request, semantics, speculative, ties,
     trace, translate,
@@ -55,14 +55,20 @@ fn run(cli: Cli, options: &registry::Options) -> anyhow::Result<ExitCode> {
         keep_going: verdict,
         error: None,
     };
+    // The generation config and the file it came from (`--generation-config`
+    // or a generation_config.json given as `--model-file`).
     let engines = |config: Option<&Path>| -> anyhow::Result<_> {
         let config = registry::command_generation_config(config, options)?;
-        let engines = registry::engines(config.as_ref(), options)?;
+        let engines = registry::engines(config.as_ref().map(|c| &c.config), options)?;
         Ok((config, engines))
     };
     let failed = match command {
         Command::Report(args) => {
-            let (_, engines) = engines(args.generation_config.as_deref())?;
+            let (config, engines) = engines(args.generation_config.as_deref())?;
+            let args = ReportArgs {
+                generation_config: config.map(|c| c.path),
+                ..args
+            };
             report::run_to(&args, &engines, &mut progress, &mut out)?.over_threshold()
         }
         Command::Dist(args) => {
@@ -93,10 +99,20 @@ fn run(cli: Cli, options: &registry::Options) -> anyhow::Result<ExitCode> {
         }
         Command::Request(args) => {
             let (config, engines) = engines(args.generation_config.as_deref())?;
-            request::run(&args, config.as_ref(), &engines, &mut out)?
+            let args = RequestArgs {
+                generation_config: config.as_ref().map(|c| c.path.clone()),
+                ..args
+            };
+            request::run(
+                &args,
+                config.as_ref().map(|c| &c.config),
+                &engines,
+                &mut out,
+            )?
         }
         Command::Translate(args) => {
             let (config, engines) = engines(args.generation_config.as_deref())?;
+            let config = config.map(|c| c.config);
             translate::run(&args, config.as_ref(), &engines, &mut progress, &mut out)
                 .map(|()| false)?
         }

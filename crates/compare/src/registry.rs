@@ -6,7 +6,7 @@
 //! command reaches it from here through [`comparison::Engines`]; what it
 //! offers (a reference role, a translation, requests) it says itself.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use clap::{Arg, ArgMatches};
@@ -131,18 +131,34 @@ pub fn engines(
     })
 }
 
+/// A generation_config.json a command runs with, and the file it came from.
+#[derive(Debug, Clone)]
+pub struct ConfigFile {
+    /// The file: `--generation-config FILE` or `--model-file FILE`.
+    pub path: PathBuf,
+    /// Its contents.
+    pub config: GenerationConfig,
+}
+
 /// The generation config a command runs with: `--generation-config FILE`,
 /// or `--model-file` when that is a generation_config.json (both is an
 /// error: one model has one config).
 pub fn command_generation_config(
     path: Option<&Path>,
     options: &Options,
-) -> anyhow::Result<Option<GenerationConfig>> {
+) -> anyhow::Result<Option<ConfigFile>> {
     let from_model = options
         .model_file
         .as_ref()
         .and_then(ModelFile::generation_config);
-    match (generation_config(path)?, from_model) {
+    let given = match path {
+        Some(p) => generation_config(Some(p))?.map(|config| ConfigFile {
+            path: p.to_path_buf(),
+            config,
+        }),
+        None => None,
+    };
+    match (given, from_model) {
         (Some(_), Some(_)) => anyhow::bail!(
             "--generation-config and --model-file both give a generation_config.json: give one"
         ),
@@ -157,8 +173,8 @@ pub fn command_generation_config(
 pub enum ModelFile {
     /// A GGUF's header and key/value metadata.
     Gguf(parity_core::gguf::GgufMetadata),
-    /// A Hugging Face generation_config.json.
-    GenerationConfig(GenerationConfig),
+    /// A Hugging Face generation_config.json, with its path.
+    GenerationConfig(ConfigFile),
 }
 
 impl ModelFile {
@@ -183,7 +199,12 @@ impl ModelFile {
                     path.display()
                 )
             })
-            .map(Self::GenerationConfig)
+            .map(|config| {
+                Self::GenerationConfig(ConfigFile {
+                    path: path.to_path_buf(),
+                    config,
+                })
+            })
     }
 
     fn gguf(&self) -> Option<&parity_core::gguf::GgufMetadata> {
@@ -193,7 +214,7 @@ impl ModelFile {
         }
     }
 
-    fn generation_config(&self) -> Option<&GenerationConfig> {
+    fn generation_config(&self) -> Option<&ConfigFile> {
         match self {
             Self::GenerationConfig(c) => Some(c),
             Self::Gguf(_) => None,

@@ -86,6 +86,7 @@ pub fn run<R: BufRead, W: Write, E: Write>(
                 &Run {
                     name: "params",
                     kwargs: &record.params,
+                    generation_config: None,
                     recorded: None,
                     exact: exact.then_some(context_len),
                 },

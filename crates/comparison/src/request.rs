@@ -81,7 +81,8 @@ pub(crate) struct FixtureCells {
 pub(crate) struct Answer {
     /// The request as given.
     pub request: Map<String, Value>,
-    /// The `--generation-config` file, if any.
+    /// The generation_config.json read (`--generation-config`, or a
+    /// `--model-file` that is one), if any.
     pub generation_config: Option<String>,
     /// Every endpoint; the first is the reference.
     pub endpoints: Vec<Endpoint>,

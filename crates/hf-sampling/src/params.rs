@@ -195,6 +195,13 @@ impl GenerationConfig {
                 found: json_type(&v),
             });
         };
+        Self::from_values(values)
+    }
+
+    /// A `generation_config.json`'s keys, already parsed (what
+    /// [`GenerationConfig::values`] gives back), checked as
+    /// [`GenerationConfig::from_json_str`] checks them.
+    pub fn from_values(values: Map<String, Value>) -> Result<Self, HfError> {
         for (key, value) in &values {
             if value.is_null() {
                 continue;

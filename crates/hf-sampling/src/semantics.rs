@@ -348,6 +348,15 @@ pub mod rules {
     pub const DEFAULT_TOP_K: &str =
         "default top-k 50: transformers adds top_k=50 when the kwargs don't set top_k";
 
+    /// transformers merges the model's generation_config.json under the
+    /// kwargs (`merged`: the values it took from there, e.g. `top_k 20`).
+    pub fn generation_config(merged: &str, other: &str) -> String {
+        format!(
+            "generation config: transformers merges the model's generation_config.json under \
+             the kwargs ({merged}); {other}"
+        )
+    }
+
     /// transformers' top-k keeps every token tied with the k-th.
     pub fn top_k_tie(kept: usize, k: usize, other: &str) -> String {
         format!(

@@ -335,6 +335,9 @@ pub struct Fix {
 pub struct Against<'a> {
     /// The generate kwargs of the setting.
     pub kwargs: &'a Map<String, Value>,
+    /// The model's generation_config.json transformers merged under the
+    /// kwargs (`report --kwargs ... --generation-config`), if any.
+    pub generation_config: Option<&'a Map<String, Value>>,
     /// The logits both sides started from.
     pub logits: &'a [f32],
     /// The context.

@@ -14,27 +14,47 @@ probabilities of requests that leave those fields out:
     STAMPED's keys added by PyPI `gguf`'s writer (gguf 0.19.0,
     `gguf.scripts.gguf_new_metadata.copy_with_new_metadata`; every other key
     and every tensor copied unchanged), started with no sampling flag;
-  * flags: the plain GGUF started with FLAGS.
+  * flags: the plain GGUF started with FLAGS;
+  * stamped-flags: the stamped copy started with BOTH_FLAGS (a flag over
+    the file's key on top_k and temperature, the file's top_p and min_p).
 
-Each recording goes to fixtures/llamacpp/server-defaults/NAME.json (the
-`token` and `bytes` fields of the log-probability lists dropped, as
-fixtures/server-probe/ does: the probe reads ids and numbers only), and the
-setup (keys, flags, files' sha256) to manifest.json, and a GGUF holding only
-the stamped keys (no tensors, same writer) to stamped-keys.gguf.
-crates/compare/tests/it/server_defaults.rs replays them.
+Each recording goes to fixtures/llamacpp/server-defaults/NAME.json, the
+setup (keys, flags, requests, files' sha256) to manifest.json, and a GGUF
+holding only the stamped keys (no tensors, same writer) to stamped-keys.gguf.
+crates/compare/tests/it/server_defaults.rs replays them with `compare probe
+--replay`.
+
+What is changed from what the server returned, so that a run is repeatable
+byte for byte (the probe reads none of it):
+
+  * the `token` and `bytes` fields of every log-probability entry are
+    dropped (as fixtures/server-probe/ does: the probe reads ids and
+    numbers);
+  * `timings` of every completion and `created` of `/v1/models` (clock
+    readings) and `/props` `media_marker` (a random string drawn at each
+    start: tools/server/server-common.cpp `get_media_marker`, line 134) are
+    dropped;
+  * the recorded `options.server` is `http://127.0.0.1` without the free
+    port the run used.
+
+The server is started in the model's folder with the bare file name, so
+`/props` `model_path` and the model's name are the file name, not a
+temporary path.
 
 The server binds 127.0.0.1 on a free port, runs under `timeout`, and is
 stopped by its PID.
 
-Usage (needs the `compare` binary: cargo build --release -p compare):
+Usage (needs the `compare` binary, cargo build --release -p compare, and a
+venv with requirements-server-defaults.txt):
 
-    /work/venvs/gguf-rec/bin/python scripts/reference/llamacpp/record_server_defaults.py
-    .../python scripts/reference/llamacpp/record_server_defaults.py --check
+    python3 -m venv /tmp/gguf-venv
+    /tmp/gguf-venv/bin/pip install -r scripts/reference/llamacpp/requirements-server-defaults.txt
+    /tmp/gguf-venv/bin/python scripts/reference/llamacpp/record_server_defaults.py
+    /tmp/gguf-venv/bin/python scripts/reference/llamacpp/record_server_defaults.py --check
 
---check records again into a temporary folder and compares what the server
-decides — `/props` `default_generation_settings.params` and every returned
-probability — with the committed files (timings, ports and paths differ
-between runs and are not compared); exit 1 with the differences if any.
+--check records everything again into a temporary folder and compares each
+file with the committed one byte for byte; exit 1 naming the files (and, for
+a recording, the first exchange) that differ.
 """
 
 from __future__ import annotations
@@ -58,8 +78,12 @@ MODEL = REPO / ".cache" / "models" / "SmolLM2-135M-Instruct.Q4_1.gguf"
 COMPARE = REPO / "target" / "release" / "compare"
 PROMPT = "The cat sat on the"
 SEED = 1234
-# The requests leave top_k, top_p and min_p out (and the first, temperature).
-REQUESTS = [{}, {"temperature": 0.7}]
+# The requests leave top_k, top_p and min_p out (the first, temperature too;
+# the third sets top_p and min_p off, so that top_k alone cuts).
+REQUESTS = [{}, {"temperature": 0.7}, {"temperature": 0.7, "top_p": 1.0, "min_p": 0.0}]
+# What the recorded options say the server was: the port is a free one,
+# different at each run.
+SERVER_URL = "http://127.0.0.1"
 # What a converter writes from a generation_config.json with top_k 20,
 # top_p 0.8, temperature 0.6 (gguf-py/gguf/metadata.py), plus a min_p; the
 # types are the ones gguf's writer uses for them (add_sampling_* in
@@ -71,6 +95,9 @@ STAMPED = {
     "general.sampling.temp": ("FLOAT32", 0.6),
 }
 FLAGS = ["--top-k", "25", "--temp", "0.9", "--min-p", "0.02"]
+BOTH_FLAGS = ["--top-k", "25", "--temp", "0.9"]
+# Everything run() writes, which --check compares.
+FILES = ["stamped.json", "flags.json", "stamped-flags.json", "manifest.json", "stamped-keys.gguf"]
 
 
 def sha256(path: Path) -> str:
@@ -124,11 +151,12 @@ def free_port() -> int:
 def record(model: Path, flags: list[str], out: Path) -> None:
     port = free_port()
     cmd = [
-        "timeout", "600", str(SERVER), "-m", str(model),
+        "timeout", "600", str(SERVER), "-m", model.name,
         "--host", "127.0.0.1", "--port", str(port),
         "-c", "512", "-np", "1", "-t", "2", "--no-webui", *flags,
     ]
-    server = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server = subprocess.Popen(cmd, cwd=model.parent,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         args = [str(COMPARE), "probe", "--server", f"http://127.0.0.1:{port}",
                 "--api", "llama-server", "--prompt", PROMPT, "--seed", str(SEED),
@@ -151,12 +179,14 @@ def record(model: Path, flags: list[str], out: Path) -> None:
         except subprocess.TimeoutExpired:
             server.kill()
             server.wait()
-    slim(out)
+    normalise(out)
 
 
-def slim(path: Path) -> None:
-    """Drops `token` and `bytes` from every log-probability entry."""
+def normalise(path: Path) -> None:
+    """What the module's docstring lists: token texts, clock readings and
+    the port dropped; everything else as the server answered."""
     doc = json.loads(path.read_text())
+    doc["options"]["server"] = SERVER_URL
 
     def walk(v):
         if isinstance(v, dict):
@@ -169,34 +199,29 @@ def slim(path: Path) -> None:
             for x in v:
                 walk(x)
 
-    walk(doc)
+    for ex in doc["exchanges"]:
+        resp = ex.get("response")
+        if not isinstance(resp, dict):
+            continue
+        resp.pop("timings", None)
+        if ex["path"] == "/props":
+            resp.pop("media_marker", None)
+        if ex["path"] == "/v1/models":
+            for m in resp.get("data", []):
+                m.pop("created", None)
+        walk(resp)
     path.write_text(json.dumps(doc, separators=(",", ":")) + "\n")
 
 
-def decided(path: Path) -> dict:
-    """What the server decided: its default params and every probability."""
-    doc = json.loads(path.read_text())
-    out = {"props": None, "answers": []}
-    for ex in doc["exchanges"]:
-        resp = ex.get("response")
-        if ex["path"] == "/props":
-            out["props"] = resp["default_generation_settings"]["params"]
-        elif ex["method"] == "POST" and isinstance(resp, dict):
-            probs = []
-
-            def walk(v):
-                if isinstance(v, dict):
-                    if "id" in v and ("logprob" in v or "prob" in v):
-                        probs.append((v["id"], v.get("logprob", v.get("prob"))))
-                    for x in v.values():
-                        walk(x)
-                elif isinstance(v, list):
-                    for x in v:
-                        walk(x)
-
-            walk(resp)
-            out["answers"].append({"path": ex["path"], "body": ex["body"], "probs": probs})
-    return out
+def first_difference(committed: Path, fresh: Path) -> str:
+    """Where two recordings first differ, in words."""
+    a, b = json.loads(committed.read_text()), json.loads(fresh.read_text())
+    if a.get("options") != b.get("options"):
+        return "the options"
+    for i, (x, y) in enumerate(zip(a["exchanges"], b["exchanges"])):
+        if x != y:
+            return f"exchange {i} ({x['method']} {x['path']})"
+    return f"{len(a['exchanges'])} vs {len(b['exchanges'])} exchanges"
 
 
 def run(dest: Path) -> dict:
@@ -205,10 +230,20 @@ def run(dest: Path) -> dict:
                       (MODEL, "scripts/fetch-model.sh"),
                       (COMPARE, "cargo build --release -p compare")]:
         if not need.exists():
-            sys.exit(f"{need} is missing ({how} makes it)")
+            print(f"{need} is missing ({how} makes it)", file=sys.stderr)
+            sys.exit(2)
     with tempfile.TemporaryDirectory() as tmp:
         stamped = Path(tmp) / "SmolLM2-135M-Instruct.Q4_1.sampling.gguf"
         stamp(MODEL, stamped)
+        stamped_model = MODEL.name + " with " + ", ".join(
+            f"{k} = {v} ({t.lower()})" for k, (t, v) in STAMPED.items())
+        stamped_entry = {
+            "model": stamped_model,
+            "model_sha256": sha256(stamped),
+            "base_model_sha256": sha256(MODEL),
+            "stamped_keys": {k: v for k, (_, v) in STAMPED.items()},
+            "keys_file": "stamped-keys.gguf",
+        }
         manifest = {
             "format": "sampling-parity-llamacpp-server-defaults/1",
             "llama_server": "llama.cpp 0c1e57098 (llama-cpp-python 0.3.36), scripts/build-llama-server.sh",
@@ -216,25 +251,19 @@ def run(dest: Path) -> dict:
             "seed": SEED,
             "requests": REQUESTS,
             "recordings": {
-                "stamped.json": {
-                    "model": MODEL.name + " with " + ", ".join(
-                        f"{k} = {v} ({t.lower()})" for k, (t, v) in STAMPED.items()),
-                    "model_sha256": sha256(stamped),
-                    "base_model_sha256": sha256(MODEL),
-                    "stamped_keys": {k: v for k, (_, v) in STAMPED.items()},
-                    "flags": [],
-                },
+                "stamped.json": {**stamped_entry, "flags": []},
                 "flags.json": {
                     "model": MODEL.name,
                     "model_sha256": sha256(MODEL),
                     "flags": FLAGS,
                 },
+                "stamped-flags.json": {**stamped_entry, "flags": BOTH_FLAGS},
             },
         }
         keys_only(dest / "stamped-keys.gguf")
-        manifest["recordings"]["stamped.json"]["keys_file"] = "stamped-keys.gguf"
         record(stamped, [], dest / "stamped.json")
         record(MODEL, FLAGS, dest / "flags.json")
+        record(stamped, BOTH_FLAGS, dest / "stamped-flags.json")
     (dest / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
     return manifest
 
@@ -251,22 +280,17 @@ def main() -> None:
         fresh = Path(tmp)
         run(fresh)
         bad = []
-        for name in ["stamped.json", "flags.json"]:
-            a, b = decided(OUT / name), decided(fresh / name)
-            if a != b:
-                bad.append(name)
-        keys = "stamped-keys.gguf"
-        if (OUT / keys).read_bytes() != (fresh / keys).read_bytes():
-            bad.append(keys)
-        ma = json.loads((OUT / "manifest.json").read_text())
-        mb = json.loads((fresh / "manifest.json").read_text())
-        if ma != mb:
-            bad.append("manifest.json")
+        for name in FILES:
+            if (OUT / name).read_bytes() == (fresh / name).read_bytes():
+                continue
+            where = ""
+            if name.endswith(".json") and name != "manifest.json":
+                where = f" (first at {first_difference(OUT / name, fresh / name)})"
+            bad.append(name + where)
         if bad:
-            sys.exit(f"--check: differs from the committed fixtures: {', '.join(bad)} "
+            sys.exit(f"--check: differs from the committed fixtures: {'; '.join(bad)} "
                      f"(regenerate with {Path(__file__).relative_to(REPO)})")
-        print("--check: stamped.json, flags.json and manifest.json: the server decided the same",
-              file=sys.stderr)
+        print(f"--check: {', '.join(FILES)}: byte for byte the same", file=sys.stderr)
 
 
 if __name__ == "__main__":

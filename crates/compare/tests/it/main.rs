@@ -9,6 +9,9 @@ mod fragile;
 mod helpers;
 mod own_sampler;
 mod probe;
+// `compare probe --format json` read back (shared with tests/live).
+#[path = "../common/probe.rs"]
+mod probe_doc;
 mod real_servers;
 mod registry;
 mod report;

@@ -20,10 +20,7 @@ fn recording() -> String {
         .to_string()
 }
 
-#[path = "../common/probe.rs"]
-mod document;
-
-use document::document;
+use crate::probe_doc::document;
 
 #[test]
 fn the_committed_recording_replays_and_names_llama_cpp() {

@@ -92,6 +92,12 @@ fn main() -> std::process::ExitCode {
             &server,
             probe::a_live_llama_server_is_explained_by_llama_cpp,
         ),
+        trial(
+            "probe::a_live_llama_server_with_sampling_flags_is_explained_by_llama_cpp",
+            "needs llama-server",
+            &server,
+            probe::a_live_llama_server_with_sampling_flags_is_explained_by_llama_cpp,
+        ),
     ];
     libtest_mimic::run(&args, trials).exit_code()
 }

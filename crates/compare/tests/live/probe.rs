@@ -14,35 +14,64 @@ fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-/// A running llama-server, killed on drop (also when the test fails).
+/// A running llama-server under `timeout` (so it cannot outlive the test by
+/// more than its bound), stopped on drop (also when the test fails): SIGTERM
+/// to `timeout` by its PID, which passes it on to the server.
 struct Server(Child);
 
 impl Drop for Server {
     fn drop(&mut self) {
-        let _ = self.0.kill();
+        let stopped = Command::new("kill")
+            .args(["-TERM", &self.0.id().to_string()])
+            .status()
+            .is_ok_and(|s| s.success());
+        if !stopped {
+            let _ = self.0.kill();
+        }
         let _ = self.0.wait();
     }
 }
 
-pub(crate) fn a_live_llama_server_is_explained_by_llama_cpp() {
+/// Starts the real llama-server on the SmolLM2 GGUF with `flags` (127.0.0.1,
+/// a free port); its URL.
+fn start(flags: &[&str]) -> (Server, String) {
     let binary = repo().join(".cache/llama-server/0.3.36/llama-server");
     let model = repo().join(".cache/models/SmolLM2-135M-Instruct.Q4_1.gguf");
     let port = TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
         .expect("a free port");
-    let child = Command::new(&binary)
+    let child = Command::new("timeout")
+        .arg("600")
+        .arg(&binary)
         .arg("-m")
         .arg(&model)
         .args(["--host", "127.0.0.1", "--port", &port.to_string()])
         .args(["-c", "512", "-np", "1", "-t", "2", "--no-webui"])
+        .args(flags)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .expect("start llama-server");
-    let _server = Server(child);
-    let url = format!("http://127.0.0.1:{port}");
+    (Server(child), format!("http://127.0.0.1:{port}"))
+}
+
+/// Runs `compare` with `args` until the server has loaded (120 s at most).
+fn probe_when_ready(args: &[&str]) -> std::process::Output {
     let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let out = compare(args, "");
+        let loading = text(&out.stderr).contains("not ready")
+            || text(&out.stderr).contains("connection refused");
+        if out.status.code() == Some(0) || !loading || Instant::now() > deadline {
+            return out;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+pub(crate) fn a_live_llama_server_is_explained_by_llama_cpp() {
+    let (_server, url) = start(&[]);
     let request = r#"{"temperature": 0.7, "top_k": 0, "top_p": 1.0, "min_p": 0.0}"#;
     let record = std::env::temp_dir().join(format!("compare-probe-{}.json", std::process::id()));
     let record_arg = record.display().to_string();
@@ -63,15 +92,7 @@ pub(crate) fn a_live_llama_server_is_explained_by_llama_cpp() {
         "--record",
         &record_arg,
     ];
-    let out = loop {
-        let out = compare(&args, "");
-        let loading = text(&out.stderr).contains("not ready")
-            || text(&out.stderr).contains("connection refused");
-        if out.status.code() == Some(0) || !loading || Instant::now() > deadline {
-            break out;
-        }
-        std::thread::sleep(Duration::from_millis(500));
-    };
+    let out = probe_when_ready(&args);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let live = document(&out.stdout);
     assert_eq!(live.probes.len(), 2);
@@ -87,4 +108,48 @@ pub(crate) fn a_live_llama_server_is_explained_by_llama_cpp() {
         format!("{:?}", live.probes),
         "the replay differs from the live run"
     );
+}
+
+/// Issue #33: llama-server started with sampling flags fills the fields a
+/// request leaves out with them (`/props` reports them); the probe gives
+/// the llama.cpp candidate those defaults and names it within 1e-5.
+pub(crate) fn a_live_llama_server_with_sampling_flags_is_explained_by_llama_cpp() {
+    let (_server, url) = start(&["--top-k", "25", "--temp", "0.9", "--min-p", "0.02"]);
+    let args = [
+        "probe",
+        "--server",
+        &url,
+        "--api",
+        "llama-server",
+        "--prompt",
+        "The cat sat on the",
+        "--request",
+        "{}",
+        "--request",
+        r#"{"temperature": 0.7, "top_p": 1.0, "min_p": 0.0}"#,
+        "--expect",
+        "llama.cpp",
+        "--format",
+        "json",
+    ];
+    let out = probe_when_ready(&args);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let live = document(&out.stdout);
+    assert_eq!(live.probes.len(), 2);
+    for (p, (top_k, temperature)) in live.probes.iter().zip([(25, 0.9), (25, 0.7)]) {
+        assert!(p.explained_by.iter().any(|e| e == "llama.cpp"), "{p:?}");
+        let c = p
+            .candidates
+            .iter()
+            .find(|c| c.semantics == "llama.cpp" && c.variant.is_none())
+            .expect("the llama.cpp candidate");
+        assert!(c.max_abs_diff.is_some_and(|d| d <= 1e-5), "{c:?}");
+        let params = c.params.as_ref().expect("params");
+        assert_eq!(params["top_k"], top_k, "{c:?}");
+        assert_eq!(
+            params["temperature"].as_f64().map(|t| t as f32),
+            Some(temperature),
+            "{c:?}"
+        );
+    }
 }

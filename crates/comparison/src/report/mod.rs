@@ -110,15 +110,17 @@ fn run_with(
     on_fixture: &mut dyn FnMut(&[Row]) -> io::Result<()>,
 ) -> anyhow::Result<Outcome> {
     let kwargs = select::kwargs(args)?;
+    // The model's generation config sits under --kwargs (clap requires them).
+    let config = match &kwargs {
+        Some(_) => args
+            .generation_config
+            .as_deref()
+            .map(hf_sampling::GenerationConfig::from_path)
+            .transpose()?,
+        None => None,
+    };
     let transformers_warning = match &kwargs {
-        Some(kwargs) => {
-            let config = args
-                .generation_config
-                .as_deref()
-                .map(hf_sampling::GenerationConfig::from_path)
-                .transpose()?;
-            TransformersWarning::for_kwargs(kwargs, config.as_ref())
-        }
+        Some(kwargs) => TransformersWarning::for_kwargs(kwargs, config.as_ref()),
         None => None,
     };
     if let Some(w) = &transformers_warning {
@@ -172,6 +174,7 @@ fn run_with(
                 let run = rows::Run {
                     name: "kwargs",
                     kwargs,
+                    generation_config: config.as_ref().map(hf_sampling::GenerationConfig::values),
                     recorded: None,
                     exact: None,
                 };

@@ -109,6 +109,9 @@ pub(crate) struct Run<'s> {
     pub name: &'s str,
     /// The generate kwargs.
     pub kwargs: &'s Map<String, Value>,
+    /// The model's generation_config.json merged under them (`--kwargs`
+    /// with `--generation-config`), if any.
+    pub generation_config: Option<&'s Map<String, Value>>,
     /// transformers' recorded scores; `None`: `hf` is computed by hf-rust.
     pub recorded: Option<&'s [f32]>,
     /// `Some(context length)`: each side runs its engine's exact setup for
@@ -123,6 +126,7 @@ impl<'s> Run<'s> {
         Self {
             name: &setting.name,
             kwargs: &setting.kwargs,
+            generation_config: None,
             recorded: Some(&setting.scores),
             exact: None,
         }
@@ -527,6 +531,7 @@ impl<'a> CaseRows<'a> {
         };
         let explanation = p.explain(&Against {
             kwargs: setting.kwargs,
+            generation_config: setting.generation_config,
             logits: self.case.logits,
             context: self.case.context,
             transformers: reference,

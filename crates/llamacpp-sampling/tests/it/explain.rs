@@ -64,6 +64,7 @@ fn against<'a>(
 ) -> Against<'a> {
     Against {
         kwargs,
+        generation_config: None,
         logits,
         context,
         transformers: hf,

@@ -107,6 +107,7 @@ fn explain_names_the_differences_and_its_fix_reproduces_transformers() {
             let cmp = Comparison::new(&hf_probs, this.probs()).expect("same length");
             let row = Against {
                 kwargs: &s.kwargs,
+                generation_config: None,
                 logits: &f.logits,
                 context: ctx,
                 transformers: &hf,
@@ -173,6 +174,7 @@ fn temperature_last_is_explained() {
     let cmp = Comparison::new(&hf_probs, this.probs()).expect("same length");
     let row = Against {
         kwargs: &s.kwargs,
+        generation_config: None,
         logits: &f.logits,
         context: ctx,
         transformers: &hf,

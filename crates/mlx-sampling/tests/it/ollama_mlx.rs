@@ -178,6 +178,7 @@ fn the_fix_reproduces_transformers_on_smollm2() {
             let cmp = Comparison::new(&hf_probs, this.probs()).expect("same length");
             let row = Against {
                 kwargs: &s.kwargs,
+                generation_config: None,
                 logits: &f.logits,
                 context: ctx,
                 transformers: &hf,

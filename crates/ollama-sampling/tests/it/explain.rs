@@ -57,6 +57,7 @@ fn against<'a>(
 ) -> Against<'a> {
     Against {
         kwargs,
+        generation_config: None,
         logits,
         context: Context::new(&[], None).expect("context"),
         transformers: hf,
@@ -166,6 +167,7 @@ fn v0175_penalties_act_and_are_described() {
     let cmp = Comparison::new(hf.probs(), dist.probs()).expect("same width");
     let row = Against {
         kwargs: &kw,
+        generation_config: None,
         logits: &logits,
         context: ctx,
         transformers: &hf,

@@ -155,6 +155,7 @@ fn explain_names_the_full_mass_top_p_and_fix_declines_it() {
     let cmp = Comparison::new(hf.probs(), this.probs()).expect("same length");
     let row = Against {
         kwargs: &kwargs,
+        generation_config: None,
         logits: &logits,
         context: ctx,
         transformers: &hf,

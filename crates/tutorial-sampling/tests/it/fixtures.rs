@@ -173,6 +173,7 @@ fn explain_names_the_rule_that_parts() {
         let comparison = Comparison::new(hf.probs(), ours.probs()).expect("same V");
         let row = Against {
             kwargs: &s.kwargs,
+            generation_config: None,
             logits: &fx.logits,
             context,
             transformers: &hf,
