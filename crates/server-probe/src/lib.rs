@@ -155,9 +155,11 @@ pub enum Verdict {
     /// It cannot be what the server runs.
     #[serde(rename = "ruled out")]
     RuledOut,
-    /// It fits the draws, but some candidate that differs from it (TV ≥
-    /// [`DIFFERENT_TV`]) fits them too or is not ruled out: the notes say
-    /// which and how many draws would tell them apart.
+    /// It fits the evidence, but some candidate that differs from it (TV ≥
+    /// [`DIFFERENT_TV`]), or may differ from it beyond what a truncated
+    /// list shows, fits too or is not ruled out: the notes say which and
+    /// how many draws (or how much more of the vocabulary) would tell them
+    /// apart.
     #[serde(rename = "not rejected")]
     NotRejected,
     /// Neither (or it could not run).
@@ -225,14 +227,27 @@ pub struct Probe {
     /// Tokens the server keeps after its sampler chain (post-sampling
     /// mode) or distinct tokens drawn (samples mode).
     pub server_kept: usize,
-    /// Labels of the candidates whose verdict is `explains`.
+    /// Labels of the candidates whose verdict is `explains`: each fits, and
+    /// every other candidate is ruled out or cannot differ from it by TV ≥
+    /// [`DIFFERENT_TV`].
     pub explained_by: Vec<String>,
+    /// Labels of the candidates that fit but do not explain (`not
+    /// rejected`): the evidence cannot tell them from some candidate that
+    /// is not ruled out (the notes say which).
+    pub consistent_with: Vec<String>,
+    /// Labels of the candidates that neither fit nor are ruled out
+    /// (`undecided`, and they ran).
+    pub not_ruled_out: Vec<String>,
     /// The two different candidates (TV ≥ [`DIFFERENT_TV`]) that need the
     /// most draws to tell apart, if any.
     pub closest: Option<Vec<String>>,
     /// The draws that would tell every such pair apart (samples mode's
     /// power), if some number does.
     pub draws_needed: Option<u64>,
+    /// Pairs of candidates that may differ by TV ≥ [`DIFFERENT_TV`] only on
+    /// tokens a truncated list does not name (their mass there may lie on
+    /// different tokens): no number of draws tells them apart on this list.
+    pub hidden_pairs: usize,
     /// What the verdicts could not settle: candidates that cannot be told
     /// apart with these draws or on this list.
     pub notes: Vec<String>,
@@ -296,7 +311,7 @@ impl Report {
                 Some(c) => match c.verdict {
                     Verdict::RuledOut => "it is ruled out".to_string(),
                     Verdict::NotRejected => format!(
-                        "it fits, but so does a different candidate ({})",
+                        "it fits, but the evidence cannot tell it from a candidate that may differ ({})",
                         p.notes.join("; ")
                     ),
                     Verdict::Undecided => match &c.error {
@@ -386,6 +401,8 @@ pub(crate) fn run(
     }
     let mut session = api::Session::new(transport, options.api, options.model.clone());
     let mut info = session.hello()?;
+    // The dialect the server's listing named, if it did (`owned_by`).
+    let api = session.api();
     let prompt_ids = session.prompt_ids(&prompt)?;
     if let (Some(ids), Some(n)) = (&prompt_ids, info.n_vocab)
         && let Some((i, id)) = ids
@@ -399,18 +416,20 @@ pub(crate) fn run(
     }
     // llama-server gets the ids, so that the context is exactly what its
     // penalties see.
-    let sent = match (&prompt_ids, options.api) {
+    let sent = match (&prompt_ids, api) {
         (Some(ids), Api::LlamaServer) => Prompt::Ids(ids.clone()),
         _ => prompt.clone(),
     };
-    let k = match (options.top, info.n_vocab, options.api.max_top()) {
+    let k = match (options.top, info.n_vocab, api.max_top()) {
         (Some(k), Some(n), _) => k.min(n),
         (Some(k), None, _) => k,
         (None, Some(n), _) => n,
-        (None, None, _) if options.api.dialect().whole.is_some() => usize::MAX,
+        (None, None, _) if api.dialect().whole.is_some() => usize::MAX,
         (None, None, cap) => cap.unwrap_or(20),
     };
     let raw = session.raw(&sent, k, options.seed)?;
+    // ... or its refusal of the raw request did (mlx_lm.server's bool logprobs).
+    let api = session.api();
     if raw.is_empty() {
         return Err(Error::new("the server returned an empty raw top-K list"));
     }
@@ -439,7 +458,7 @@ pub(crate) fn run(
             .and_then(Value::as_f64)
             .is_some_and(|x| x != 1.0)
     });
-    let logit_offset = match (options.api, &prompt_ids, info.n_vocab) {
+    let logit_offset = match (api, &prompt_ids, info.n_vocab) {
         (Api::LlamaServer, Some(ids), Some(n)) if needs_offset => {
             let post = session.calibration(&sent, ids.len(), n, options.seed)?;
             Some(offset(&raw, &post, ids)?)
@@ -462,15 +481,15 @@ pub(crate) fn run(
         .props
         .pointer("/default_generation_settings/params")
         .and_then(Value::as_object)
-        .filter(|_| options.api == Api::LlamaServer);
+        .filter(|_| api == Api::LlamaServer);
     let mut probes = Vec::new();
     let mut drawn = Vec::new();
     for (r, request) in options.requests.iter().enumerate() {
-        let (routes, transformers) = candidates(options.api, request, registry, defaults);
+        let (routes, transformers) = candidates(api, request, registry, defaults);
         let evals = evaluate(&routes, &cells)?;
-        let power = power(&evals)?;
+        let power = power(&evals, cells.has_tail().then_some(cells.n_known))?;
         let observed = match options.samples {
-            None if options.api.has_post_sampling() => {
+            None if api.has_post_sampling() => {
                 let n = info.n_vocab.unwrap_or(k);
                 Observed::Post(session.post_sampling(request, &sent, n, options.seed)?)
             }
@@ -889,11 +908,17 @@ struct Power {
     needed: Option<u64>,
     /// The hardest pair, its TV and its draws.
     hardest: Option<(usize, usize, f64, Option<u64>)>,
+    /// Pairs that may differ by TV ≥ [`DIFFERENT_TV`] only on tokens a
+    /// truncated list does not name: no number of draws tells them apart.
+    hidden: usize,
 }
 
-fn power(evals: &[Eval]) -> Result<Option<Power>, Error> {
+/// What the probe can tell apart, with the tail cell at `tail` on a
+/// truncated list.
+fn power(evals: &[Eval], tail: Option<usize>) -> Result<Option<Power>, Error> {
     let mut hardest: Option<(usize, usize, f64, Option<u64>)> = None;
     let mut needed: Option<u64> = None;
+    let mut hidden = 0;
     for i in 0..evals.len() {
         for j in i + 1..evals.len() {
             let (Ok(a), Ok(b)) = (&evals[i].cells, &evals[j].cells) else {
@@ -901,6 +926,11 @@ fn power(evals: &[Eval]) -> Result<Option<Power>, Error> {
             };
             let (_, hi) = pair_tv(a, b)?;
             if hi < DIFFERENT_TV {
+                if let Some(t) = tail
+                    && pair_reach(a, b, t)? >= DIFFERENT_TV
+                {
+                    hidden += 1;
+                }
                 continue;
             }
             let n = stats::draws_to_separate(&a[0], &b[0], RULE_OUT_P);
@@ -918,9 +948,10 @@ fn power(evals: &[Eval]) -> Result<Option<Power>, Error> {
             }
         }
     }
-    Ok(hardest.map(|h| Power {
+    Ok((hardest.is_some() || hidden > 0).then_some(Power {
         needed,
-        hardest: Some(h),
+        hardest,
+        hidden,
     }))
 }
 
@@ -938,11 +969,38 @@ fn named(out: &[Candidate], i: usize) -> String {
     }
 }
 
-fn label_of(r: &Routed<'_>) -> String {
-    match &r.variant {
-        Some(v) => format!("{}[{v}]", r.semantics),
-        None => r.semantics.to_string(),
+/// The labels of the candidates `pick` picks, each once; a label whose
+/// other routes are not picked is named with its route (transformers serve
+/// explains where generate(**request) does not).
+fn labels_with(out: &[Candidate], pick: impl Fn(&Candidate) -> bool) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    for (i, c) in out.iter().enumerate() {
+        if !pick(c) {
+            continue;
+        }
+        let mixed = out.iter().any(|o| o.label() == c.label() && !pick(o));
+        let name = if mixed { named(out, i) } else { c.label() };
+        if !names.contains(&name) {
+            names.push(name);
+        }
     }
+    names
+}
+
+/// The largest total variation two candidates can have over the whole
+/// vocabulary given their cells with the tail cell at `tail`: their TV on
+/// the cells plus the mass both put in the tail (which may lie on
+/// different unlisted tokens), the largest over the tail configurations.
+fn pair_reach(a: &[Vec<f64>], b: &[Vec<f64>], tail: usize) -> Result<f64, Error> {
+    let mut reach: f64 = 0.0;
+    for (x, y) in a.iter().zip(b) {
+        let shared = match (x.get(tail), y.get(tail)) {
+            (Some(&s), Some(&t)) => s.min(t),
+            _ => 0.0,
+        };
+        reach = reach.max(tv(x, y)? + shared);
+    }
+    Ok(reach.min(1.0))
 }
 
 /// The server's side over the cells: its probabilities (or the draws'
@@ -1052,13 +1110,25 @@ fn analyse(
         }
         let Ok(a) = &evals[i].cells else { continue };
         let mut alone = true;
+        // Candidates that may differ from this one only on unlisted tokens:
+        // one note for all of them, with the largest figures.
+        let mut hidden: Vec<String> = Vec::new();
+        let (mut hidden_hi, mut hidden_reach) = (0.0f64, 0.0f64);
         for j in 0..out.len() {
             if i == j || out[j].verdict == Verdict::RuledOut {
                 continue;
             }
             let Ok(b) = &evals[j].cells else { continue };
             let (lo, hi) = pair_tv(a, b)?;
-            if hi < DIFFERENT_TV {
+            // On a truncated list the mass both put on unlisted tokens may
+            // lie on different ones: the pair is the same only when even
+            // that cannot make them differ by DIFFERENT_TV.
+            let reach = if cells.has_tail() {
+                pair_reach(a, b, cells.n_known)?
+            } else {
+                hi
+            };
+            if reach < DIFFERENT_TV {
                 continue;
             }
             alone = false;
@@ -1071,7 +1141,11 @@ fn analyse(
             if !told.insert(key) {
                 continue;
             }
-            if lo < DIFFERENT_TV {
+            if hi < DIFFERENT_TV {
+                hidden.push(y);
+                hidden_hi = hidden_hi.max(hi);
+                hidden_reach = hidden_reach.max(reach);
+            } else if lo < DIFFERENT_TV {
                 notes.push(format!(
                     "the raw list ({} entries) is too short to tell {x} from {y}: they differ by TV {hi:.3} under one tail and {lo:.3} under the other; ask for more of the vocabulary",
                     cells.n_known
@@ -1088,6 +1162,14 @@ fn analyse(
                     (None, _) => format!("cannot tell apart {x} and {y} (TV {lo:.3})"),
                 });
             }
+        }
+        if !hidden.is_empty() {
+            notes.push(format!(
+                "the raw list ({} entries) is too short to tell whether {} differs from {}: within TV {hidden_hi:.3} on its cells, but up to {hidden_reach:.3} over the vocabulary (the mass both put on unlisted tokens, where no draw tells them apart); ask for more of the vocabulary",
+                cells.n_known,
+                named(&out, i),
+                hidden.join(", ")
+            ));
         }
         if !alone {
             out[i].verdict = Verdict::NotRejected;
@@ -1114,28 +1196,16 @@ fn analyse(
             }
         }
     };
-    let mut explained_by: Vec<String> = Vec::new();
-    for (i, c) in out.iter().enumerate() {
-        if c.verdict != Verdict::Explains {
-            continue;
-        }
-        // A label whose other routes do not explain is named with its route
-        // (transformers serve explains where generate(**request) does not).
-        let mixed = out
-            .iter()
-            .any(|o| o.label() == c.label() && o.verdict != Verdict::Explains);
-        let name = if mixed { named(&out, i) } else { c.label() };
-        if !explained_by.contains(&name) {
-            explained_by.push(name);
-        }
-    }
+    let explained_by = labels_with(&out, |c| c.verdict == Verdict::Explains);
+    let consistent_with = labels_with(&out, |c| c.verdict == Verdict::NotRejected);
+    let not_ruled_out = labels_with(&out, |c| {
+        c.verdict == Verdict::Undecided && c.error.is_none()
+    });
     // The power is a samples-mode figure.
+    let hidden_pairs = power.map_or(0, |p| p.hidden);
     let power = power.filter(|_| counts.is_some());
     let (closest, draws_needed) = match power.and_then(|p| p.hardest.as_ref().map(|h| (p, h))) {
-        Some((p, &(i, j, _, _))) => (
-            Some(vec![label_of(&routes[i]), label_of(&routes[j])]),
-            p.needed,
-        ),
+        Some((p, &(i, j, _, _))) => (Some(vec![named(&out, i), named(&out, j)]), p.needed),
         None => (None, None),
     };
     Ok(Probe {
@@ -1150,8 +1220,11 @@ fn analyse(
         tail_cell: cells.has_tail(),
         server_kept,
         explained_by,
+        consistent_with,
+        not_ruled_out,
         closest,
         draws_needed,
+        hidden_pairs,
         notes,
         tv_to_transformers,
         transformers_error,
