@@ -71,8 +71,17 @@ for name in "${names[@]}"; do
     case "$name" in
         vllm)  port=18701; samples=300; args=(--api vllm --prompt-ids "$PROMPT_IDS") ;;
         mlx)   port=18702; samples=120; args=(--api mlx-lm --prompt "$PROMPT") ;;
-        serve) port=18703; samples=120; args=(--api transformers-serve --prompt "$PROMPT" --model "$model_dir") ;;
+        # transformers serve returns no logprobs: the raw list is vllm.json's
+        # (vLLM 0.32.0, the same HF folder and prompt, the whole vocabulary)
+        # and each drawn text is read as its id with the GGUF's token strings.
+        # It refuses top_k and min_p (HTTP 422, fields it does not know), so
+        # it gets the first two requests only; its answers are greedy, so 30
+        # draws rule out every sampling candidate.
+        serve) port=18703; samples=30; args=(--api transformers-serve --prompt "$PROMPT" --model "$model_dir"
+                   --raw-from "$fixtures/vllm.json" --vocab "$repo/fixtures/smollm2/vocab.json") ;;
     esac
+    reqs=("${requests[@]}")
+    [[ "$name" == serve ]] && reqs=("${requests[@]:0:4}")
     args+=(--samples "${SAMPLES:-$samples}")
     out="$fixtures/$name.json"
     (( check )) && out="$tmp/$name.json"
@@ -81,8 +90,21 @@ for name in "${names[@]}"; do
     echo "record.sh: $name: compare probe --server $url ${args[*]} (4 requests) --seed 1 --record $out" >&2
     t0=$(date +%s)
     rc=0
-    "$compare" probe --server "$url" "${args[@]}" "${requests[@]}" --seed 1 --timeout 600 \
+    "$compare" probe --server "$url" "${args[@]}" "${reqs[@]}" --seed 1 --timeout 600 \
         --record "$out" >"$tmp/$name.txt" || rc=$?
+    # A fixture names the files it borrows relative to itself (compare
+    # probe --replay reads them so), not as this machine's absolute paths.
+    if (( ! check )) && [[ "$name" == serve && -f "$out" ]]; then
+        python3 - "$out" "$fixtures" <<'PY'
+import json, os, sys
+path, base = sys.argv[1], sys.argv[2]
+rec = json.load(open(path))
+for key in ("raw_from", "vocab"):
+    if rec["options"].get(key):
+        rec["options"][key] = os.path.relpath(rec["options"][key], base)
+open(path, "w").write(json.dumps(rec, separators=(",", ":")) + "\n")
+PY
+    fi
     echo "record.sh: $name: probe exit $rc after $(( $(date +%s) - t0 ))s" >&2
     "$servers_dir/stop.sh" "$name"
     running=""

@@ -181,8 +181,9 @@ pub const TRANSFORMERS_SERVE: Dialect = Dialect {
             (transformers/cli/serving/completion.py UNUSED_LEGACY_COMPLETION_FIELDS)",
     no_logprobs: "transformers serve 5.23.0 returns no logprobs (`logprobs` is one of its \
                   UNUSED_LEGACY_COMPLETION_FIELDS, transformers/cli/serving/completion.py): \
-                  the probe needs the raw distribution from the server it probes, so it \
-                  cannot probe this server yet",
+                  give --raw-from FILE (a --record file of another server on the same \
+                  model and prompt, whose raw list stands in) and --vocab FILE (the token \
+                  strings, to read each drawn text as its id), with --samples N",
     owned_by: None,
 };
 

@@ -116,6 +116,18 @@ pub struct Options {
     pub top: Option<usize>,
     /// Seconds to wait for each answer.
     pub timeout_secs: u64,
+    /// `--raw-from FILE`: for a server that returns no logprobs
+    /// (transformers serve), the raw list is the one this other `--record`
+    /// file holds, made on the same model and prompt (its prompt ids and
+    /// vocabulary size come with it). A path relative to the current
+    /// directory; in a recording, relative to the recording.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raw_from: Option<String>,
+    /// `--vocab FILE`: the model's token strings (a JSON array, index = id,
+    /// as fixtures/smollm2/vocab.json), to turn a drawn token's text into
+    /// its id. Relative like `raw_from`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vocab: Option<String>,
     /// `--repeat N`: the same request N times per condition ([`repeat`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub repeat: Option<usize>,
@@ -399,11 +411,19 @@ pub(crate) fn run(
     if options.top == Some(0) {
         return Err(Error::new("--top must be at least 1"));
     }
+    let borrowed = options.raw_from.as_deref().map(borrow_raw).transpose()?;
+    let texts = options.vocab.as_deref().map(TextIds::load).transpose()?;
     let mut session = api::Session::new(transport, options.api, options.model.clone());
     let mut info = session.hello()?;
     // The dialect the server's listing named, if it did (`owned_by`).
     let api = session.api();
-    let prompt_ids = session.prompt_ids(&prompt)?;
+    let prompt_ids = match &borrowed {
+        Some(b) if options.prompt_ids.is_none() => b.prompt_ids.clone(),
+        _ => session.prompt_ids(&prompt)?,
+    };
+    if let Some(b) = &borrowed {
+        info.n_vocab = info.n_vocab.or(b.n_vocab);
+    }
     if let (Some(ids), Some(n)) = (&prompt_ids, info.n_vocab)
         && let Some((i, id)) = ids
             .iter()
@@ -420,14 +440,11 @@ pub(crate) fn run(
         (Some(ids), Api::LlamaServer) => Prompt::Ids(ids.clone()),
         _ => prompt.clone(),
     };
-    let k = match (options.top, info.n_vocab, api.max_top()) {
-        (Some(k), Some(n), _) => k.min(n),
-        (Some(k), None, _) => k,
-        (None, Some(n), _) => n,
-        (None, None, _) if api.dialect().whole.is_some() => usize::MAX,
-        (None, None, cap) => cap.unwrap_or(20),
+    let k = top_k(options.top, info.n_vocab, api);
+    let raw = match &borrowed {
+        Some(b) => b.raw.clone(),
+        None => session.raw(&sent, k, options.seed)?,
     };
-    let raw = session.raw(&sent, k, options.seed)?;
     // ... or its refusal of the raw request did (mlx_lm.server's bool logprobs).
     let api = session.api();
     if raw.is_empty() {
@@ -502,7 +519,11 @@ pub(crate) fn run(
                 drawn.push(n);
                 let mut keys = Vec::with_capacity(n);
                 for i in 0..n as u64 {
-                    keys.push(session.sample(request, &sent, options.seed + i)?);
+                    let key = session.sample(request, &sent, options.seed + i)?;
+                    keys.push(match (&texts, key) {
+                        (Some(t), Key::Text(text)) => Key::Id(t.id(&text)?),
+                        (_, key) => key,
+                    });
                 }
                 Observed::Samples(keys)
             }
@@ -537,6 +558,113 @@ pub(crate) fn run(
         },
         auto_samples.then_some(drawn),
     ))
+}
+
+/// How many raw top log-probabilities to ask for: `--top`, else the whole
+/// vocabulary where it is known or the dialect can ask for it, else the
+/// dialect's cap (20 without one).
+fn top_k(top: Option<usize>, n_vocab: Option<usize>, api: Api) -> usize {
+    match (top, n_vocab, api.max_top()) {
+        (Some(k), Some(n), _) => k.min(n),
+        (Some(k), None, _) => k,
+        (None, Some(n), _) => n,
+        (None, None, _) if api.dialect().whole.is_some() => usize::MAX,
+        (None, None, cap) => cap.unwrap_or(20),
+    }
+}
+
+/// The raw list of another recording ([`Options::raw_from`]).
+struct Borrowed {
+    raw: Vec<(Key, f64)>,
+    n_vocab: Option<usize>,
+    prompt_ids: Option<Vec<i64>>,
+}
+
+/// Largest `--raw-from` file read (the committed recordings are at most
+/// 25 MB).
+const MAX_FILE_BYTES: u64 = 256 << 20;
+
+/// At most [`MAX_FILE_BYTES`] of the file at `path` (`what`: its option).
+fn read_file(what: &str, path: &str) -> Result<Vec<u8>, Error> {
+    parity_core::fixture::read_at_most(std::path::Path::new(path), MAX_FILE_BYTES)
+        .map_err(|e| Error::new(format_args!("{what} {path}: {e}")))?
+        .map_err(|_| Error::new(format_args!("{what} {path}: over {MAX_FILE_BYTES} bytes")))
+}
+
+/// Replays the raw request of the recording at `path`, as its own probe
+/// asked it.
+fn borrow_raw(path: &str) -> Result<Borrowed, Error> {
+    let bytes = read_file("--raw-from", path)?;
+    let rec: Recording = serde_json::from_slice(&bytes).map_err(|e| {
+        Error::new(format_args!(
+            "--raw-from {path}: not a probe recording: {e}"
+        ))
+    })?;
+    if rec.options.raw_from.is_some() {
+        return Err(Error::new(format_args!(
+            "--raw-from {path}: that recording borrows its raw list too; give the one that holds it"
+        )));
+    }
+    let mut transport = Replay::new(rec.exchanges.clone());
+    let mut session = api::Session::new(&mut transport, rec.options.api, rec.options.model.clone());
+    let wrap = |e: Error| Error::new(format_args!("--raw-from {path}: {e}"));
+    let mut info = session.hello().map_err(wrap)?;
+    let prompt = rec.options.prompt().map_err(wrap)?;
+    let prompt_ids = session.prompt_ids(&prompt).map_err(wrap)?;
+    let api = session.api();
+    let sent = match (&prompt_ids, api) {
+        (Some(ids), Api::LlamaServer) => Prompt::Ids(ids.clone()),
+        _ => prompt,
+    };
+    let k = top_k(rec.options.top, info.n_vocab, api);
+    let raw = session.raw(&sent, k, rec.options.seed).map_err(wrap)?;
+    if info.n_vocab.is_none() && k == usize::MAX && covers_every_id(&raw) {
+        info.n_vocab = Some(raw.len());
+    }
+    Ok(Borrowed {
+        raw,
+        n_vocab: info.n_vocab,
+        prompt_ids,
+    })
+}
+
+/// A drawn token's text to its id ([`Options::vocab`]): the ids whose
+/// decoded text (byte-level BPE bytes as UTF-8) is that text.
+struct TextIds {
+    path: String,
+    ids: HashMap<String, Vec<usize>>,
+}
+
+impl TextIds {
+    fn load(path: &str) -> Result<Self, Error> {
+        let vocab = parity_core::Vocab::load(std::path::Path::new(path))
+            .map_err(|e| Error::new(format_args!("--vocab: {e}")))?;
+        let mut ids: HashMap<String, Vec<usize>> = HashMap::new();
+        for id in 0..vocab.len() {
+            if let Some(parity_core::token::Piece::Text(t)) = vocab.piece(id) {
+                ids.entry(t).or_default().push(id);
+            }
+        }
+        Ok(Self {
+            path: path.to_string(),
+            ids,
+        })
+    }
+
+    fn id(&self, text: &str) -> Result<i64, Error> {
+        match self.ids.get(text).map(Vec::as_slice) {
+            Some([id]) => Ok(*id as i64),
+            Some(many) => Err(Error::new(format_args!(
+                "the server drew {text:?}, which is the text of {} tokens of {} (ids {many:?}): a draw's text does not name one token",
+                many.len(),
+                self.path
+            ))),
+            None => Err(Error::new(format_args!(
+                "the server drew {text:?}, which is no token of {}: the vocabulary differs from the server's, or the draw was more than one token",
+                self.path
+            ))),
+        }
+    }
 }
 
 /// Whether the list names the ids 0..len, each once.

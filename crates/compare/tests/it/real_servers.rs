@@ -1,7 +1,8 @@
-//! The recordings of real servers from PyPI (fixtures/server-probe/vllm.json
-//! and mlx.json, made by scripts/servers/record.sh against vLLM 0.32.0 and
-//! mlx_lm.server 0.32.2; fixtures/server-probe/README.md names each command
-//! line) replayed offline with the full registry: no server or Python needed.
+//! The recordings of real servers from PyPI (fixtures/server-probe/vllm.json,
+//! mlx.json and serve.json, made by scripts/servers/record.sh against vLLM
+//! 0.32.0, mlx_lm.server 0.32.2 and transformers serve 5.23.0;
+//! fixtures/server-probe/README.md names each command line) replayed offline
+//! with the full registry: no server or Python needed.
 
 use std::path::Path;
 
@@ -308,4 +309,122 @@ fn api_openai_against_vllm_speaks_vllm_from_its_owned_by() {
         assert_eq!(a["explained_by"], b["explained_by"]);
         assert_eq!(a["candidates"], b["candidates"]);
     }
+}
+
+/// Issue #36's "done when" for transformers serve: it returns no logprobs,
+/// so serve.json borrows vllm.json's raw list (the same HF folder and
+/// prompt) and reads each drawn text as its id with fixtures/smollm2's
+/// token strings. Its 30 draws per request are all " blue" (id 4461, `Ġblue`): its
+/// serve routes (greedy for these bodies) explain both requests, and
+/// `generate(**request)` (top_k 50 at T 0.7: p 1.4e-16; 17 tokens at T 0.8
+/// + top_p 0.9: p 2.6e-17), vllm and every other sampling candidate are
+/// ruled out. `--expect hf-rust` exits 0, `--expect vllm` exits 1.
+#[test]
+fn the_serve_recording_is_explained_by_its_serve_routes_and_rules_out_generate() {
+    let doc = replay("serve.json");
+    assert_eq!(doc["api"], "transformers-serve");
+    assert_eq!(doc["raw_entries"], 49152);
+    assert_eq!(doc["n_vocab"], 49152);
+    for p in doc["probes"].as_array().expect("probes") {
+        let request = p["request"].to_string();
+        assert_eq!(p["samples"], 30, "{p}");
+        assert_eq!(p["server_kept"], 1, "{p}");
+        assert_eq!(
+            strings(&p["explained_by"]),
+            [
+                "hf-rust (transformers serve /v1/chat/completions)",
+                "hf-rust (transformers serve /v1/completions)"
+            ],
+            "{p}"
+        );
+        assert_eq!(
+            verdicts(&doc, &request, "hf-rust", "generate(**request)"),
+            ["ruled out"]
+        );
+        assert_eq!(verdicts(&doc, &request, "vllm", ""), ["ruled out"]);
+    }
+    let ok = compare(
+        &[
+            "probe",
+            "--replay",
+            &fixture("serve.json"),
+            "--expect",
+            "hf-rust",
+        ],
+        "",
+    );
+    assert_eq!(ok.status.code(), Some(0), "{}", text(&ok.stderr));
+    let bad = compare(
+        &[
+            "probe",
+            "--replay",
+            &fixture("serve.json"),
+            "--expect",
+            "vllm",
+        ],
+        "",
+    );
+    assert_eq!(bad.status.code(), Some(1), "{}", text(&bad.stderr));
+    assert!(
+        text(&bad.stderr).contains(r#"--expect vllm: request [0] {"temperature":0.7}: vllm does not explain it: it is ruled out"#),
+        "{}",
+        text(&bad.stderr)
+    );
+}
+
+/// Without `--raw-from` the probe cannot probe transformers serve, and says
+/// what to give; a `--raw-from` file that is not a recording, and a drawn
+/// text that no token of `--vocab` has, are errors naming the file.
+#[test]
+fn serve_without_a_raw_source_and_bad_raw_sources_are_errors() {
+    let text_of = std::fs::read_to_string(fixture("serve.json")).expect("serve.json");
+    let mut rec: Value = serde_json::from_str(&text_of).expect("json");
+    // The copies live elsewhere: the files they borrow by absolute path.
+    rec["options"]["vocab"] = fixture("../smollm2/vocab.json").into();
+    let dir = std::env::temp_dir().join(format!("probe-raw-from-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let write = |name: &str, v: &Value| {
+        let path = dir.join(name);
+        std::fs::write(&path, serde_json::to_vec(v).expect("json")).expect("write");
+        path.display().to_string()
+    };
+    let run = |path: &str| compare(&["probe", "--replay", path], "");
+    // No raw source: the server's answer has no logprobs.
+    let mut none = rec.clone();
+    none["options"]
+        .as_object_mut()
+        .expect("options")
+        .remove("raw_from");
+    let out = run(&write("none.json", &none));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("transformers serve 5.23.0 returns no logprobs")
+            && text(&out.stderr).contains("give --raw-from FILE"),
+        "{}",
+        text(&out.stderr)
+    );
+    // A raw source that is not a recording.
+    std::fs::write(dir.join("junk.json"), "[1, 2]").expect("write");
+    let mut junk = rec.clone();
+    junk["options"]["raw_from"] = "junk.json".into();
+    let out = run(&write("junk-from.json", &junk));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("junk.json: not a probe recording"),
+        "{}",
+        text(&out.stderr)
+    );
+    // A vocabulary without the drawn text: the token strings of another model.
+    std::fs::write(dir.join("vocab.json"), r#"["a", "b"]"#).expect("write");
+    let mut vocab = rec.clone();
+    vocab["options"]["raw_from"] = fixture("vllm.json").into();
+    vocab["options"]["vocab"] = "vocab.json".into();
+    let out = run(&write("vocab-from.json", &vocab));
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains(r#"the server drew " blue", which is no token of"#),
+        "{}",
+        text(&out.stderr)
+    );
 }
