@@ -9,8 +9,12 @@
 # 18702, 18703), run issue #36's four requests (T 0.7; T 0.8 + top_p 0.9; T 1.0 +
 # top_k 20; T 0.7 + min_p 0.1) through `compare probe --api <its dialect>
 # --record FILE` on the prompt "My favorite color is" (as ids where the server
-# takes them) with seed 1 and --samples 300 (vllm; about 0.6 s a draw here) or
-# 120 (mlx, serve: about 2 s a draw on two busy cores), or SAMPLES=N, stop it by PID, and print the replayed verdicts. Without
+# takes them) with seed 1 and --samples 300 (vllm; about 0.6 s a draw here),
+# 120 (mlx: about 2.5 s a draw on two busy cores) or 30 (serve: greedy; it
+# returns no logprobs, so it borrows vllm.json's raw list with --raw-from and
+# reads its texts as ids with --vocab fixtures/smollm2/vocab.json, and gets the
+# first two requests only: it refuses top_k and min_p), or SAMPLES=N, stop it
+# by PID, and print the replayed verdicts. Without
 # --check FILE is the fixture; with --check it is a temporary file, and the
 # verdicts of both (each replayed with `compare probe --replay F --format
 # json`: per request `explained_by` and each candidate's verdict) must be
@@ -28,7 +32,7 @@ names=()
 for a in "$@"; do
     case "$a" in
         --check) check=1 ;;
-        -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
         vllm|mlx|serve) names+=("$a") ;;
         *) echo "record.sh: ${a@Q}: expected --check or a server name (vllm, mlx, serve)" >&2; exit 2 ;;
     esac
@@ -87,7 +91,7 @@ for name in "${names[@]}"; do
     (( check )) && out="$tmp/$name.json"
     url="$("$servers_dir/start.sh" "$name" "$port")"
     running="$name"
-    echo "record.sh: $name: compare probe --server $url ${args[*]} (4 requests) --seed 1 --record $out" >&2
+    echo "record.sh: $name: compare probe --server $url ${args[*]} ($(( ${#reqs[@]} / 2 )) requests) --seed 1 --record $out" >&2
     t0=$(date +%s)
     rc=0
     "$compare" probe --server "$url" "${args[@]}" "${reqs[@]}" --seed 1 --timeout 600 \

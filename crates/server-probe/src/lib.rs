@@ -1467,6 +1467,38 @@ mod tests {
     }
 
     #[test]
+    fn two_candidates_may_differ_by_the_tail_mass_both_keep() {
+        // Cells: two listed tokens and the tail. TV on the cells 0.1; both
+        // keep at least 0.2 in the tail, which may lie on different tokens.
+        let a = vec![vec![0.5, 0.3, 0.2]];
+        let b = vec![vec![0.5, 0.2, 0.3]];
+        let reach = pair_reach(&a, &b, 2).expect("reach");
+        assert!((reach - 0.3).abs() < 1e-12, "{reach}");
+        // No tail mass: the cells are the whole story.
+        let c = vec![vec![0.6, 0.4, 0.0]];
+        let d = vec![vec![0.58, 0.42, 0.0]];
+        let reach = pair_reach(&c, &d, 2).expect("reach");
+        assert!((reach - 0.02).abs() < 1e-12, "{reach}");
+    }
+
+    #[test]
+    fn a_drawn_text_is_the_one_token_with_that_text() {
+        let vocab = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../fixtures/smollm2/vocab.json"
+        );
+        let ids = TextIds::load(vocab).expect("vocab");
+        // `Ġblue` (byte-level BPE: Ġ is the space byte).
+        assert_eq!(ids.id(" blue").expect("blue"), 4461);
+        let e = ids.id(" blue sky").unwrap_err().to_string();
+        assert!(
+            e.contains(r#"the server drew " blue sky", which is no token of"#),
+            "{e}"
+        );
+        assert!(TextIds::load("/nonexistent/vocab.json").is_err());
+    }
+
+    #[test]
     fn urls_are_plain_http_and_replays_must_match() {
         assert!(Live::new("https://x:1", Duration::from_secs(1)).is_err());
         assert!(Live::new("http://127.0.0.1:8080/", Duration::from_secs(1)).is_ok());

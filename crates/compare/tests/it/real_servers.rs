@@ -372,11 +372,10 @@ fn the_serve_recording_is_explained_by_its_serve_routes_and_rules_out_generate()
     );
 }
 
-/// Without `--raw-from` the probe cannot probe transformers serve, and says
-/// what to give; a `--raw-from` file that is not a recording, and a drawn
-/// text that no token of `--vocab` has, are errors naming the file.
+/// A `--raw-from` file that is not a recording, and a drawn text that no
+/// token of `--vocab` has, are errors naming the file.
 #[test]
-fn serve_without_a_raw_source_and_bad_raw_sources_are_errors() {
+fn bad_raw_sources_and_vocabularies_are_errors() {
     let text_of = std::fs::read_to_string(fixture("serve.json")).expect("serve.json");
     let mut rec: Value = serde_json::from_str(&text_of).expect("json");
     // The copies live elsewhere: the files they borrow by absolute path.
@@ -389,20 +388,6 @@ fn serve_without_a_raw_source_and_bad_raw_sources_are_errors() {
         path.display().to_string()
     };
     let run = |path: &str| compare(&["probe", "--replay", path], "");
-    // No raw source: the server's answer has no logprobs.
-    let mut none = rec.clone();
-    none["options"]
-        .as_object_mut()
-        .expect("options")
-        .remove("raw_from");
-    let out = run(&write("none.json", &none));
-    assert_eq!(out.status.code(), Some(2));
-    assert!(
-        text(&out.stderr).contains("transformers serve 5.23.0 returns no logprobs")
-            && text(&out.stderr).contains("give --raw-from FILE"),
-        "{}",
-        text(&out.stderr)
-    );
     // A raw source that is not a recording.
     std::fs::write(dir.join("junk.json"), "[1, 2]").expect("write");
     let mut junk = rec.clone();
