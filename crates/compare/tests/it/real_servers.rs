@@ -314,11 +314,11 @@ fn api_openai_against_vllm_speaks_vllm_from_its_owned_by() {
 /// Issue #36's "done when" for transformers serve: it returns no logprobs,
 /// so serve.json borrows vllm.json's raw list (the same HF folder and
 /// prompt) and reads each drawn text as its id with fixtures/smollm2's
-/// token strings. Its 30 draws per request are all " blue" (id 4461, `Ġblue`): its
-/// serve routes (greedy for these bodies) explain both requests, and
-/// `generate(**request)` (top_k 50 at T 0.7: p 1.4e-16; 17 tokens at T 0.8
-/// + top_p 0.9: p 2.6e-17), vllm and every other sampling candidate are
-/// ruled out. `--expect hf-rust` exits 0, `--expect vllm` exits 1.
+/// token strings. Its 30 draws per request are all " blue" (id 4461,
+/// `Ġblue`): its serve routes (greedy for these bodies) explain both
+/// requests, and `generate(**request)` (top_k 50 at T 0.7: p 1.4e-16; 17
+/// tokens at T 0.8 and top_p 0.9: p 2.6e-17), vllm and every other sampling
+/// candidate are ruled out. `--expect hf-rust` exits 0, `--expect vllm` exits 1.
 #[test]
 fn the_serve_recording_is_explained_by_its_serve_routes_and_rules_out_generate() {
     let doc = replay("serve.json");
