@@ -9,8 +9,12 @@
 # 18702, 18703), run issue #36's four requests (T 0.7; T 0.8 + top_p 0.9; T 1.0 +
 # top_k 20; T 0.7 + min_p 0.1) through `compare probe --api <its dialect>
 # --record FILE` on the prompt "My favorite color is" (as ids where the server
-# takes them) with seed 1 and --samples 300 (vllm; about 0.6 s a draw here) or
-# 120 (mlx, serve: about 2 s a draw on two busy cores), or SAMPLES=N, stop it by PID, and print the replayed verdicts. Without
+# takes them) with seed 1 and --samples 300 (vllm; about 0.6 s a draw here),
+# 120 (mlx: about 2.5 s a draw on two busy cores) or 30 (serve: greedy; it
+# returns no logprobs, so it borrows vllm.json's raw list with --raw-from and
+# reads its texts as ids with --vocab fixtures/smollm2/vocab.json, and gets the
+# first two requests only: it refuses top_k and min_p), or SAMPLES=N, stop it
+# by PID, and print the replayed verdicts. Without
 # --check FILE is the fixture; with --check it is a temporary file, and the
 # verdicts of both (each replayed with `compare probe --replay F --format
 # json`: per request `explained_by` and each candidate's verdict) must be
@@ -28,7 +32,7 @@ names=()
 for a in "$@"; do
     case "$a" in
         --check) check=1 ;;
-        -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
         vllm|mlx|serve) names+=("$a") ;;
         *) echo "record.sh: ${a@Q}: expected --check or a server name (vllm, mlx, serve)" >&2; exit 2 ;;
     esac
@@ -71,18 +75,40 @@ for name in "${names[@]}"; do
     case "$name" in
         vllm)  port=18701; samples=300; args=(--api vllm --prompt-ids "$PROMPT_IDS") ;;
         mlx)   port=18702; samples=120; args=(--api mlx-lm --prompt "$PROMPT") ;;
-        serve) port=18703; samples=120; args=(--api transformers-serve --prompt "$PROMPT" --model "$model_dir") ;;
+        # transformers serve returns no logprobs: the raw list is vllm.json's
+        # (vLLM 0.32.0, the same HF folder and prompt, the whole vocabulary)
+        # and each drawn text is read as its id with the GGUF's token strings.
+        # It refuses top_k and min_p (HTTP 422, fields it does not know), so
+        # it gets the first two requests only; its answers are greedy, so 30
+        # draws rule out every sampling candidate.
+        serve) port=18703; samples=30; args=(--api transformers-serve --prompt "$PROMPT" --model "$model_dir"
+                   --raw-from "$fixtures/vllm.json" --vocab "$repo/fixtures/smollm2/vocab.json") ;;
     esac
+    reqs=("${requests[@]}")
+    [[ "$name" == serve ]] && reqs=("${requests[@]:0:4}")
     args+=(--samples "${SAMPLES:-$samples}")
     out="$fixtures/$name.json"
     (( check )) && out="$tmp/$name.json"
     url="$("$servers_dir/start.sh" "$name" "$port")"
     running="$name"
-    echo "record.sh: $name: compare probe --server $url ${args[*]} (4 requests) --seed 1 --record $out" >&2
+    echo "record.sh: $name: compare probe --server $url ${args[*]} ($(( ${#reqs[@]} / 2 )) requests) --seed 1 --record $out" >&2
     t0=$(date +%s)
     rc=0
-    "$compare" probe --server "$url" "${args[@]}" "${requests[@]}" --seed 1 --timeout 600 \
+    "$compare" probe --server "$url" "${args[@]}" "${reqs[@]}" --seed 1 --timeout 600 \
         --record "$out" >"$tmp/$name.txt" || rc=$?
+    # A fixture names the files it borrows relative to itself (compare
+    # probe --replay reads them so), not as this machine's absolute paths.
+    if (( ! check )) && [[ "$name" == serve && -f "$out" ]]; then
+        python3 - "$out" "$fixtures" <<'PY'
+import json, os, sys
+path, base = sys.argv[1], sys.argv[2]
+rec = json.load(open(path))
+for key in ("raw_from", "vocab"):
+    if rec["options"].get(key):
+        rec["options"][key] = os.path.relpath(rec["options"][key], base)
+open(path, "w").write(json.dumps(rec, separators=(",", ":")) + "\n")
+PY
+    fi
     echo "record.sh: $name: probe exit $rc after $(( $(date +%s) - t0 ))s" >&2
     "$servers_dir/stop.sh" "$name"
     running=""

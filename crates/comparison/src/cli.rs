@@ -581,6 +581,15 @@ pub struct ProbeArgs {
     /// Raw top log-probabilities to ask for.
     #[arg(long, value_name = "K", help = server_probe::help::TOP)]
     pub top: Option<usize>,
+    /// For a server that returns no logprobs (transformers serve): take the raw list from this
+    /// other --record file of the same model and prompt (relative paths in a recording are
+    /// relative to it).
+    #[arg(long, value_name = "FILE")]
+    pub raw_from: Option<std::path::PathBuf>,
+    /// The model's token strings (a JSON array, index = id), to turn a drawn token's text into
+    /// its id (servers that answer text only).
+    #[arg(long, value_name = "FILE")]
+    pub vocab: Option<std::path::PathBuf>,
     /// Send the one request N times under each condition (cold then warm, cache off,
     /// concurrent) and report whether the logits or the seeded draw moved (2 to 64;
     /// docs/probe.md).

@@ -40,7 +40,19 @@ pub fn run(args: &ProbeArgs, engines: &Engines, out: &mut dyn Write) -> anyhow::
         return Ok(false);
     }
     let report = match &recorded {
-        Some(recording) => server_probe::replay(recording, semantics)?,
+        Some(recording) => {
+            // The files a recording names are relative to it.
+            let mut recording = recording.clone();
+            if let Some(dir) = args.replay.as_deref().and_then(std::path::Path::parent) {
+                let o = &mut recording.options;
+                for p in [&mut o.raw_from, &mut o.vocab].into_iter().flatten() {
+                    if std::path::Path::new(p.as_str()).is_relative() {
+                        *p = dir.join(&*p).display().to_string();
+                    }
+                }
+            }
+            server_probe::replay(&recording, semantics)?
+        }
         None => {
             let options = options(args)?;
             let file = open_record(args)?;
@@ -174,6 +186,8 @@ fn options(args: &ProbeArgs) -> anyhow::Result<Options> {
         seed: args.seed,
         top: args.top,
         timeout_secs: args.timeout,
+        raw_from: args.raw_from.as_ref().map(|p| p.display().to_string()),
+        vocab: args.vocab.as_ref().map(|p| p.display().to_string()),
         repeat: args.repeat.map(|n| n as usize),
     })
 }

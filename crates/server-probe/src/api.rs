@@ -313,6 +313,19 @@ impl<'t> Session<'t> {
                         "/v1/models has no `data` list: not an OpenAI-compatible server (--api openai)",
                     ));
                 };
+                // `--api openai` against a server whose listing names it
+                // (`owned_by`, dialect.rs) speaks that server's dialect.
+                if self.api == Api::Openai
+                    && let Some(owner) = data
+                        .first()
+                        .and_then(|m| m.get("owned_by"))
+                        .and_then(Value::as_str)
+                    && let Some(&api) = Api::ALL
+                        .iter()
+                        .find(|a| a.dialect().owned_by == Some(owner))
+                {
+                    self.api = api;
+                }
                 let model = match &self.model {
                     Some(m) => m.clone(),
                     None => data

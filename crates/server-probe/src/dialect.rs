@@ -28,6 +28,9 @@ pub struct Dialect {
     pub stage: &'static str,
     /// What to tell a user whose server answered without logprobs.
     pub no_logprobs: &'static str,
+    /// The `owned_by` this server writes in every `/v1/models` entry, where
+    /// its source fixes one: `--api openai` against it speaks this dialect.
+    pub owned_by: Option<&'static str>,
 }
 
 impl Dialect {
@@ -81,6 +84,7 @@ pub const LLAMA_SERVER: Dialect = Dialect {
             tools/server/server-common.cpp `get_token_probabilities`, \
             server-context.cpp `populate_token_probs` (llama.cpp 0c1e57098)",
     no_logprobs: NO_LOGPROBS,
+    owned_by: None,
 };
 
 /// Any OpenAI-compatible server: `logprobs: K`, capped at 20 as the usual
@@ -93,6 +97,7 @@ pub const OPENAI: Dialect = Dialect {
     token_ids: false,
     stage: "unknown: the server's own; name it with --api where the probe knows it",
     no_logprobs: NO_LOGPROBS,
+    owned_by: None,
 };
 
 /// vLLM 0.33.0: `logprobs: -1` asks for the whole vocabulary
@@ -117,6 +122,9 @@ pub const VLLM: Dialect = Dialect {
             processed modes are after temperature/top-k/top-p; the probe's raw request \
             (temperature 0, no processors) is the raw softmax in either",
     no_logprobs: NO_LOGPROBS,
+    // vllm/entrypoints/openai/engine/protocol.py `ModelCard.owned_by: str =
+    // "vllm"`; vLLM 0.32.0's answer in fixtures/server-probe/vllm.json.
+    owned_by: Some("vllm"),
 };
 
 /// SGLang 0.5.23: `logprobs: K` becomes `top_logprobs_num`
@@ -135,6 +143,9 @@ pub const SGLANG: Dialect = Dialect {
             SGLANG_RETURN_ORIGINAL_LOGPROB (sglang/srt/layers/sampler.py, 0.5.23); \
             the probe's raw request is greedy",
     no_logprobs: NO_LOGPROBS,
+    // sglang/srt/entrypoints/openai/protocol.py `ModelCard.owned_by: str =
+    // "sglang"`.
+    owned_by: Some("sglang"),
 };
 
 /// mlx_lm.server 0.32.2 (mlx_lm/server.py): `_validate` takes `logprobs`
@@ -152,6 +163,7 @@ pub const MLX_LM: Dialect = Dialect {
     stage: "after the logits processors (penalties), before temperature and the filters \
             (mlx_lm/generate.py `_step`, 0.32.2)",
     no_logprobs: NO_LOGPROBS,
+    owned_by: None,
 };
 
 /// transformers serve 5.23.0: `logprobs` is in
@@ -169,8 +181,10 @@ pub const TRANSFORMERS_SERVE: Dialect = Dialect {
             (transformers/cli/serving/completion.py UNUSED_LEGACY_COMPLETION_FIELDS)",
     no_logprobs: "transformers serve 5.23.0 returns no logprobs (`logprobs` is one of its \
                   UNUSED_LEGACY_COMPLETION_FIELDS, transformers/cli/serving/completion.py): \
-                  the probe needs the raw distribution from the server it probes, so it \
-                  cannot probe this server yet",
+                  give --raw-from FILE (a --record file of another server on the same \
+                  model and prompt, whose raw list stands in) and --vocab FILE (the token \
+                  strings, to read each drawn text as its id), with --samples N",
+    owned_by: None,
 };
 
 /// Ollama's OpenAI layer: `logprobs` / `top_logprobs` at most 20, raw
@@ -183,6 +197,7 @@ pub const OLLAMA_V1: Dialect = Dialect {
     token_ids: false,
     stage: "raw (Ollama 0.12.11 or later returns logprobs)",
     no_logprobs: "Ollama 0.12.11 or later returns logprobs",
+    owned_by: None,
 };
 
 /// Ollama's native `/api/generate`: `logprobs: true, top_logprobs: K`, K at
@@ -195,4 +210,5 @@ pub const OLLAMA: Dialect = Dialect {
     token_ids: false,
     stage: "raw (Ollama 0.12.11 or later returns logprobs)",
     no_logprobs: "Ollama 0.12.11 or later returns logprobs",
+    owned_by: None,
 };

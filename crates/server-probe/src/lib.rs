@@ -116,6 +116,18 @@ pub struct Options {
     pub top: Option<usize>,
     /// Seconds to wait for each answer.
     pub timeout_secs: u64,
+    /// `--raw-from FILE`: for a server that returns no logprobs
+    /// (transformers serve), the raw list is the one this other `--record`
+    /// file holds, made on the same model and prompt (its prompt ids and
+    /// vocabulary size come with it). A path relative to the current
+    /// directory; in a recording, relative to the recording.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raw_from: Option<String>,
+    /// `--vocab FILE`: the model's token strings (a JSON array, index = id,
+    /// as fixtures/smollm2/vocab.json), to turn a drawn token's text into
+    /// its id. Relative like `raw_from`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vocab: Option<String>,
     /// `--repeat N`: the same request N times per condition ([`repeat`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub repeat: Option<usize>,
@@ -155,9 +167,11 @@ pub enum Verdict {
     /// It cannot be what the server runs.
     #[serde(rename = "ruled out")]
     RuledOut,
-    /// It fits the draws, but some candidate that differs from it (TV ≥
-    /// [`DIFFERENT_TV`]) fits them too or is not ruled out: the notes say
-    /// which and how many draws would tell them apart.
+    /// It fits the evidence, but some candidate that differs from it (TV ≥
+    /// [`DIFFERENT_TV`]), or may differ from it beyond what a truncated
+    /// list shows, fits too or is not ruled out: the notes say which and
+    /// how many draws (or how much more of the vocabulary) would tell them
+    /// apart.
     #[serde(rename = "not rejected")]
     NotRejected,
     /// Neither (or it could not run).
@@ -225,14 +239,27 @@ pub struct Probe {
     /// Tokens the server keeps after its sampler chain (post-sampling
     /// mode) or distinct tokens drawn (samples mode).
     pub server_kept: usize,
-    /// Labels of the candidates whose verdict is `explains`.
+    /// Labels of the candidates whose verdict is `explains`: each fits, and
+    /// every other candidate is ruled out or cannot differ from it by TV ≥
+    /// [`DIFFERENT_TV`].
     pub explained_by: Vec<String>,
+    /// Labels of the candidates that fit but do not explain (`not
+    /// rejected`): the evidence cannot tell them from some candidate that
+    /// is not ruled out (the notes say which).
+    pub consistent_with: Vec<String>,
+    /// Labels of the candidates that neither fit nor are ruled out
+    /// (`undecided`, and they ran).
+    pub not_ruled_out: Vec<String>,
     /// The two different candidates (TV ≥ [`DIFFERENT_TV`]) that need the
     /// most draws to tell apart, if any.
     pub closest: Option<Vec<String>>,
     /// The draws that would tell every such pair apart (samples mode's
     /// power), if some number does.
     pub draws_needed: Option<u64>,
+    /// Pairs of candidates that may differ by TV ≥ [`DIFFERENT_TV`] only on
+    /// tokens a truncated list does not name (their mass there may lie on
+    /// different tokens): no number of draws tells them apart on this list.
+    pub hidden_pairs: usize,
     /// What the verdicts could not settle: candidates that cannot be told
     /// apart with these draws or on this list.
     pub notes: Vec<String>,
@@ -296,7 +323,7 @@ impl Report {
                 Some(c) => match c.verdict {
                     Verdict::RuledOut => "it is ruled out".to_string(),
                     Verdict::NotRejected => format!(
-                        "it fits, but so does a different candidate ({})",
+                        "it fits, but the evidence cannot tell it from a candidate that may differ ({})",
                         p.notes.join("; ")
                     ),
                     Verdict::Undecided => match &c.error {
@@ -384,9 +411,19 @@ pub(crate) fn run(
     if options.top == Some(0) {
         return Err(Error::new("--top must be at least 1"));
     }
+    let borrowed = options.raw_from.as_deref().map(borrow_raw).transpose()?;
+    let texts = options.vocab.as_deref().map(TextIds::load).transpose()?;
     let mut session = api::Session::new(transport, options.api, options.model.clone());
     let mut info = session.hello()?;
-    let prompt_ids = session.prompt_ids(&prompt)?;
+    // The dialect the server's listing named, if it did (`owned_by`).
+    let api = session.api();
+    let prompt_ids = match &borrowed {
+        Some(b) if options.prompt_ids.is_none() => b.prompt_ids.clone(),
+        _ => session.prompt_ids(&prompt)?,
+    };
+    if let Some(b) = &borrowed {
+        info.n_vocab = info.n_vocab.or(b.n_vocab);
+    }
     if let (Some(ids), Some(n)) = (&prompt_ids, info.n_vocab)
         && let Some((i, id)) = ids
             .iter()
@@ -399,18 +436,17 @@ pub(crate) fn run(
     }
     // llama-server gets the ids, so that the context is exactly what its
     // penalties see.
-    let sent = match (&prompt_ids, options.api) {
+    let sent = match (&prompt_ids, api) {
         (Some(ids), Api::LlamaServer) => Prompt::Ids(ids.clone()),
         _ => prompt.clone(),
     };
-    let k = match (options.top, info.n_vocab, options.api.max_top()) {
-        (Some(k), Some(n), _) => k.min(n),
-        (Some(k), None, _) => k,
-        (None, Some(n), _) => n,
-        (None, None, _) if options.api.dialect().whole.is_some() => usize::MAX,
-        (None, None, cap) => cap.unwrap_or(20),
+    let k = top_k(options.top, info.n_vocab, api);
+    let raw = match &borrowed {
+        Some(b) => b.raw.clone(),
+        None => session.raw(&sent, k, options.seed)?,
     };
-    let raw = session.raw(&sent, k, options.seed)?;
+    // ... or its refusal of the raw request did (mlx_lm.server's bool logprobs).
+    let api = session.api();
     if raw.is_empty() {
         return Err(Error::new("the server returned an empty raw top-K list"));
     }
@@ -439,7 +475,7 @@ pub(crate) fn run(
             .and_then(Value::as_f64)
             .is_some_and(|x| x != 1.0)
     });
-    let logit_offset = match (options.api, &prompt_ids, info.n_vocab) {
+    let logit_offset = match (api, &prompt_ids, info.n_vocab) {
         (Api::LlamaServer, Some(ids), Some(n)) if needs_offset => {
             let post = session.calibration(&sent, ids.len(), n, options.seed)?;
             Some(offset(&raw, &post, ids)?)
@@ -462,15 +498,15 @@ pub(crate) fn run(
         .props
         .pointer("/default_generation_settings/params")
         .and_then(Value::as_object)
-        .filter(|_| options.api == Api::LlamaServer);
+        .filter(|_| api == Api::LlamaServer);
     let mut probes = Vec::new();
     let mut drawn = Vec::new();
     for (r, request) in options.requests.iter().enumerate() {
-        let (routes, transformers) = candidates(options.api, request, registry, defaults);
+        let (routes, transformers) = candidates(api, request, registry, defaults);
         let evals = evaluate(&routes, &cells)?;
-        let power = power(&evals)?;
+        let power = power(&evals, cells.has_tail().then_some(cells.n_known))?;
         let observed = match options.samples {
-            None if options.api.has_post_sampling() => {
+            None if api.has_post_sampling() => {
                 let n = info.n_vocab.unwrap_or(k);
                 Observed::Post(session.post_sampling(request, &sent, n, options.seed)?)
             }
@@ -483,7 +519,11 @@ pub(crate) fn run(
                 drawn.push(n);
                 let mut keys = Vec::with_capacity(n);
                 for i in 0..n as u64 {
-                    keys.push(session.sample(request, &sent, options.seed + i)?);
+                    let key = session.sample(request, &sent, options.seed + i)?;
+                    keys.push(match (&texts, key) {
+                        (Some(t), Key::Text(text)) => Key::Id(t.id(&text)?),
+                        (_, key) => key,
+                    });
                 }
                 Observed::Samples(keys)
             }
@@ -518,6 +558,113 @@ pub(crate) fn run(
         },
         auto_samples.then_some(drawn),
     ))
+}
+
+/// How many raw top log-probabilities to ask for: `--top`, else the whole
+/// vocabulary where it is known or the dialect can ask for it, else the
+/// dialect's cap (20 without one).
+fn top_k(top: Option<usize>, n_vocab: Option<usize>, api: Api) -> usize {
+    match (top, n_vocab, api.max_top()) {
+        (Some(k), Some(n), _) => k.min(n),
+        (Some(k), None, _) => k,
+        (None, Some(n), _) => n,
+        (None, None, _) if api.dialect().whole.is_some() => usize::MAX,
+        (None, None, cap) => cap.unwrap_or(20),
+    }
+}
+
+/// The raw list of another recording ([`Options::raw_from`]).
+struct Borrowed {
+    raw: Vec<(Key, f64)>,
+    n_vocab: Option<usize>,
+    prompt_ids: Option<Vec<i64>>,
+}
+
+/// Largest `--raw-from` file read (the committed recordings are at most
+/// 25 MB).
+const MAX_FILE_BYTES: u64 = 256 << 20;
+
+/// At most [`MAX_FILE_BYTES`] of the file at `path` (`what`: its option).
+fn read_file(what: &str, path: &str) -> Result<Vec<u8>, Error> {
+    parity_core::fixture::read_at_most(std::path::Path::new(path), MAX_FILE_BYTES)
+        .map_err(|e| Error::new(format_args!("{what} {path}: {e}")))?
+        .map_err(|_| Error::new(format_args!("{what} {path}: over {MAX_FILE_BYTES} bytes")))
+}
+
+/// Replays the raw request of the recording at `path`, as its own probe
+/// asked it.
+fn borrow_raw(path: &str) -> Result<Borrowed, Error> {
+    let bytes = read_file("--raw-from", path)?;
+    let rec: Recording = serde_json::from_slice(&bytes).map_err(|e| {
+        Error::new(format_args!(
+            "--raw-from {path}: not a probe recording: {e}"
+        ))
+    })?;
+    if rec.options.raw_from.is_some() {
+        return Err(Error::new(format_args!(
+            "--raw-from {path}: that recording borrows its raw list too; give the one that holds it"
+        )));
+    }
+    let mut transport = Replay::new(rec.exchanges.clone());
+    let mut session = api::Session::new(&mut transport, rec.options.api, rec.options.model.clone());
+    let wrap = |e: Error| Error::new(format_args!("--raw-from {path}: {e}"));
+    let mut info = session.hello().map_err(wrap)?;
+    let prompt = rec.options.prompt().map_err(wrap)?;
+    let prompt_ids = session.prompt_ids(&prompt).map_err(wrap)?;
+    let api = session.api();
+    let sent = match (&prompt_ids, api) {
+        (Some(ids), Api::LlamaServer) => Prompt::Ids(ids.clone()),
+        _ => prompt,
+    };
+    let k = top_k(rec.options.top, info.n_vocab, api);
+    let raw = session.raw(&sent, k, rec.options.seed).map_err(wrap)?;
+    if info.n_vocab.is_none() && k == usize::MAX && covers_every_id(&raw) {
+        info.n_vocab = Some(raw.len());
+    }
+    Ok(Borrowed {
+        raw,
+        n_vocab: info.n_vocab,
+        prompt_ids,
+    })
+}
+
+/// A drawn token's text to its id ([`Options::vocab`]): the ids whose
+/// decoded text (byte-level BPE bytes as UTF-8) is that text.
+struct TextIds {
+    path: String,
+    ids: HashMap<String, Vec<usize>>,
+}
+
+impl TextIds {
+    fn load(path: &str) -> Result<Self, Error> {
+        let vocab = parity_core::Vocab::load(std::path::Path::new(path))
+            .map_err(|e| Error::new(format_args!("--vocab: {e}")))?;
+        let mut ids: HashMap<String, Vec<usize>> = HashMap::new();
+        for id in 0..vocab.len() {
+            if let Some(parity_core::token::Piece::Text(t)) = vocab.piece(id) {
+                ids.entry(t).or_default().push(id);
+            }
+        }
+        Ok(Self {
+            path: path.to_string(),
+            ids,
+        })
+    }
+
+    fn id(&self, text: &str) -> Result<i64, Error> {
+        match self.ids.get(text).map(Vec::as_slice) {
+            Some([id]) => Ok(*id as i64),
+            Some(many) => Err(Error::new(format_args!(
+                "the server drew {text:?}, which is the text of {} tokens of {} (ids {many:?}): a draw's text does not name one token",
+                many.len(),
+                self.path
+            ))),
+            None => Err(Error::new(format_args!(
+                "the server drew {text:?}, which is no token of {}: the vocabulary differs from the server's, or the draw was more than one token",
+                self.path
+            ))),
+        }
+    }
 }
 
 /// Whether the list names the ids 0..len, each once.
@@ -889,11 +1036,17 @@ struct Power {
     needed: Option<u64>,
     /// The hardest pair, its TV and its draws.
     hardest: Option<(usize, usize, f64, Option<u64>)>,
+    /// Pairs that may differ by TV ≥ [`DIFFERENT_TV`] only on tokens a
+    /// truncated list does not name: no number of draws tells them apart.
+    hidden: usize,
 }
 
-fn power(evals: &[Eval]) -> Result<Option<Power>, Error> {
+/// What the probe can tell apart, with the tail cell at `tail` on a
+/// truncated list.
+fn power(evals: &[Eval], tail: Option<usize>) -> Result<Option<Power>, Error> {
     let mut hardest: Option<(usize, usize, f64, Option<u64>)> = None;
     let mut needed: Option<u64> = None;
+    let mut hidden = 0;
     for i in 0..evals.len() {
         for j in i + 1..evals.len() {
             let (Ok(a), Ok(b)) = (&evals[i].cells, &evals[j].cells) else {
@@ -901,6 +1054,11 @@ fn power(evals: &[Eval]) -> Result<Option<Power>, Error> {
             };
             let (_, hi) = pair_tv(a, b)?;
             if hi < DIFFERENT_TV {
+                if let Some(t) = tail
+                    && pair_reach(a, b, t)? >= DIFFERENT_TV
+                {
+                    hidden += 1;
+                }
                 continue;
             }
             let n = stats::draws_to_separate(&a[0], &b[0], RULE_OUT_P);
@@ -918,9 +1076,10 @@ fn power(evals: &[Eval]) -> Result<Option<Power>, Error> {
             }
         }
     }
-    Ok(hardest.map(|h| Power {
+    Ok((hardest.is_some() || hidden > 0).then_some(Power {
         needed,
-        hardest: Some(h),
+        hardest,
+        hidden,
     }))
 }
 
@@ -938,11 +1097,38 @@ fn named(out: &[Candidate], i: usize) -> String {
     }
 }
 
-fn label_of(r: &Routed<'_>) -> String {
-    match &r.variant {
-        Some(v) => format!("{}[{v}]", r.semantics),
-        None => r.semantics.to_string(),
+/// The labels of the candidates `pick` picks, each once; a label whose
+/// other routes are not picked is named with its route (transformers serve
+/// explains where generate(**request) does not).
+fn labels_with(out: &[Candidate], pick: impl Fn(&Candidate) -> bool) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    for (i, c) in out.iter().enumerate() {
+        if !pick(c) {
+            continue;
+        }
+        let mixed = out.iter().any(|o| o.label() == c.label() && !pick(o));
+        let name = if mixed { named(out, i) } else { c.label() };
+        if !names.contains(&name) {
+            names.push(name);
+        }
     }
+    names
+}
+
+/// The largest total variation two candidates can have over the whole
+/// vocabulary given their cells with the tail cell at `tail`: their TV on
+/// the cells plus the mass both put in the tail (which may lie on
+/// different unlisted tokens), the largest over the tail configurations.
+fn pair_reach(a: &[Vec<f64>], b: &[Vec<f64>], tail: usize) -> Result<f64, Error> {
+    let mut reach: f64 = 0.0;
+    for (x, y) in a.iter().zip(b) {
+        let shared = match (x.get(tail), y.get(tail)) {
+            (Some(&s), Some(&t)) => s.min(t),
+            _ => 0.0,
+        };
+        reach = reach.max(tv(x, y)? + shared);
+    }
+    Ok(reach.min(1.0))
 }
 
 /// The server's side over the cells: its probabilities (or the draws'
@@ -1052,13 +1238,25 @@ fn analyse(
         }
         let Ok(a) = &evals[i].cells else { continue };
         let mut alone = true;
+        // Candidates that may differ from this one only on unlisted tokens:
+        // one note for all of them, with the largest figures.
+        let mut hidden: Vec<String> = Vec::new();
+        let (mut hidden_hi, mut hidden_reach) = (0.0f64, 0.0f64);
         for j in 0..out.len() {
             if i == j || out[j].verdict == Verdict::RuledOut {
                 continue;
             }
             let Ok(b) = &evals[j].cells else { continue };
             let (lo, hi) = pair_tv(a, b)?;
-            if hi < DIFFERENT_TV {
+            // On a truncated list the mass both put on unlisted tokens may
+            // lie on different ones: the pair is the same only when even
+            // that cannot make them differ by DIFFERENT_TV.
+            let reach = if cells.has_tail() {
+                pair_reach(a, b, cells.n_known)?
+            } else {
+                hi
+            };
+            if reach < DIFFERENT_TV {
                 continue;
             }
             alone = false;
@@ -1071,7 +1269,11 @@ fn analyse(
             if !told.insert(key) {
                 continue;
             }
-            if lo < DIFFERENT_TV {
+            if hi < DIFFERENT_TV {
+                hidden.push(y);
+                hidden_hi = hidden_hi.max(hi);
+                hidden_reach = hidden_reach.max(reach);
+            } else if lo < DIFFERENT_TV {
                 notes.push(format!(
                     "the raw list ({} entries) is too short to tell {x} from {y}: they differ by TV {hi:.3} under one tail and {lo:.3} under the other; ask for more of the vocabulary",
                     cells.n_known
@@ -1088,6 +1290,14 @@ fn analyse(
                     (None, _) => format!("cannot tell apart {x} and {y} (TV {lo:.3})"),
                 });
             }
+        }
+        if !hidden.is_empty() {
+            notes.push(format!(
+                "the raw list ({} entries) is too short to tell whether {} differs from {}: within TV {hidden_hi:.3} on its cells, but up to {hidden_reach:.3} over the vocabulary (the mass both put on unlisted tokens, where no draw tells them apart); ask for more of the vocabulary",
+                cells.n_known,
+                named(&out, i),
+                hidden.join(", ")
+            ));
         }
         if !alone {
             out[i].verdict = Verdict::NotRejected;
@@ -1114,28 +1324,16 @@ fn analyse(
             }
         }
     };
-    let mut explained_by: Vec<String> = Vec::new();
-    for (i, c) in out.iter().enumerate() {
-        if c.verdict != Verdict::Explains {
-            continue;
-        }
-        // A label whose other routes do not explain is named with its route
-        // (transformers serve explains where generate(**request) does not).
-        let mixed = out
-            .iter()
-            .any(|o| o.label() == c.label() && o.verdict != Verdict::Explains);
-        let name = if mixed { named(&out, i) } else { c.label() };
-        if !explained_by.contains(&name) {
-            explained_by.push(name);
-        }
-    }
+    let explained_by = labels_with(&out, |c| c.verdict == Verdict::Explains);
+    let consistent_with = labels_with(&out, |c| c.verdict == Verdict::NotRejected);
+    let not_ruled_out = labels_with(&out, |c| {
+        c.verdict == Verdict::Undecided && c.error.is_none()
+    });
     // The power is a samples-mode figure.
+    let hidden_pairs = power.map_or(0, |p| p.hidden);
     let power = power.filter(|_| counts.is_some());
     let (closest, draws_needed) = match power.and_then(|p| p.hardest.as_ref().map(|h| (p, h))) {
-        Some((p, &(i, j, _, _))) => (
-            Some(vec![label_of(&routes[i]), label_of(&routes[j])]),
-            p.needed,
-        ),
+        Some((p, &(i, j, _, _))) => (Some(vec![named(&out, i), named(&out, j)]), p.needed),
         None => (None, None),
     };
     Ok(Probe {
@@ -1150,8 +1348,11 @@ fn analyse(
         tail_cell: cells.has_tail(),
         server_kept,
         explained_by,
+        consistent_with,
+        not_ruled_out,
         closest,
         draws_needed,
+        hidden_pairs,
         notes,
         tv_to_transformers,
         transformers_error,
@@ -1263,6 +1464,38 @@ mod tests {
         assert_eq!(texts.index(&Key::Text("a".into())).ok(), Some(0));
         assert_eq!(texts.index(&Key::Id(7)).ok(), Some(1));
         assert_eq!(texts.index(&Key::Text("a".into())).ok(), Some(0));
+    }
+
+    #[test]
+    fn two_candidates_may_differ_by_the_tail_mass_both_keep() {
+        // Cells: two listed tokens and the tail. TV on the cells 0.1; both
+        // keep at least 0.2 in the tail, which may lie on different tokens.
+        let a = vec![vec![0.5, 0.3, 0.2]];
+        let b = vec![vec![0.5, 0.2, 0.3]];
+        let reach = pair_reach(&a, &b, 2).expect("reach");
+        assert!((reach - 0.3).abs() < 1e-12, "{reach}");
+        // No tail mass: the cells are the whole story.
+        let c = vec![vec![0.6, 0.4, 0.0]];
+        let d = vec![vec![0.58, 0.42, 0.0]];
+        let reach = pair_reach(&c, &d, 2).expect("reach");
+        assert!((reach - 0.02).abs() < 1e-12, "{reach}");
+    }
+
+    #[test]
+    fn a_drawn_text_is_the_one_token_with_that_text() {
+        let vocab = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../fixtures/smollm2/vocab.json"
+        );
+        let ids = TextIds::load(vocab).expect("vocab");
+        // `Ġblue` (byte-level BPE: Ġ is the space byte).
+        assert_eq!(ids.id(" blue").expect("blue"), 4461);
+        let e = ids.id(" blue sky").unwrap_err().to_string();
+        assert!(
+            e.contains(r#"the server drew " blue sky", which is no token of"#),
+            "{e}"
+        );
+        assert!(TextIds::load("/nonexistent/vocab.json").is_err());
     }
 
     #[test]

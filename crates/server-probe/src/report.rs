@@ -81,12 +81,23 @@ pub fn write_text(report: &Report, out: &mut dyn Write) -> io::Result<()> {
                 "  truncated list: the unlisted tokens are one cell; candidates run under a concentrated and a spread tail"
             )?;
         }
-        let explained = if p.explained_by.is_empty() {
-            "no candidate (undecided)".to_string()
-        } else {
-            p.explained_by.join(", ")
-        };
-        writeln!(out, "  explained by: {explained}")?;
+        // "explains" needs every other candidate ruled out (or unable to
+        // differ); short of that the evidence is consistent with some and
+        // cannot tell them from others.
+        match (p.explained_by.is_empty(), p.consistent_with.is_empty()) {
+            (false, _) => wrapped(out, "  explained by: ", &p.explained_by.join(", "))?,
+            (true, false) => writeln!(
+                out,
+                "  explained by: no candidate alone (the evidence cannot tell the candidates below apart)"
+            )?,
+            (true, true) => writeln!(out, "  explained by: no candidate (undecided)")?,
+        }
+        if !p.consistent_with.is_empty() {
+            wrapped(out, "  consistent with: ", &p.consistent_with.join(", "))?;
+        }
+        if !p.not_ruled_out.is_empty() {
+            wrapped(out, "  not ruled out: ", &p.not_ruled_out.join(", "))?;
+        }
         if let Some(pair) = &p.closest {
             match p.draws_needed {
                 Some(n) => writeln!(
@@ -101,6 +112,13 @@ pub fn write_text(report: &Report, out: &mut dyn Write) -> io::Result<()> {
                     pair.join(" and ")
                 )?,
             }
+        }
+        if p.hidden_pairs > 0 {
+            writeln!(
+                out,
+                "  power: {} pairs of candidates may differ only on tokens the list does not name: no number of draws tells them apart on it",
+                p.hidden_pairs
+            )?;
         }
         for note in &p.notes {
             wrapped(out, "  note: ", note)?;

@@ -221,6 +221,8 @@ fn options(url: &str, requests: Vec<Value>, samples: Option<usize>) -> Options {
         seed: 1234,
         top: None,
         timeout_secs: 60,
+        raw_from: None,
+        vocab: None,
         repeat: None,
     }
 }

@@ -34,6 +34,8 @@ fn options(url: &str) -> Options {
         seed: SEED,
         top: None,
         timeout_secs: 120,
+        raw_from: None,
+        vocab: None,
         repeat: Some(RUNS),
     }
 }
