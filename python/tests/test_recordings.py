@@ -332,6 +332,13 @@ def test_dlpack_producers_are_read_in_place():
     with pytest.raises(ValueError, match="float32 or float64"):
         sp.dist("hf-rust", DLPackOnly(np.arange(4)), kwargs)
 
+    class Refuses(DLPackOnly):  # a producer whose export fails (a GPU array, say)
+        def __dlpack__(self, **kwargs):
+            raise BufferError("cannot export from device cuda:0")
+
+    with pytest.raises(ValueError, match="`logits` cannot be read through DLPack: cannot export from device"):
+        sp.dist("hf-rust", Refuses(logits), kwargs)
+
 
 def test_torch_tensors_if_torch_is_installed():
     torch = pytest.importorskip("torch", reason="torch is not installed here (numpy only)")

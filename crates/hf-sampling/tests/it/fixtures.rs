@@ -198,5 +198,8 @@ fn process_with_fragile_is_process_and_fragile() {
         }
     }
     eprintln!("{compared} settings compared, {with_fragile} with fragile decisions");
-    assert!(compared > 400 && with_fragile > 10, "{compared} / {with_fragile}");
+    assert!(
+        compared > 400 && with_fragile > 10,
+        "{compared} / {with_fragile}"
+    );
 }
