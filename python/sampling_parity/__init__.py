@@ -19,6 +19,7 @@ See docs/python.md.
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence
 
@@ -41,16 +42,39 @@ __all__ = [
 SAME_TOLERANCE: float = _native.SAME_TOLERANCE
 
 
+def _torch_on_cpu(x: Any) -> Any:
+    """A torch tensor as NumPy can read it through DLPack: autograd dropped,
+    on the CPU, float16/bfloat16 widened (exactly) to float32. Without a copy
+    when it is already a float32/float64 CPU tensor."""
+    x = x.detach()
+    if x.device.type != "cpu":
+        x = x.cpu()
+    if str(x.dtype) not in ("torch.float32", "torch.float64"):
+        x = x.float()
+    return x
+
+
+def _is_torch(x: Any) -> bool:
+    torch = sys.modules.get("torch")  # never imported here: only if the caller has
+    return torch is not None and isinstance(x, torch.Tensor)
+
+
 def _array(name: str, x: Any) -> np.ndarray:
-    """``x`` as a C-contiguous float32/float64 ndarray, without a copy where it can."""
-    if hasattr(x, "detach") and hasattr(x, "cpu") and not isinstance(x, np.ndarray):
-        # torch: drop autograd, come to the CPU; float16/bfloat16 widen exactly.
-        x = x.detach().cpu()
-        if str(x.dtype) not in ("torch.float32", "torch.float64"):
-            x = x.float()
-        x = x.numpy()
-    elif not hasattr(x, "__array__") and hasattr(x, "__dlpack__"):
-        x = np.from_dlpack(x)
+    """``x`` as a C-contiguous float32/float64 ndarray, without a copy where it can.
+
+    One path for every producer: a torch tensor is first brought to the CPU
+    (``_torch_on_cpu``), then anything that speaks DLPack (torch, JAX, CuPy's
+    host arrays, ...) is read with ``np.from_dlpack`` (a view of its memory),
+    anything else with ``np.asarray`` (``__array__``, lists).
+    """
+    if _is_torch(x):
+        x = _torch_on_cpu(x)
+    if not isinstance(x, np.ndarray) and hasattr(x, "__dlpack__"):
+        try:
+            x = np.from_dlpack(x)
+        except (BufferError, TypeError, RuntimeError, ValueError) as e:
+            if not hasattr(x, "__array__"):
+                raise ValueError(f"`{name}` cannot be read through DLPack: {e}") from e
     a = np.asarray(x)
     if a.dtype == np.float16:
         a = a.astype(np.float32)

@@ -95,6 +95,45 @@ def test_vllm_recorded_kept_sets_and_probabilities(fixtures):
     assert cases > 300 and kept_sets > 100 and own_probs_checked > 100
 
 
+def test_sglang_recorded_probabilities_pass_assert_matches(fixtures):
+    """SGLang 0.5.23's own probabilities (fixtures/sglang,
+    scripts/reference/sglang), checked as a user's would be against the
+    `sglang` semantics, wherever the recording holds the whole kept set."""
+    cases = checked = refused = 0
+    for path in sorted((fixtures / "sglang").glob("*.safetensors")):
+        rec = Recording(path)
+        source = rec.meta["source"]
+        if source.startswith("synthetic/"):
+            logits, ids = rec.tensors["logits"], rec.tensors["input_ids"]
+        else:
+            src = Recording(fixtures / source)
+            logits, ids = src.tensors["logits"], src.tensors["input_ids"]
+        prompt_len = int(rec.meta["prompt_len"])
+        for case in rec.json("cases"):
+            what = f"{path.name} {case['name']}"
+            params = dict(case["params"])
+            if "deterministic" in case:
+                params["enable_deterministic_inference"] = True
+            cases += 1
+            if "error" in case:
+                with pytest.raises(ValueError):
+                    sp.dist("sglang", logits, params, ids, prompt_len)
+                refused += 1
+                continue
+            if "greedy_token" in case or "nan_weights" in case:
+                continue
+            rec_ids = rec.tensors[f"{case['name']}.ids"]
+            if len(rec_ids) != case["kept"]:
+                continue  # only the heaviest ids stored: the kept set is not known
+            yours = np.zeros(logits.size)
+            yours[rec_ids] = rec.tensors[f"{case['name']}.probs"]
+            r = sp.assert_matches(yours, logits, params, "sglang", ids, prompt_len)
+            assert r.same and r.kept_semantics == case["kept"], what
+            checked += 1
+    print(f"sglang: {cases} cases, {refused} refused, {checked} checks")
+    assert cases > 600 and refused > 10 and checked > 400
+
+
 # --- transformers' recordings and compare report's verdicts -------------------
 
 
@@ -260,11 +299,73 @@ def test_arrays_of_any_kind_and_batches():
         sp.dist("hf-rust", np.arange(4), kwargs)
 
 
+class DLPackOnly:
+    """A producer that speaks DLPack and nothing else (no `__array__`):
+    the protocol torch, JAX and CuPy tensors are read through."""
+
+    def __init__(self, array):
+        self._array = array
+
+    def __dlpack__(self, **kwargs):
+        return self._array.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        return self._array.__dlpack_device__()
+
+
+def test_dlpack_producers_are_read_in_place():
+    """The path a torch tensor takes once on the CPU (`np.from_dlpack`),
+    with NumPy as the producer: read without a copy, the same answers."""
+    rec = Recording(fixtures_dir() / "smollm2" / "hello_k7.safetensors")
+    logits = np.ascontiguousarray(rec.tensors["logits"])
+    kwargs = {"do_sample": True, "temperature": 0.7, "top_k": 0, "top_p": 0.9}
+    assert np.shares_memory(sp._array("logits", DLPackOnly(logits)), logits)
+    one = sp.dist("hf-rust", logits, kwargs)
+    assert np.array_equal(sp.dist("hf-rust", DLPackOnly(logits), kwargs), one)
+    batch = np.stack([logits, logits])
+    assert np.array_equal(sp.dist("hf-rust", DLPackOnly(batch), kwargs)[1], one)
+    # float16 through DLPack widens exactly.
+    half = logits.astype(np.float16)
+    assert np.array_equal(sp.dist("hf-rust", DLPackOnly(half), kwargs), sp.dist("hf-rust", half.astype(np.float32), kwargs))
+    r = sp.check(DLPackOnly(one), DLPackOnly(logits), kwargs)
+    assert r.same and r.kept_semantics == int(np.count_nonzero(one))
+    with pytest.raises(ValueError, match="float32 or float64"):
+        sp.dist("hf-rust", DLPackOnly(np.arange(4)), kwargs)
+
+    class Refuses(DLPackOnly):  # a producer whose export fails (a GPU array, say)
+        def __dlpack__(self, **kwargs):
+            raise BufferError("cannot export from device cuda:0")
+
+    with pytest.raises(ValueError, match="`logits` cannot be read through DLPack: cannot export from device"):
+        sp.dist("hf-rust", Refuses(logits), kwargs)
+
+
 def test_torch_tensors_if_torch_is_installed():
     torch = pytest.importorskip("torch", reason="torch is not installed here (numpy only)")
-    rec = Recording(fixtures_dir() / "edge" / "ties_3221.safetensors")
-    logits = torch.tensor(rec.tensors["logits"], requires_grad=True)
-    assert np.array_equal(sp.dist("hf-rust", logits, {}), sp.dist("hf-rust", rec.tensors["logits"], {}))
+    rec = Recording(fixtures_dir() / "smollm2" / "hello_k7.safetensors")
+    logits = np.ascontiguousarray(rec.tensors["logits"])
+    kwargs = {"do_sample": True, "temperature": 0.7, "top_k": 0, "top_p": 0.9}
+    one = sp.dist("hf-rust", logits, kwargs)
+    t = torch.from_numpy(logits.copy())
+    # A CPU float32 tensor is read in place (DLPack), not copied.
+    assert np.shares_memory(sp._array("logits", t), t.numpy())
+    # One that requires grad: detached; the same distribution.
+    g = torch.tensor(logits, requires_grad=True)
+    assert np.array_equal(sp.dist("hf-rust", g, kwargs), one)
+    # A batch, and the user's probabilities as a float64 tensor.
+    batch = torch.stack([t, t])
+    assert np.array_equal(sp.dist("hf-rust", batch, kwargs)[1], one)
+    results = sp.check(torch.from_numpy(np.stack([one, one])), batch, kwargs)
+    assert [r.same for r in results] == [True, True]
+    # bfloat16 widens exactly: the same as its float32 values.
+    b = t.to(torch.bfloat16)
+    assert np.array_equal(sp.dist("hf-rust", b, kwargs), sp.dist("hf-rust", b.float().numpy(), kwargs))
+    # The wrong sampler's probabilities as a tensor are caught as from NumPy.
+    wrong, extra = my_top_p(logits, 0.7, 0.9, one_too_many=True)
+    with pytest.raises(AssertionError, match=f"token {extra} "):
+        sp.assert_matches(torch.from_numpy(wrong), t, kwargs)
+    if torch.cuda.is_available():
+        assert np.array_equal(sp.dist("hf-rust", t.cuda(), kwargs), one)
 
 
 def test_errors_carry_the_command_lines_text():

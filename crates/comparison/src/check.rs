@@ -184,15 +184,11 @@ pub fn check(
     keep_distribution: bool,
 ) -> Result<Outcome, String> {
     let name = semantics.name();
-    let dist = semantics
-        .distribution(logits, context)
+    let (dist, fragile) = semantics
+        .distribution_and_fragile(logits, context)
         .map_err(|e| e.to_string())?;
     let cmp = Comparison::new(dist.probs(), yours).map_err(|e| e.to_string())?;
-    let fragile: Vec<FragileRow> = semantics
-        .fragile(logits, context)
-        .into_iter()
-        .map(|f| fragile_row(name, f))
-        .collect();
+    let fragile: Vec<FragileRow> = fragile.into_iter().map(|f| fragile_row(name, f)).collect();
     let verdict = verdict(&cmp, None);
     let only_fragile = verdict == Verdict::Differs && only_fragile(&cmp, &fragile, None);
     let explanation =

@@ -30,7 +30,7 @@ use parity_core::fragile::{Fragile, FragileKind, near};
 
 use crate::error::HfError;
 use crate::params::GenerationParams;
-use crate::processors::{Processor, eta_threshold};
+use crate::processors::{Processor, TopPSort, eta_threshold};
 use crate::torch;
 
 /// The fragile decisions transformers' chain makes on `logits` for a step
@@ -48,14 +48,32 @@ pub fn fragile(
     }
     let processors = params.processors_at(prompt_len.min(input_ids.len()))?;
     let mut scores = logits.to_vec();
+    chain(&mut scores, input_ids, &processors)
+}
+
+/// Runs `processors` over `scores` as [`crate::process_at`] does, checking
+/// each truncation warper's input against its rule first; returns the
+/// fragile decisions. `scores` end as the chain leaves them (transformers'
+/// processed scores), so [`crate::process_with_fragile`] needs one run.
+pub(crate) fn chain(
+    scores: &mut [f32],
+    input_ids: &[i64],
+    processors: &[Processor],
+) -> Result<Vec<Fragile>, HfError> {
     let mut penalised = HashSet::new();
     let mut found = Vec::new();
-    for p in &processors {
+    for p in processors {
         match p {
-            Processor::TopK { top_k } => found.extend(check_top_k(&scores, *top_k)),
-            Processor::TopP { top_p } => found.extend(check_top_p(&scores, *top_p)),
+            Processor::TopK { top_k } => found.extend(check_top_k(scores, *top_k)),
+            Processor::TopP { top_p } => {
+                // The warper's own sort, checked and then cut (one sort, not two).
+                let sorted = TopPSort::new(scores);
+                found.extend(check_top_p(&sorted, scores, *top_p));
+                sorted.apply(scores, *top_p);
+                continue;
+            }
             Processor::MinP { min_p } => {
-                let probs = torch::softmax(&scores);
+                let probs = torch::softmax(scores);
                 let top = torch::max(&probs);
                 let keep = probs.iter().position(|&q| q == top);
                 let scaled = (*min_p as f32) * top;
@@ -69,8 +87,8 @@ pub fn fragile(
                 ));
             }
             Processor::Epsilon { epsilon } => {
-                let probs = torch::softmax(&scores);
-                let top = torch::max(&scores);
+                let probs = torch::softmax(scores);
+                let top = torch::max(scores);
                 let eps = *epsilon as f32;
                 let detail = format!("epsilon_cutoff {eps:e}");
                 found.extend(threshold(
@@ -82,9 +100,9 @@ pub fn fragile(
                 ));
             }
             Processor::Eta { epsilon } => {
-                let probs = torch::softmax(&scores);
-                let top = torch::max(&scores);
-                let eta = eta_threshold(&scores, *epsilon);
+                let probs = torch::softmax(scores);
+                let top = torch::max(scores);
+                let eta = eta_threshold(scores, *epsilon);
                 let detail = format!("eta threshold {eta:e} (eta_cutoff {epsilon})");
                 found.extend(threshold(
                     FragileKind::Eta,
@@ -96,8 +114,8 @@ pub fn fragile(
             }
             _ => {}
         }
-        let before = matches!(p, Processor::RepetitionPenalty { .. }).then(|| scores.clone());
-        p.apply(&mut scores, input_ids)?;
+        let before = matches!(p, Processor::RepetitionPenalty { .. }).then(|| scores.to_vec());
+        p.apply(scores, input_ids)?;
         if let Some(before) = before {
             penalised
                 .extend((0..scores.len()).filter(|&i| scores[i].to_bits() != before[i].to_bits()));
@@ -156,10 +174,8 @@ fn check_top_k(scores: &[f32], top_k: usize) -> Option<Fragile> {
 
 /// `TopPLogitsWarper`: a cumulative mass within the ulps of `1 - p`, and a
 /// tie across the cut.
-fn check_top_p(scores: &[f32], top_p: f64) -> Vec<Fragile> {
-    let order = torch::argsort_ascending(scores);
-    let sorted: Vec<f32> = order.iter().map(|&i| scores[i]).collect();
-    let cum = torch::cumsum(&torch::softmax(&sorted));
+fn check_top_p(sort: &TopPSort, scores: &[f32], top_p: f64) -> Vec<Fragile> {
+    let (order, sorted, cum) = (&sort.order, &sort.sorted, &sort.cum);
     let threshold = (1.0 - top_p) as f32;
     let last = order.len().saturating_sub(1);
     let mut by_margin: BTreeMap<u64, Vec<usize>> = BTreeMap::new();

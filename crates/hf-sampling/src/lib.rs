@@ -178,6 +178,29 @@ pub fn process_at(
     prompt_len: usize,
     params: &GenerationParams,
 ) -> Result<HfOutput, HfError> {
+    run(logits, input_ids, prompt_len, params, false).map(|(out, _)| out)
+}
+
+/// [`process_at`] and [`fragile`] in one run of the processor chain (one
+/// top-p sort where the two would sort three times): the same output and
+/// the same fragile decisions as calling both, for a caller that needs both
+/// (`compare check` on every row).
+pub fn process_with_fragile(
+    logits: &[f32],
+    input_ids: &[i64],
+    prompt_len: usize,
+    params: &GenerationParams,
+) -> Result<(HfOutput, Vec<parity_core::Fragile>), HfError> {
+    run(logits, input_ids, prompt_len, params, true)
+}
+
+fn run(
+    logits: &[f32],
+    input_ids: &[i64],
+    prompt_len: usize,
+    params: &GenerationParams,
+    with_fragile: bool,
+) -> Result<(HfOutput, Vec<parity_core::Fragile>), HfError> {
     if prompt_len > input_ids.len() {
         return Err(HfError::Invalid {
             key: "prompt_len".into(),
@@ -207,10 +230,20 @@ pub fn process_at(
     }
 
     let mut scores = logits.to_vec();
-    for p in &processors {
-        p.apply(&mut scores, input_ids)?;
-    }
+    let found = if with_fragile && params.do_sample {
+        fragile::chain(&mut scores, input_ids, &processors)?
+    } else {
+        for p in &processors {
+            p.apply(&mut scores, input_ids)?;
+        }
+        Vec::new()
+    };
+    let out = finish(scores, params)?;
+    Ok((out, found))
+}
 
+/// Softmax (or the argmax) of the processed scores, as `generate` takes it.
+fn finish(scores: Vec<f32>, params: &GenerationParams) -> Result<HfOutput, HfError> {
     if params.do_sample {
         // A penalty or temperature can overflow a huge logit to +inf: torch's
         // softmax is then NaN and `torch.multinomial` raises.

@@ -304,14 +304,40 @@ pub fn top_k(scores: &mut [f32], top_k: usize) {
 /// f32 cumsum; drop where `cumsum <= (float)(1 - top_p)`, never the last
 /// (largest) entry.
 pub(crate) fn top_p(scores: &mut [f32], top_p: f64) {
-    let order = torch::argsort_ascending(scores);
-    let sorted: Vec<f32> = order.iter().map(|&i| scores[i]).collect();
-    let cum = torch::cumsum(&torch::softmax(&sorted));
-    let threshold = (1.0 - top_p) as f32;
-    let last = order.len().saturating_sub(1);
-    for (pos, &i) in order.iter().enumerate() {
-        if pos < last && cum[pos] <= threshold {
-            scores[i] = f32::NEG_INFINITY;
+    let sorted = TopPSort::new(scores);
+    sorted.apply(scores, top_p);
+}
+
+/// What `TopPLogitsWarper` computes before it cuts: the ascending order
+/// (torch's CPU sort), the sorted scores and the f32 cumsum of their
+/// softmax. Computed once, it serves both the cut ([`TopPSort::apply`]) and
+/// the fragile check of the same scores (`fragile.rs`).
+pub(crate) struct TopPSort {
+    /// Indices in ascending score order.
+    pub order: Vec<usize>,
+    /// The scores in that order.
+    pub sorted: Vec<f32>,
+    /// `cumsum(softmax(sorted))` in f32.
+    pub cum: Vec<f32>,
+}
+
+impl TopPSort {
+    pub(crate) fn new(scores: &[f32]) -> Self {
+        let order = torch::argsort_ascending(scores);
+        let sorted: Vec<f32> = order.iter().map(|&i| scores[i]).collect();
+        let cum = torch::cumsum(&torch::softmax(&sorted));
+        Self { order, sorted, cum }
+    }
+
+    /// The cut on the scores it was computed from: drop where `cumsum <=
+    /// (float)(1 - top_p)`, never the last (largest) entry.
+    pub(crate) fn apply(&self, scores: &mut [f32], top_p: f64) {
+        let threshold = (1.0 - top_p) as f32;
+        let last = self.order.len().saturating_sub(1);
+        for (pos, &i) in self.order.iter().enumerate() {
+            if pos < last && self.cum[pos] <= threshold {
+                scores[i] = f32::NEG_INFINITY;
+            }
         }
     }
 }

@@ -117,18 +117,29 @@ fn computed(
     context: &Context<'_>,
     params: &GenerationParams,
 ) -> Result<Distribution, Error> {
-    let mut logits = logits.to_f32()?;
+    let logits = logits.to_f32()?;
     let out = crate::process_at(&logits, context.input_ids(), context.prompt_len(), params)
         .map_err(Error::new)?;
+    Ok(with_penalised(out, logits, context, params))
+}
+
+/// The distribution of `out`, with the penalised logits when a repetition
+/// penalty applies (`logits` are the step's; penalised here).
+fn with_penalised(
+    out: crate::HfOutput,
+    mut logits: Vec<f32>,
+    context: &Context<'_>,
+    params: &GenerationParams,
+) -> Distribution {
     let dist = Distribution::from_f32(&out.probs).with_scores(out.scores);
     if params.repetition_penalty == 1.0 {
-        return Ok(dist);
+        return dist;
     }
     // The penalised logits, as the recorded side gives them ([`Hf`]), so a
     // row computed here compares penalties too (a repeat window's max
     // |Δ logit|).
     crate::ops::repetition_penalty(&mut logits, context.input_ids(), params.repetition_penalty);
-    Ok(dist.with_penalised(logits))
+    dist.with_penalised(logits)
 }
 
 impl Semantics for HfRust {
@@ -192,6 +203,20 @@ impl Semantics for HfRust {
         params: &GenerationParams,
     ) -> Vec<Fragile> {
         fragile_at(logits, context, params)
+    }
+
+    /// One run of the processor chain for both (one top-p sort, not three).
+    fn distribution_and_fragile(
+        &self,
+        logits: &Logits,
+        context: &Context<'_>,
+        params: &GenerationParams,
+    ) -> Result<(Distribution, Vec<Fragile>), Error> {
+        let logits = logits.to_f32()?;
+        let (out, fragile) =
+            crate::process_with_fragile(&logits, context.input_ids(), context.prompt_len(), params)
+                .map_err(Error::new)?;
+        Ok((with_penalised(out, logits, context, params), fragile))
     }
 }
 

@@ -730,6 +730,20 @@ pub trait Semantics: Send + Sync {
     ) -> Vec<Fragile> {
         Vec::new()
     }
+
+    /// [`Self::distribution`] and [`Self::fragile`] together, for a caller
+    /// that needs both on every row (`compare check`). The default calls
+    /// both; a semantics whose fragile check re-runs its pipeline overrides
+    /// it to run that pipeline once. The answer is the same either way.
+    fn distribution_and_fragile(
+        &self,
+        logits: &Logits,
+        context: &Context<'_>,
+        params: &Self::Params,
+    ) -> Result<(Distribution, Vec<Fragile>), Error> {
+        let distribution = self.distribution(logits, context, params)?;
+        Ok((distribution, self.fragile(logits, context, params)))
+    }
 }
 
 /// A semantics with its parameters already parsed: what a report row runs.
@@ -755,6 +769,12 @@ pub trait Prepared: Send + Sync {
     fn variants(&self) -> Vec<(Variant, Box<dyn Prepared + '_>)>;
     /// See [`Semantics::fragile`].
     fn fragile(&self, logits: &Logits, context: &Context<'_>) -> Vec<Fragile>;
+    /// See [`Semantics::distribution_and_fragile`].
+    fn distribution_and_fragile(
+        &self,
+        logits: &Logits,
+        context: &Context<'_>,
+    ) -> Result<(Distribution, Vec<Fragile>), Error>;
 }
 
 struct WithParams<'s, S: Semantics> {
@@ -792,6 +812,14 @@ where
     }
     fn fragile(&self, logits: &Logits, context: &Context<'_>) -> Vec<Fragile> {
         self.semantics.fragile(logits, context, &self.params)
+    }
+    fn distribution_and_fragile(
+        &self,
+        logits: &Logits,
+        context: &Context<'_>,
+    ) -> Result<(Distribution, Vec<Fragile>), Error> {
+        self.semantics
+            .distribution_and_fragile(logits, context, &self.params)
     }
     fn variants(&self) -> Vec<(Variant, Box<dyn Prepared + '_>)> {
         self.semantics

@@ -8,25 +8,38 @@
 /// median-of-three pivot, heap-sort fallback at depth 2·⌊log₂ n⌋, final
 /// insertion sort with threshold 16). The input must not contain NaN.
 pub fn argsort_ascending(values: &[f32]) -> Vec<usize> {
-    let mut a: Vec<(f32, usize)> = values.iter().copied().zip(0..).collect();
+    // The order depends on the values alone (indices ride along), so pairs
+    // with a u32 index, half the memory of usize ones, sort the same; a
+    // vocabulary of 2^32 entries or more takes usize indices.
+    if u32::try_from(values.len()).is_ok() {
+        let pairs = values.iter().copied().zip(0u32..).collect();
+        sorted(pairs).into_iter().map(|(_, i)| i as usize).collect()
+    } else {
+        let pairs = values.iter().copied().zip(0usize..).collect();
+        sorted(pairs).into_iter().map(|(_, i)| i).collect()
+    }
+}
+
+fn sorted<I: Copy>(mut a: Vec<Pair<I>>) -> Vec<Pair<I>> {
     let n = a.len();
     if n > 1 {
         let depth = 2 * (usize::BITS - 1 - n.leading_zeros()) as usize;
         introsort_loop(&mut a, 0, n, depth);
         final_insertion_sort(&mut a, 0, n);
     }
-    a.into_iter().map(|(_, i)| i).collect()
+    a
 }
 
-type Pair = (f32, usize);
+/// A value and its index.
+type Pair<I> = (f32, I);
 const THRESHOLD: usize = 16;
 
 #[inline]
-fn lt(x: &Pair, y: &Pair) -> bool {
+fn lt<I>(x: &Pair<I>, y: &Pair<I>) -> bool {
     x.0 < y.0
 }
 
-fn introsort_loop(a: &mut [Pair], first: usize, mut last: usize, mut depth: usize) {
+fn introsort_loop<I: Copy>(a: &mut [Pair<I>], first: usize, mut last: usize, mut depth: usize) {
     while last - first > THRESHOLD {
         if depth == 0 {
             heap_sort(a, first, last);
@@ -41,7 +54,7 @@ fn introsort_loop(a: &mut [Pair], first: usize, mut last: usize, mut depth: usiz
     }
 }
 
-fn move_median_to_first(a: &mut [Pair], result: usize, x: usize, y: usize, z: usize) {
+fn move_median_to_first<I: Copy>(a: &mut [Pair<I>], result: usize, x: usize, y: usize, z: usize) {
     if lt(&a[x], &a[y]) {
         if lt(&a[y], &a[z]) {
             a.swap(result, y);
@@ -59,7 +72,12 @@ fn move_median_to_first(a: &mut [Pair], result: usize, x: usize, y: usize, z: us
     }
 }
 
-fn unguarded_partition(a: &mut [Pair], mut first: usize, mut last: usize, pivot: usize) -> usize {
+fn unguarded_partition<I: Copy>(
+    a: &mut [Pair<I>],
+    mut first: usize,
+    mut last: usize,
+    pivot: usize,
+) -> usize {
     loop {
         while lt(&a[first], &a[pivot]) {
             first += 1;
@@ -76,7 +94,13 @@ fn unguarded_partition(a: &mut [Pair], mut first: usize, mut last: usize, pivot:
     }
 }
 
-fn adjust_heap(a: &mut [Pair], first: usize, mut hole: usize, len: usize, value: Pair) {
+fn adjust_heap<I: Copy>(
+    a: &mut [Pair<I>],
+    first: usize,
+    mut hole: usize,
+    len: usize,
+    value: Pair<I>,
+) {
     let top = hole;
     let mut second = hole;
     while second < (len - 1) / 2 {
@@ -104,7 +128,7 @@ fn adjust_heap(a: &mut [Pair], first: usize, mut hole: usize, len: usize, value:
     a[first + hole] = value;
 }
 
-fn heap_sort(a: &mut [Pair], first: usize, mut last: usize) {
+fn heap_sort<I: Copy>(a: &mut [Pair<I>], first: usize, mut last: usize) {
     let len = last - first;
     if len >= 2 {
         let mut parent = (len - 2) / 2;
@@ -125,7 +149,7 @@ fn heap_sort(a: &mut [Pair], first: usize, mut last: usize) {
     }
 }
 
-fn unguarded_linear_insert(a: &mut [Pair], mut last: usize) {
+fn unguarded_linear_insert<I: Copy>(a: &mut [Pair<I>], mut last: usize) {
     let val = a[last];
     let mut next = last - 1;
     while lt(&val, &a[next]) {
@@ -136,7 +160,7 @@ fn unguarded_linear_insert(a: &mut [Pair], mut last: usize) {
     a[last] = val;
 }
 
-fn insertion_sort(a: &mut [Pair], first: usize, last: usize) {
+fn insertion_sort<I: Copy>(a: &mut [Pair<I>], first: usize, last: usize) {
     if first == last {
         return;
     }
@@ -151,7 +175,7 @@ fn insertion_sort(a: &mut [Pair], first: usize, last: usize) {
     }
 }
 
-fn final_insertion_sort(a: &mut [Pair], first: usize, last: usize) {
+fn final_insertion_sort<I: Copy>(a: &mut [Pair<I>], first: usize, last: usize) {
     if last - first > THRESHOLD {
         insertion_sort(a, first, first + THRESHOLD);
         for i in first + THRESHOLD..last {

@@ -169,3 +169,37 @@ fn temperature_zero_error_points_to_greedy() {
     assert!(err.to_string().contains("do_sample=False"), "{err}");
     assert!(err.to_string().contains("(=0.0)"), "{err}");
 }
+
+/// `process_with_fragile` (what `compare check` runs per row) is `process`
+/// and `fragile` in one run of the chain: the same output and the same
+/// fragile decisions on every fixture and setting (the top-p boundary
+/// fixtures are the fragile ones), and the same error where either fails.
+#[test]
+fn process_with_fragile_is_process_and_fragile() {
+    let (mut compared, mut with_fragile) = (0, 0);
+    for fx in &load_all() {
+        let n = fx.input_ids.len();
+        for s in &fx.settings {
+            let params = resolve(&s.kwargs, None).expect("recorded setting resolves");
+            let what = format!("{}::{}", fx.name, s.name);
+            let both = hf_sampling::process_with_fragile(&fx.logits, &fx.input_ids, n, &params);
+            match process(&fx.logits, &fx.input_ids, &params) {
+                Ok(out) => {
+                    let fragile = hf_sampling::fragile(&fx.logits, &fx.input_ids, n, &params)
+                        .expect("fragile where process succeeds");
+                    let (got, got_fragile) = both.unwrap_or_else(|e| panic!("{what}: {e}"));
+                    assert_eq!(got, out, "{what}: output");
+                    assert_eq!(got_fragile, fragile, "{what}: fragile");
+                    with_fragile += usize::from(!fragile.is_empty());
+                }
+                Err(e) => assert_eq!(both.expect_err(&what).to_string(), e.to_string(), "{what}"),
+            }
+            compared += 1;
+        }
+    }
+    eprintln!("{compared} settings compared, {with_fragile} with fragile decisions");
+    assert!(
+        compared > 400 && with_fragile > 10,
+        "{compared} / {with_fragile}"
+    );
+}
