@@ -173,8 +173,11 @@ fn write_send(answer: &Answer, width: usize, out: &mut dyn Write) -> io::Result<
     writeln!(out)?;
     writeln!(
         out,
-        "What to send for transformers' distribution (proven on the {} fixtures above):",
-        answer.fixtures.len()
+        "What to send for transformers' distribution (proven on the {} above):",
+        match answer.fixtures.len() {
+            1 => "fixture".to_string(),
+            n => format!("{n} fixtures"),
+        }
     )?;
     for s in &answer.send {
         wrapped(

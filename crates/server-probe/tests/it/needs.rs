@@ -20,7 +20,9 @@ use libtest_mimic::{Failed, Trial};
 /// What a test needs, and how to get it.
 pub enum Needed {
     /// A file under the repository root, and the script that makes it.
-    File(PathBuf, &'static str),
+    /// The file (absolute), as the message names it (from the repository
+    /// root), and the command that makes it.
+    File(PathBuf, &'static str, &'static str),
     /// A program that runs with `--version` (any of these names, on the
     /// PATH), and the command that installs it.
     Program(&'static [&'static str], &'static str),
@@ -28,16 +30,16 @@ pub enum Needed {
 
 impl Needed {
     /// `path` under the repository root, made by `how`.
-    pub fn file(path: &str, how: &'static str) -> Self {
+    pub fn file(path: &'static str, how: &'static str) -> Self {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-        Self::File(root.join(path), how)
+        Self::File(root.join(path), path, how)
     }
 
     /// Why it is missing, or `None` when it is here.
     fn missing(&self) -> Option<String> {
         match self {
-            Self::File(path, how) => {
-                (!path.is_file()).then(|| format!("{} is missing ({how} makes it)", path.display()))
+            Self::File(path, shown, how) => {
+                (!path.is_file()).then(|| format!("{shown} is missing ({how} makes it)"))
             }
             Self::Program(names, how) => {
                 let runs = |name: &&str| {
