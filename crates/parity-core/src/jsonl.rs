@@ -70,6 +70,12 @@ pub fn drive<R: BufRead, W: Write, E: Write>(
                 "line is longer than {MAX_LINE_BYTES} bytes; refusing to read it"
             )),
             _ => {
+                // A UTF-8 byte order mark (what some Windows editors write
+                // first) is not part of the JSON: RFC 8259 §8.1 lets a
+                // parser ignore it, and serde_json does not.
+                if number == 1 && line.starts_with(UTF8_BOM) {
+                    line.drain(..UTF8_BOM.len());
+                }
                 if line.iter().all(u8::is_ascii_whitespace) {
                     continue;
                 }
@@ -109,6 +115,9 @@ pub fn drive<R: BufRead, W: Write, E: Write>(
         Err(e) => closed_or(e, summary),
     }
 }
+
+/// The UTF-8 encoding of U+FEFF, the byte order mark.
+const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
 
 /// A closed standard output ends the batch with what it earned so far.
 fn closed_or(error: io::Error, mut summary: Summary) -> io::Result<Summary> {
@@ -231,6 +240,25 @@ mod tests {
             String::from_utf8(err).expect("utf8"),
             s,
         )
+    }
+
+    #[test]
+    fn a_byte_order_mark_before_the_first_record_is_ignored() {
+        let input = b"\xEF\xBB\xBF{\"a\": 1}\n\xEF\xBB\xBF{\"a\": 2}\n";
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let summary = drive(&input[..], &mut out, &mut err, "", |line, answer| {
+            let v: serde_json::Value = serde_json::from_slice(line).map_err(|e| e.to_string())?;
+            answer.extend_from_slice(v.to_string().as_bytes());
+            Ok(())
+        })
+        .expect("drive");
+        let out = String::from_utf8(out).expect("utf-8");
+        let mut lines = out.lines();
+        assert_eq!(lines.next(), Some(r#"{"a":1}"#));
+        // Only the input's first bytes are a byte order mark; later, U+FEFF
+        // is a character the record holds.
+        assert!(lines.next().is_some_and(|l| l.starts_with(r#"{"error":"#)), "{out}");
+        assert_eq!((summary.records, summary.failed), (2, 1));
     }
 
     #[test]

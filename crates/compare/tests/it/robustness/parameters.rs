@@ -146,8 +146,12 @@ fn top_k_negative_huge_and_fractional() {
                 &c("2.5"),
                 "field `k`: must be a non-negative integer (got 2.5)",
             ),
-            // candle fails at draw time on k = 0: the candidate list is empty.
-            (&c("0"), "candle: Weights sequence is empty"),
+            // candle itself fails at draw time on k = 0 ("Weights sequence
+            // is empty"): refused up front, saying why.
+            (
+                &c("0"),
+                "field `k`: must be at least 1 (TopK with k = 0 keeps no token to draw) (got 0)",
+            ),
         ],
     );
     assert_eq!(answer("candle", &c("18446744073709551615"))["kept"], 3);
