@@ -298,12 +298,12 @@ impl CandleParams {
         };
         let temperature = field(obj, "temperature", needs_t, name, number)?;
         let k = field(obj, "k", needs_k, name, integer)?;
-        if k == Some(0) {
+        if name == "TopK" && k == Some(0) {
             // candle's sample_topk keeps k tokens: with none, its
             // WeightedIndex fails ("Weights sequence is empty") at the draw.
             return Err(AdapterError::Params {
                 field: "k",
-                problem: format!("must be at least 1 ({name} with k = 0 keeps no token to draw)"),
+                problem: "must be at least 1 (TopK with k = 0 keeps no token to draw)".into(),
                 value: show(obj.get("k")),
             });
         }
