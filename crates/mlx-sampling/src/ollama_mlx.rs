@@ -46,6 +46,7 @@
 //! 7. `probs / max(sum, 1e-20)`; the draw is `categorical(log(probs))` with
 //!    key `mx.random.key(SplitMix64(seed, n))` for the slot's n-th draw.
 
+use parity_core::jsonl::f32_value;
 use parity_core::{
     Against, Context, Described, Distribution, Error, Explanation, Fix, Info, Logits, ParamInfo,
     Precision, Route, Semantics, Variant,
@@ -640,14 +641,14 @@ impl Semantics for OllamaMlx {
 
     fn describe(&self, p: &OllamaMlxParams) -> Option<Described> {
         let fields = [
-            ("temperature", Value::from(p.temperature)),
+            ("temperature", f32_value(p.temperature)),
             ("top_k", Value::from(p.top_k)),
-            ("top_p", Value::from(p.top_p)),
-            ("min_p", Value::from(p.min_p)),
+            ("top_p", f32_value(p.top_p)),
+            ("min_p", f32_value(p.min_p)),
             ("repeat_last_n", Value::from(p.repeat_last_n)),
-            ("repeat_penalty", Value::from(p.repeat_penalty)),
-            ("presence_penalty", Value::from(p.presence_penalty)),
-            ("frequency_penalty", Value::from(p.frequency_penalty)),
+            ("repeat_penalty", f32_value(p.repeat_penalty)),
+            ("presence_penalty", f32_value(p.presence_penalty)),
+            ("frequency_penalty", f32_value(p.frequency_penalty)),
             ("seed", Value::from(p.seed)),
         ];
         Some(Described::Fields(

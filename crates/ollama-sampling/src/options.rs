@@ -191,13 +191,7 @@ impl Default for OllamaOptions {
 }
 
 /// The JSON text of a float32 option, as short as reads back to it.
-pub(crate) fn f32_json(x: f32) -> Value {
-    format!("{x}")
-        .parse::<f64>()
-        .ok()
-        .and_then(serde_json::Number::from_f64)
-        .map_or(Value::Null, Value::Number)
-}
+pub(crate) use parity_core::jsonl::f32_value as f32_json;
 
 impl OllamaOptions {
     /// `DefaultOptions()` then `FromMap(options)`; `draws` as well.

@@ -187,6 +187,21 @@ pub fn write_f32_array(out: &mut Vec<u8>, values: &[f32]) {
     write_float_array(out, values);
 }
 
+/// A float32 as a JSON number, as short as reads back to the same f32
+/// (0.7f32 is `0.7`, not its f64 widening 0.699999988079071); a value JSON
+/// has no number for (NaN, an infinity) is `null`.
+pub fn f32_value(x: f32) -> serde_json::Value {
+    if !x.is_finite() {
+        return serde_json::Value::Null;
+    }
+    ryu::Buffer::new()
+        .format_finite(x)
+        .parse::<f64>()
+        .ok()
+        .and_then(serde_json::Number::from_f64)
+        .map_or(serde_json::Value::Null, serde_json::Value::Number)
+}
+
 /// Writes f64 values as a JSON array, like [`write_f32_array`].
 pub fn write_f64_array(out: &mut Vec<u8>, values: &[f64]) {
     write_float_array(out, values);
@@ -240,6 +255,16 @@ mod tests {
             String::from_utf8(err).expect("utf8"),
             s,
         )
+    }
+
+    #[test]
+    fn an_f32_is_written_as_short_as_reads_back() {
+        assert_eq!(f32_value(0.7).to_string(), "0.7");
+        assert_eq!(f64::from(0.7f32).to_string(), "0.699999988079071");
+        assert_eq!(f32_value(1.0).to_string(), "1.0");
+        assert_eq!(f32_value(f32::MIN_POSITIVE).to_string(), "1.1754944e-38");
+        assert_eq!(f32_value(f32::NAN), serde_json::Value::Null);
+        assert_eq!(f32_value(f32::NEG_INFINITY), serde_json::Value::Null);
     }
 
     #[test]
