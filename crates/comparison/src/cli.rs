@@ -11,10 +11,10 @@ use parity_core::DrawCount;
 /// Output format.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum)]
 pub enum Format {
-    /// A table for people.
+    /// For people.
     #[default]
     Text,
-    /// One JSON document (see docs/report-schema.md).
+    /// JSON for programs (the option's help says its shape; docs/report-schema.md).
     Json,
 }
 
@@ -399,7 +399,7 @@ pub struct SemanticsArgs {
 /// Arguments of `compare bench`.
 #[derive(Debug, Clone, Args)]
 pub struct BenchArgs {
-    /// Vocabulary sizes, comma-separated, each 2 to 16777216 (empty: 32000,49152,151936,262144).
+    /// Vocabulary sizes, comma-separated, each 2 to 16777216 [default: 32000,49152,151936,262144].
     #[arg(long, value_delimiter = ',', value_name = "V",
           value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(2..=MAX_BENCH_VOCAB as u64))]
     pub vocab: Vec<usize>,

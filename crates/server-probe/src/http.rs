@@ -77,6 +77,13 @@ impl Live {
                 "--server {server:?}: expected http://HOST:PORT"
             )));
         }
+        if rest.starts_with('[') {
+            // minreq 2 looks the bracketed host up as a name and fails.
+            return Err(Error::new(format_args!(
+                "--server {server:?}: an IPv6 address is not supported by this HTTP client \
+                 (minreq 2); start the server on 127.0.0.1 or give a host name (localhost)"
+            )));
+        }
         if timeout.is_zero() {
             return Err(Error::new("--timeout must be at least 1 second"));
         }

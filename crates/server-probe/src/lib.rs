@@ -1502,6 +1502,11 @@ mod tests {
     fn urls_are_plain_http_and_replays_must_match() {
         assert!(Live::new("https://x:1", Duration::from_secs(1)).is_err());
         assert!(Live::new("http://127.0.0.1:8080/", Duration::from_secs(1)).is_ok());
+        let e = Live::new("http://[::1]:8080", Duration::from_secs(1))
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(e.contains("an IPv6 address is not supported"), "{e}");
         let mut r = Replay::new(Vec::new());
         let e = r.call("/health", None).unwrap_err().to_string();
         assert!(e.contains("no answer to GET /health"), "{e}");

@@ -372,4 +372,15 @@ fn show_parameters_text_reads_back_as_the_params_layer() {
         e,
         "`ollama show --parameters` line 2: `top_k` appears twice"
     );
+    // A Modelfile's own lines (the keyword in any case; a stop value bare).
+    let modelfile = "PARAMETER temperature 0.7\nparameter top_k 20\nPARAMETER stop <|im_end|>\n";
+    let m = llamacpp_sampling::ollama::model_params_from_show(modelfile).expect("parses");
+    assert_eq!(
+        Value::Object(m),
+        json!({"temperature": 0.7, "top_k": 20, "stop": ["<|im_end|>"]})
+    );
+    let e = llamacpp_sampling::ollama::model_params_from_show("PARAMETER top_k twenty")
+        .expect_err("not a number")
+        .to_string();
+    assert!(e.contains("the value of `top_k`, twenty, is not a number"), "{e}");
 }
