@@ -434,9 +434,11 @@ fn write_text(out: &mut dyn Write, r: &TraceReport, vocab: Option<&Vocab>) -> an
         "P(div)"
     )?;
     for row in &r.rows {
+        // What the token reads as (byte-level BPE decoded: `" bicycle"`,
+        // not `"Ġbicycle"`), quoted as everywhere else.
         let tok = vocab
-            .and_then(|v| v.token(row.token as usize))
-            .map(|t| format!("{:?}", one_line(t).as_ref()))
+            .and_then(|v| v.piece(row.token as usize))
+            .map(|p| p.to_string())
             .unwrap_or_default();
         let tok: String = tok.chars().take(12).collect();
         let argmax = if row.argmax == row.port_argmax {
