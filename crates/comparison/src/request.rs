@@ -79,6 +79,8 @@ pub(crate) struct FixtureCells {
 /// The whole answer (`--format json`, docs/report-schema.md).
 #[derive(Debug, Serialize)]
 pub(crate) struct Answer {
+    /// Version of the document ([`crate::report::SCHEMA`]).
+    pub schema: u32,
     /// The request as given.
     pub request: Map<String, Value>,
     /// The generation_config.json read (`--generation-config`, or a
@@ -137,6 +139,7 @@ pub fn run(
     let paths: Vec<_> = files.iter().map(|(path, _)| path.clone()).collect();
     let send = send::advise(semantics, &request, config_map.as_ref(), &routes, &paths)?;
     let answer = Answer {
+        schema: crate::report::SCHEMA,
         request,
         generation_config: args
             .generation_config
