@@ -282,7 +282,10 @@ mod tests {
         assert_eq!(lines.next(), Some(r#"{"a":1}"#));
         // Only the input's first bytes are a byte order mark; later, U+FEFF
         // is a character the record holds.
-        assert!(lines.next().is_some_and(|l| l.starts_with(r#"{"error":"#)), "{out}");
+        assert!(
+            lines.next().is_some_and(|l| l.starts_with(r#"{"error":"#)),
+            "{out}"
+        );
         assert_eq!((summary.records, summary.failed), (2, 1));
     }
 

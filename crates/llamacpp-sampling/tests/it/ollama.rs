@@ -382,5 +382,8 @@ fn show_parameters_text_reads_back_as_the_params_layer() {
     let e = llamacpp_sampling::ollama::model_params_from_show("PARAMETER top_k twenty")
         .expect_err("not a number")
         .to_string();
-    assert!(e.contains("the value of `top_k`, twenty, is not a number"), "{e}");
+    assert!(
+        e.contains("the value of `top_k`, twenty, is not a number"),
+        "{e}"
+    );
 }
