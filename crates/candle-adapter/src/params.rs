@@ -298,15 +298,6 @@ impl CandleParams {
         };
         let temperature = field(obj, "temperature", needs_t, name, number)?;
         let k = field(obj, "k", needs_k, name, integer)?;
-        if name == "TopK" && k == Some(0) {
-            // candle's sample_topk keeps k tokens: with none, its
-            // WeightedIndex fails ("Weights sequence is empty") at the draw.
-            return Err(AdapterError::Params {
-                field: "k",
-                problem: "must be at least 1 (TopK with k = 0 keeps no token to draw)".into(),
-                value: show(obj.get("k")),
-            });
-        }
         let p = field(obj, "p", needs_p, name, number)?;
         let t = temperature.unwrap_or(1.0);
         let sampling = match name {

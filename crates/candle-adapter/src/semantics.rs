@@ -16,6 +16,7 @@ use parity_core::{
 };
 use serde_json::{Map, Value};
 
+use crate::error::AdapterError;
 use crate::params::{CandleParams, CandleSampling, Window};
 use crate::run::{CandleRun, VerifyOptions};
 use crate::translate::{literal, translate};
@@ -146,7 +147,20 @@ impl Semantics for Candle {
         params: &CandleParams,
     ) -> Result<Distribution, Error> {
         let logits = logits.to_f32()?;
-        let run = CandleRun::new(&logits, context.input_ids(), params).map_err(Error::new)?;
+        let run = CandleRun::new(&logits, context.input_ids(), params).map_err(|e| {
+            // candle's own error, as its draw fails (the mirror's equals the
+            // real one); k = 0 gets the reason beside rand's bare words.
+            let k0 = matches!(
+                params.sampling,
+                CandleSampling::TopK { k: 0, .. } | CandleSampling::TopKThenTopP { k: 0, .. }
+            );
+            match e {
+                AdapterError::Candle { .. } if k0 => Error::new(format_args!(
+                    "{e} (candle's own error: k = 0 keeps no token to draw from)"
+                )),
+                e => Error::new(e),
+            }
+        })?;
         let mirrored = run.mirrored();
         let dist = Distribution::new(mirrored.probs.clone(), Precision::F64);
         Ok(if params.repeat_penalty.is_some() {
