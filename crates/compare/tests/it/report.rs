@@ -302,3 +302,29 @@ fn default_draws_follow_what_each_row_needs() {
         );
     }
 }
+
+/// A server's setup (a JSON request of 15 fields for llama-server) wraps
+/// between its values like every other detail line: no text line of the
+/// report passes 100 columns.
+#[test]
+fn server_setups_wrap_in_100_columns() {
+    let fx = fixture("smollm2/hello_k7");
+    let out = compare(
+        &[
+            "report",
+            "--draws",
+            "0",
+            "--pairs",
+            "hf:llama.cpp,hf:vllm,hf:ollama",
+            &fx,
+        ],
+        "",
+    );
+    let report = text(&out.stdout);
+    assert!(
+        report.contains("setup: {\"dynatemp_range\":0.0, "),
+        "{report}"
+    );
+    let wide: Vec<&str> = report.lines().filter(|l| l.chars().count() > 100).collect();
+    assert!(wide.is_empty(), "{}", wide.join("\n"));
+}

@@ -212,12 +212,41 @@ fn detail_list(out: &mut dyn Write, width: usize, label: &str, items: &[String])
     wrap_words(out, width, &first, indent, words.iter().map(String::as_str))
 }
 
+/// `setup: ...` under a row. A setup that is JSON (a server request) is
+/// the same JSON with a space after every comma, `{"a":1, "b":[1, 2]}`, so
+/// it wraps between values; any other setup as words.
+fn setup_detail(out: &mut dyn Write, width: usize, setup: &str) -> io::Result<()> {
+    fn spaced(v: &serde_json::Value) -> String {
+        match v {
+            serde_json::Value::Object(m) => {
+                let fields: Vec<String> = m
+                    .iter()
+                    .map(|(k, v)| format!("{}:{}", serde_json::Value::from(k.as_str()), spaced(v)))
+                    .collect();
+                format!("{{{}}}", fields.join(", "))
+            }
+            serde_json::Value::Array(a) => {
+                let items: Vec<String> = a.iter().map(spaced).collect();
+                format!("[{}]", items.join(", "))
+            }
+            other => other.to_string(),
+        }
+    }
+    let text = match serde_json::from_str::<serde_json::Value>(setup) {
+        Ok(v @ serde_json::Value::Object(_)) => spaced(&v),
+        _ => setup.to_string(),
+    };
+    let first = format!("{DETAIL}setup: ");
+    let indent = first.chars().count();
+    wrapped(out, width, &first, indent, &text)
+}
+
 fn write_details(row: &Row, rows: &[Row], width: usize, out: &mut dyn Write) -> io::Result<()> {
     let view = RowView::of(row, rows);
     if let Some(setup) = view.setup
         && view.differs
     {
-        detail(out, width, "setup", setup)?;
+        setup_detail(out, width, setup)?;
     }
     if let Some(why) = view.why {
         detail(out, width, "why", why)?;
