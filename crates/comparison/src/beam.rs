@@ -516,7 +516,7 @@ fn kwargs_text(kwargs: &Map<String, Value>) -> String {
 /// `compare beam --format json` (docs/report-schema.md). The documents'
 /// fields are in alphabetical order, as the schema lists them; float32
 /// scores are widened to f64, as they always were printed.
-#[derive(Serialize)]
+#[derive(Serialize, schemars::JsonSchema)]
 struct SearchesDoc<'a> {
     cases: Vec<CaseDoc<'a>>,
     kwargs: &'a Map<String, Value>,
@@ -524,7 +524,7 @@ struct SearchesDoc<'a> {
 }
 
 /// One model and prompt, both searches.
-#[derive(Serialize)]
+#[derive(Serialize, schemars::JsonSchema)]
 struct CaseDoc<'a> {
     first_difference: Option<usize>,
     kwargs: &'a Map<String, Value>,
@@ -538,7 +538,7 @@ struct CaseDoc<'a> {
 }
 
 /// One search's beams, or why it could not run.
-#[derive(Serialize)]
+#[derive(Serialize, schemars::JsonSchema)]
 #[serde(untagged)]
 enum SearchDoc<'a> {
     Beams { beams: Vec<BeamDoc>, steps: usize },
@@ -546,21 +546,21 @@ enum SearchDoc<'a> {
 }
 
 /// A returned beam: the tokens after the prompt and the score.
-#[derive(Serialize)]
+#[derive(Serialize, schemars::JsonSchema)]
 struct BeamDoc {
     generated: Vec<i64>,
     score: f64,
 }
 
 /// Whether transformers recorded this very configuration, and its replay.
-#[derive(Serialize)]
+#[derive(Serialize, schemars::JsonSchema)]
 struct RecordedDoc {
     max_score_diff: f64,
     reproduced: bool,
 }
 
 /// `--recorded`: every recording file replayed.
-#[derive(Serialize)]
+#[derive(Serialize, schemars::JsonSchema)]
 struct RecordedRunsDoc<'a> {
     files: Vec<FileDoc<'a>>,
     schema: u32,
@@ -568,7 +568,7 @@ struct RecordedRunsDoc<'a> {
 }
 
 /// One recording file.
-#[derive(Serialize)]
+#[derive(Serialize, schemars::JsonSchema)]
 struct FileDoc<'a> {
     failures: Vec<FailureDoc<'a>>,
     file: String,
@@ -578,7 +578,7 @@ struct FileDoc<'a> {
 }
 
 /// A recorded run the replay did not reproduce.
-#[derive(Serialize)]
+#[derive(Serialize, schemars::JsonSchema)]
 struct FailureDoc<'a> {
     at: &'a str,
     name: &'a str,
@@ -846,7 +846,7 @@ impl LanguageModel for PortLm {
 }
 
 /// `--port NAME`'s document.
-#[derive(Serialize)]
+#[derive(Serialize, schemars::JsonSchema)]
 struct PortDoc<'a> {
     beams: Vec<PortRow<'a>>,
     port: &'a str,
@@ -855,7 +855,7 @@ struct PortDoc<'a> {
 
 /// One `--port` row (fields in the JSON's alphabetical key order; scores
 /// widened to f64 as `serde_json::Value` holds them).
-#[derive(Serialize)]
+#[derive(Serialize, schemars::JsonSchema)]
 struct PortRow<'a> {
     /// Per beam: the first generated position that differs (`None`: same).
     first_difference: Vec<Option<usize>>,
@@ -972,4 +972,22 @@ fn port_beams(
         }
     }
     Ok(())
+}
+
+/// The JSON Schema of `compare beam`'s `--format json` document
+/// ([`crate::json_schema`]).
+pub(crate) fn searches_schema() -> schemars::Schema {
+    schemars::schema_for!(SearchesDoc<'static>)
+}
+
+/// The JSON Schema of `compare beam --recorded`'s `--format json` document
+/// ([`crate::json_schema`]).
+pub(crate) fn recorded_schema() -> schemars::Schema {
+    schemars::schema_for!(RecordedRunsDoc<'static>)
+}
+
+/// The JSON Schema of `compare beam --port`'s `--format json` document
+/// ([`crate::json_schema`]).
+pub(crate) fn port_schema() -> schemars::Schema {
+    schemars::schema_for!(PortDoc<'static>)
 }

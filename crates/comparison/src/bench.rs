@@ -35,7 +35,7 @@ use crate::cli::{BenchArgs, Format};
 pub(crate) const DEFAULT_VOCABS: [usize; 4] = [32_000, 49_152, 151_936, 262_144];
 
 /// One row of the report.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub(crate) struct BenchRow {
     /// Vocabulary size.
     pub vocab: usize,
@@ -49,7 +49,7 @@ pub(crate) struct BenchRow {
     pub ratio: f64,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, schemars::JsonSchema)]
 struct Report<'a> {
     schema: u32,
     dispatch: &'static str,
@@ -180,4 +180,10 @@ fn write_rows(
         }
     }
     Ok(())
+}
+
+/// The JSON Schema of this command's `--format json` document
+/// ([`crate::json_schema`]).
+pub(crate) fn json_schema() -> schemars::Schema {
+    schemars::schema_for!(Report<'static>)
 }

@@ -99,7 +99,7 @@ pub fn your_probs(values: Vec<f64>, given: Given, vocab: usize) -> Result<Vec<f6
 }
 
 /// A token and the probability the side that keeps it gives it.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Mass {
     /// Token id.
@@ -118,7 +118,7 @@ impl From<&TokenMass> for Mass {
 }
 
 /// One record checked: the answer `compare check` prints per record.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Checked {
     /// The semantics checked against.
@@ -472,22 +472,14 @@ fn write_checked(
     checked: &Checked,
 ) -> Result<(), String> {
     match format {
-        Format::Json => {
-            #[derive(Serialize)]
-            struct Line<'a> {
-                record: usize,
-                #[serde(flatten)]
-                checked: &'a Checked,
-            }
-            serde_json::to_writer(
-                &mut *answer,
-                &Line {
-                    record: number,
-                    checked,
-                },
-            )
-            .map_err(|e| e.to_string())
-        }
+        Format::Json => serde_json::to_writer(
+            &mut *answer,
+            &Answer {
+                record: number,
+                checked,
+            },
+        )
+        .map_err(|e| e.to_string()),
         Format::Text => {
             let verdict = match checked.verdict {
                 Verdict::Same => "same",
@@ -523,6 +515,22 @@ fn write_checked(
             Ok(())
         }
     }
+}
+
+/// One answer line of `compare check --format json`: the record's number and
+/// what [`Checked`] holds.
+#[derive(Serialize, schemars::JsonSchema)]
+struct Answer<'a> {
+    /// The record's number, counting from 1.
+    record: usize,
+    #[serde(flatten)]
+    checked: &'a Checked,
+}
+
+/// The JSON Schema of one `compare check --format json` line
+/// ([`crate::json_schema`]).
+pub(crate) fn json_schema() -> schemars::Schema {
+    schemars::schema_for!(crate::json_schema::Line<Answer<'static>>)
 }
 
 #[cfg(test)]

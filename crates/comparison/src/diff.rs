@@ -97,7 +97,12 @@ pub fn run<R: BufRead, W: Write, E: Write>(
         differing += rows.iter().filter(|r| r.verdict != Verdict::Same).count();
         match args.format {
             Format::Json => {
-                let doc = serde_json::json!({ "record": number, "rows": rows });
+                // Through a JSON value, whose objects keep their keys sorted.
+                let doc = serde_json::to_value(Answer {
+                    record: number,
+                    rows,
+                })
+                .map_err(|e| e.to_string())?;
                 serde_json::to_writer(&mut *answer, &doc).map_err(|e| e.to_string())?;
             }
             Format::Text => write_text(answer, width, number, &rows),
@@ -222,4 +227,20 @@ fn write_rows(out: &mut dyn Write, width: usize, number: usize, rows: &[Row]) ->
         }
     }
     Ok(())
+}
+
+/// One answer line of `compare diff --format json`.
+#[derive(serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Answer {
+    /// The record's number, counting from 1.
+    pub record: usize,
+    /// Its rows, as in `compare report` (`draws` is null: no real draws).
+    pub rows: Vec<Row>,
+}
+
+/// The JSON Schema of one `compare diff --format json` line
+/// ([`crate::json_schema`]).
+pub(crate) fn json_schema() -> schemars::Schema {
+    schemars::schema_for!(crate::json_schema::Line<Answer>)
 }

@@ -77,7 +77,13 @@ fn write_answer(answer: &mut Vec<u8>, dist: &Distribution, vocab: Option<&Vocab>
                 .map(|&t| match usize::try_from(t) {
                     Ok(id) => {
                         let (text, bytes) = text_fields(v.piece(id));
-                        serde_json::json!({"id": id, "token": v.token(id), "text": text, "bytes": bytes})
+                        let token = DrawnToken {
+                            id,
+                            token: v.token(id).map(str::to_string),
+                            text,
+                            bytes,
+                        };
+                        serde_json::to_value(token).unwrap_or(serde_json::Value::Null)
                     }
                     Err(_) => serde_json::Value::Null,
                 })
@@ -87,4 +93,47 @@ fn write_answer(answer: &mut Vec<u8>, dist: &Distribution, vocab: Option<&Vocab>
         }
     }
     answer.push(b'}');
+}
+
+/// One answer line as [`write_answer`] writes it. The writer is hand-written
+/// (a whole vocabulary of floats per line, at the engine's precision), so
+/// this type is declared for the schema and for reading lines back; the
+/// tests read real `compare dist` output into it.
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Answer {
+    /// Tokens with positive probability.
+    pub kept: usize,
+    /// The distribution the engine draws from, at the engine's own precision.
+    pub probs: Vec<crate::json_schema::Float>,
+    /// The engine's processed scores, when it exposes them (transformers'
+    /// `output_scores`).
+    #[serde(default)]
+    pub scores: Option<Vec<crate::json_schema::Float>>,
+    /// Tokens the semantics drew (the spec's answer for the record's `u`;
+    /// −1 when nothing has mass).
+    #[serde(default)]
+    pub tokens: Option<Vec<i64>>,
+    /// With `--vocab` and `tokens`: each drawn token's fields (null for −1).
+    #[serde(default)]
+    pub token_text: Option<Vec<Option<DrawnToken>>>,
+}
+
+/// A drawn token's fields in `token_text`, as in a report row.
+#[derive(Debug, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DrawnToken {
+    /// Token id.
+    pub id: usize,
+    /// The vocabulary string, if known.
+    pub token: Option<String>,
+    /// What it reads as, when its bytes are complete UTF-8.
+    pub text: Option<String>,
+    /// Its bytes, when they are not complete UTF-8.
+    pub bytes: Option<Vec<u8>>,
+}
+
+/// The JSON Schema of one `compare dist` line ([`crate::json_schema`]).
+pub(crate) fn json_schema() -> schemars::Schema {
+    schemars::schema_for!(crate::json_schema::Line<Answer>)
 }

@@ -25,6 +25,7 @@ pub mod bench;
 pub mod check;
 pub mod diff;
 pub mod dist;
+pub mod json_schema;
 pub mod probe;
 pub mod report;
 pub mod request;

@@ -27,7 +27,7 @@ mod send;
 mod unknown;
 
 /// One endpoint's reading of the request.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct Endpoint {
     /// The semantics that runs it (`compare semantics` lists them).
     pub semantics: &'static str,
@@ -51,7 +51,7 @@ pub struct Endpoint {
 }
 
 /// One endpoint on one fixture.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub(crate) struct Cell {
     /// [`Endpoint::endpoint`].
     pub endpoint: &'static str,
@@ -66,7 +66,7 @@ pub(crate) struct Cell {
 }
 
 /// One fixture's cells.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub(crate) struct FixtureCells {
     /// The fixture's name.
     pub fixture: String,
@@ -77,7 +77,7 @@ pub(crate) struct FixtureCells {
 }
 
 /// The whole answer (`--format json`, docs/report-schema.md).
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub(crate) struct Answer {
     /// Version of the document ([`crate::report::SCHEMA`]).
     pub schema: u32,
@@ -468,4 +468,10 @@ fn write_sources(e: &Endpoint, width: usize, out: &mut dyn Write) -> io::Result<
     }
     let text = parts.join("; ");
     wrapped(out, width, "      from: ", 6, &text)
+}
+
+/// The JSON Schema of this command's `--format json` document
+/// ([`crate::json_schema`]).
+pub(crate) fn json_schema() -> schemars::Schema {
+    schemars::schema_for!(Answer)
 }

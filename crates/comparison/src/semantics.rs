@@ -11,25 +11,38 @@ use crate::Engines;
 use crate::cli::{Format, SemanticsArgs};
 
 /// `compare semantics --format json` (docs/report-schema.md).
-#[derive(Serialize)]
+#[derive(Serialize, schemars::JsonSchema)]
 struct Document<'a> {
+    /// The version of the JSON documents (`compare report`'s `schema`).
     schema: u32,
+    /// Every semantics in the registry, in `compare semantics`' order.
     semantics: Vec<Entry<'a>>,
 }
 
-/// One semantics (fields in alphabetical order, as the schema lists them).
-#[derive(Serialize)]
+// Fields in alphabetical order, as the schema lists them.
+/// One semantics.
+#[derive(Serialize, schemars::JsonSchema)]
 struct Entry<'a> {
+    /// The engine and version it reproduces.
     engine: &'a str,
+    /// The name `--semantics`, `--pairs` and reports use.
     name: &'a str,
-    /// As a JSON value, so its objects' keys are sorted like the rest.
+    /// Its params, with their defaults.
+    // A JSON value, so its objects' keys are sorted like the rest.
+    #[schemars(with = "Vec<parity_core::ParamInfo>")]
     params: serde_json::Value,
+    /// Whether `--generation-config` (a model's generation_config.json)
+    /// changes what it samples with.
     reads_generation_config: bool,
+    /// Where it stands in `compare report` when no `--pairs` is given.
     role: parity_core::Role,
-    /// What `seed` does on each request route ([`parity_core::RouteSeed`]),
-    /// as a JSON value like `params`.
+    /// What `seed` does on each of its request routes.
+    // A JSON value, like `params`.
+    #[schemars(with = "Vec<parity_core::RouteSeed>")]
     seed: serde_json::Value,
+    /// One line: what it computes.
     summary: &'a str,
+    /// What it was verified against, and how.
     verified_against: &'a str,
 }
 
@@ -128,4 +141,10 @@ pub fn seed_table(semantics: &[Box<dyn parity_core::AnySemantics>]) -> String {
         }
     }
     out
+}
+
+/// The JSON Schema of this command's `--format json` document
+/// ([`crate::json_schema`]).
+pub(crate) fn json_schema() -> schemars::Schema {
+    schemars::schema_for!(Document<'static>)
 }

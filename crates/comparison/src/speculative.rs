@@ -139,7 +139,7 @@ pub(crate) fn default_pairs() -> Vec<Pair> {
 
 /// `compare speculative --format json` (docs/report-schema.md); fields in
 /// alphabetical order, as the schema lists them.
-#[derive(Serialize)]
+#[derive(Serialize, schemars::JsonSchema)]
 struct Document<'a> {
     exact_tv: f64,
     k: usize,
@@ -149,7 +149,7 @@ struct Document<'a> {
 
 /// One target/draft pair over every fixture (each side as a JSON object:
 /// its semantics and params).
-#[derive(Serialize)]
+#[derive(Serialize, schemars::JsonSchema)]
 struct PairDoc<'a> {
     draft: Value,
     fixtures: Vec<FixtureDoc<'a>>,
@@ -157,7 +157,7 @@ struct PairDoc<'a> {
 }
 
 /// One fixture of a pair.
-#[derive(Serialize)]
+#[derive(Serialize, schemars::JsonSchema)]
 struct FixtureDoc<'a> {
     acceptance_rate: f64,
     draft_kept: usize,
@@ -168,7 +168,7 @@ struct FixtureDoc<'a> {
 }
 
 /// One verifier on one fixture.
-#[derive(Serialize)]
+#[derive(Serialize, schemars::JsonSchema)]
 struct RowDoc {
     acceptance: f64,
     algorithm: &'static str,
@@ -453,4 +453,10 @@ fn write_text(
         wrapped(out, 98, "  ", 4, &line)?;
     }
     Ok(())
+}
+
+/// The JSON Schema of this command's `--format json` document
+/// ([`crate::json_schema`]).
+pub(crate) fn json_schema() -> schemars::Schema {
+    schemars::schema_for!(Document<'static>)
 }

@@ -29,7 +29,7 @@ struct Answer {
 
 /// `compare ties --format json` (docs/report-schema.md); fields in
 /// alphabetical order, as the schema lists them.
-#[derive(Serialize)]
+#[derive(Serialize, schemars::JsonSchema)]
 struct Document<'a> {
     k: usize,
     kwargs: &'a Map<String, Value>,
@@ -40,7 +40,7 @@ struct Document<'a> {
 }
 
 /// One semantics' answer, or why it has none.
-#[derive(Serialize)]
+#[derive(Serialize, schemars::JsonSchema)]
 #[serde(untagged)]
 enum Entry<'a> {
     Answer {
@@ -56,7 +56,7 @@ enum Entry<'a> {
 }
 
 /// The real draws of an engine run here.
-#[derive(Serialize)]
+#[derive(Serialize, schemars::JsonSchema)]
 struct Draws<'a> {
     counts: &'a [u64],
     n: usize,
@@ -66,7 +66,7 @@ struct Draws<'a> {
 }
 
 /// A vocabulary entry.
-#[derive(Serialize)]
+#[derive(Serialize, schemars::JsonSchema)]
 struct Token<'a> {
     bytes: Option<Vec<u8>>,
     id: usize,
@@ -240,4 +240,10 @@ fn every_semantics(
 
 fn round(p: &[f64]) -> Vec<f64> {
     p.iter().map(|x| (x * 1e6).round() / 1e6).collect()
+}
+
+/// The JSON Schema of this command's `--format json` document
+/// ([`crate::json_schema`]).
+pub(crate) fn json_schema() -> schemars::Schema {
+    schemars::schema_for!(Document<'static>)
 }

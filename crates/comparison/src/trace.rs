@@ -32,7 +32,7 @@ use crate::engines::find;
 use crate::{Engines, Progress};
 
 /// One step of a trace.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub(crate) struct StepRow {
     /// Step index (0 = the first generated token).
     pub step: usize,
@@ -68,7 +68,7 @@ pub(crate) struct StepRow {
 }
 
 /// Mean and max of one distance over the steps.
-#[derive(Debug, Clone, Copy, Serialize)]
+#[derive(Debug, Clone, Copy, Serialize, schemars::JsonSchema)]
 pub struct Stat {
     /// Mean over steps.
     pub mean: f64,
@@ -87,7 +87,7 @@ impl Stat {
 }
 
 /// What a trace's steps add up to.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Summary {
     /// Steps compared.
     pub steps: usize,
@@ -115,7 +115,7 @@ pub struct Summary {
 }
 
 /// The report for one trace.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub(crate) struct TraceReport {
     /// The trace's name.
     pub trace: String,
@@ -249,7 +249,7 @@ pub(crate) fn compare_trace(
 }
 
 /// The JSON document of `compare trace --format json`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 struct Document<'a> {
     schema: u32,
     traces: &'a [TraceReport],
@@ -508,4 +508,10 @@ fn write_text(out: &mut dyn Write, r: &TraceReport, vocab: Option<&Vocab>) -> an
     );
     super::report::text::wrapped(out, width, &label, 4, &diverges)?;
     Ok(())
+}
+
+/// The JSON Schema of this command's `--format json` document
+/// ([`crate::json_schema`]).
+pub(crate) fn json_schema() -> schemars::Schema {
+    schemars::schema_for!(Document<'static>)
 }

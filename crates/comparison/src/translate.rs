@@ -14,7 +14,7 @@ use parity_core::{
     AnySemantics, Comparison, Fixture, Logits, Role, TranslateOptions, TranslationLine,
 };
 use serde::Serialize;
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use super::report::rows::{Case, verdict};
 use super::report::select;
@@ -27,15 +27,17 @@ use crate::{Engines, Progress};
 /// alphabetical order, as the schema lists them. Values of other types
 /// (the proof, the warning) go through `serde_json::Value`, whose objects
 /// keep their keys sorted too.
-#[derive(Serialize)]
+#[derive(Serialize, schemars::JsonSchema)]
 struct Document<'a> {
     kwargs: &'a Map<String, Value>,
+    #[schemars(with = "Option<Vec<Proof>>")]
     proof: Option<Value>,
-    resolved: Vec<Value>,
+    resolved: Vec<ResolvedValue<'a>>,
     sampling: bool,
     schema: u32,
     to: &'a str,
     transformers_processors: &'a [&'a str],
+    #[schemars(with = "Option<TransformersWarning>")]
     transformers_warning: Value,
     translation: &'a Map<String, Value>,
 }
@@ -161,10 +163,25 @@ pub fn run(
 
 type Resolved = [(&'static str, Value, hf_sampling::Source)];
 
-fn resolved_json(resolved: &Resolved) -> Vec<Value> {
+/// One resolved generate parameter (fields in alphabetical order).
+#[derive(Serialize, schemars::JsonSchema)]
+struct ResolvedValue<'a> {
+    /// The parameter.
+    key: &'a str,
+    /// Where its value came from.
+    source: hf_sampling::Source,
+    /// The value transformers runs with.
+    value: &'a Value,
+}
+
+fn resolved_json(resolved: &Resolved) -> Vec<ResolvedValue<'_>> {
     resolved
         .iter()
-        .map(|(key, value, source)| json!({ "key": key, "value": value, "source": source }))
+        .map(|(key, value, source)| ResolvedValue {
+            key,
+            source: *source,
+            value,
+        })
         .collect()
 }
 
@@ -192,7 +209,7 @@ fn write_resolved(
 }
 
 /// One fixture of the proof.
-#[derive(Debug, serde::Serialize)]
+#[derive(Debug, serde::Serialize, schemars::JsonSchema)]
 struct Proof {
     fixture: String,
     same: bool,
@@ -272,4 +289,10 @@ pub(crate) fn exact_params(
             format!("no setup reproduces these kwargs ({})", words.join(" "))
         }),
     }
+}
+
+/// The JSON Schema of this command's `--format json` document
+/// ([`crate::json_schema`]).
+pub(crate) fn json_schema() -> schemars::Schema {
+    schemars::schema_for!(Document<'static>)
 }

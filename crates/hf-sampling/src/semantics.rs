@@ -409,7 +409,7 @@ pub mod rules {
 }
 
 /// Where a resolved generate parameter's value came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Source {
     /// The generate kwargs.

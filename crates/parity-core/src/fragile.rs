@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 pub const FRAGILE_ULPS: u64 = 4;
 
 /// Which rule a fragile decision belongs to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum FragileKind {
     /// Tokens tied (or within [`FRAGILE_ULPS`]) with the k-th score across

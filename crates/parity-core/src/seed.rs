@@ -18,7 +18,7 @@ use serde::Serialize;
 /// What a route does with `seed`: once for a request that gives one
 /// ([`RouteSeed::given`]) and once for a request without
 /// ([`RouteSeed::absent`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case", tag = "rule")]
 pub enum SeedRule {
     /// The seed seeds a generator of the request's own: the same seed
@@ -81,7 +81,7 @@ impl SeedRule {
 
 /// What `seed` does on one request route of one engine, in one server
 /// setup.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct RouteSeed {
     /// The route it describes: a [`crate::Route::endpoint`] label of the
     /// same semantics.

@@ -209,7 +209,7 @@ impl Distribution {
 }
 
 /// One parameter a semantics reads, for `compare semantics`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 pub struct ParamInfo {
     /// The field name in `params`.
     pub name: &'static str,
@@ -221,7 +221,7 @@ pub struct ParamInfo {
 }
 
 /// What a semantics is, for people and for `compare semantics`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 pub struct Info {
     /// The name used in `--semantics`, `--pairs` and reports.
     pub name: &'static str,
@@ -250,7 +250,7 @@ pub struct Variant {
 
 /// Where a semantics stands in `compare report` when no `--pairs` is given,
 /// and which side a row explains the other against.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Role {
     /// The reference as recorded from the real library (transformers'

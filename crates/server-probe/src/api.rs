@@ -31,7 +31,9 @@ use serde_json::{Map, Value, json};
 use crate::http::Transport;
 
 /// Which HTTP API the server speaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum Api {
     /// llama.cpp's `llama-server` (native `/completion`).

@@ -18,7 +18,7 @@ use serde_json::Value;
 pub const MAX_BODY: usize = 64 << 20;
 
 /// One request and what the server answered.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Exchange {
     /// `GET` or `POST`.

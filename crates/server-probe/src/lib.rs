@@ -86,7 +86,7 @@ pub const MIN_AUTO_SAMPLES: usize = 200;
 pub const MAX_AUTO_SAMPLES: usize = 1_000;
 
 /// Everything a probe needs besides the registry.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Options {
     /// The server's base URL (`http://host:port`).
@@ -147,7 +147,7 @@ impl Options {
 
 /// Everything the server returned, with the options that asked for it:
 /// `--record` writes it, `--replay` re-runs the comparison from it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Recording {
     /// Format version (1).
@@ -159,7 +159,7 @@ pub struct Recording {
 }
 
 /// How a candidate fares.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub enum Verdict {
     /// It reproduces what the server samples from.
     #[serde(rename = "explains")]
@@ -180,7 +180,7 @@ pub enum Verdict {
 }
 
 /// One candidate on one request.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Candidate {
     /// The registry name.
@@ -222,7 +222,7 @@ impl Candidate {
 }
 
 /// One request probed.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Probe {
     /// The request as given.
@@ -273,7 +273,7 @@ pub struct Probe {
 }
 
 /// The whole answer (`--format json`, docs/report-schema.md).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Report {
     /// Format version (1).

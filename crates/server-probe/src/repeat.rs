@@ -55,7 +55,7 @@ const BATCH_MATE_PROMPT: &str = "Once upon a time, in a small village by the sea
 const BATCH_MATE_TOKENS: u64 = 32;
 
 /// The whole `--repeat` answer (`--format json`, docs/report-schema.md).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RepeatReport {
     /// Format version (1).
@@ -90,7 +90,7 @@ pub struct RepeatReport {
 }
 
 /// One condition's runs against the baseline (`cold-warm` run 0).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Condition {
     /// `cold-warm`, `cache-off` or `concurrent`.
@@ -128,7 +128,7 @@ pub struct Condition {
 }
 
 /// One run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Run {
     /// Prompt tokens the server reused from its cache (`timings.cache_n`).

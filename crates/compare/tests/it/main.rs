@@ -17,6 +17,7 @@ mod registry;
 mod report;
 mod request;
 mod robustness;
+mod schema;
 mod server_defaults;
 mod snapshots;
 mod speculative;

@@ -248,3 +248,9 @@ fn run_with(
         },
     })
 }
+
+/// The JSON Schema of this command's `--format json` document
+/// ([`crate::json_schema`]).
+pub(crate) fn json_schema() -> schemars::Schema {
+    schemars::schema_for!(schema::Report)
+}

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 /// The whole JSON document.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Report {
     /// Always [`SCHEMA`].
@@ -25,7 +25,7 @@ pub struct Report {
 
 /// transformers' warning for sampling flags it ignores because `do_sample` is
 /// not `True` (`GenerationConfig.validate`, transformers 5.23.0).
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TransformersWarning {
     /// The WARNING-level message, as transformers logs it.
@@ -35,7 +35,7 @@ pub struct TransformersWarning {
 }
 
 /// One flag of a [`TransformersWarning`].
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct IgnoredFlag {
     /// The flag (`temperature`, `top_p`, ...).
@@ -87,7 +87,7 @@ impl TransformersWarning {
 }
 
 /// Counts over all rows.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Summary {
     /// Rows in the report.
@@ -113,7 +113,7 @@ pub struct Summary {
 }
 
 /// One comparison of two semantics on one fixture and setting.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Row {
     /// Fixture name (file stem).
@@ -179,7 +179,7 @@ pub struct Row {
 }
 
 /// A decision float rounding could flip (`parity_core::fragile`).
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FragileRow {
     /// The semantics whose rule it is.
@@ -197,7 +197,7 @@ pub struct FragileRow {
 }
 
 /// A token with both sides' probabilities.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TopToken {
     /// Token id.
@@ -215,7 +215,7 @@ pub struct TopToken {
 }
 
 /// A token kept by one side only.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TokenRow {
     /// Token id.
@@ -265,7 +265,7 @@ impl TopToken {
 }
 
 /// Row verdict.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Verdict {
     /// Within float rounding.
@@ -275,7 +275,7 @@ pub enum Verdict {
 }
 
 /// What the real draws said.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Draws {
     /// The engine that drew, in a word (its `DrawCheck::engine`).
@@ -299,7 +299,7 @@ pub struct Draws {
 }
 
 /// How a repetition penalty was applied on each side.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Penalty {
     /// Context length (prompt + answer tokens).

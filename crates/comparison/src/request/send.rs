@@ -30,7 +30,7 @@ pub(crate) struct Proving<'a> {
 }
 
 /// What to send to one endpoint.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct Send {
     /// The endpoint ([`super::Endpoint::endpoint`]).
     pub endpoint: &'static str,
