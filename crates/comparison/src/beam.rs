@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
 use parity_core::trace::PrefixModel;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 use tutorial_sampling::beam::{
     BeamConfig, BeamError, BeamOutput, LanguageModel, TableLm, ToyLm, TutorialBeams,
@@ -116,184 +116,241 @@ pub fn load(path: &Path) -> anyhow::Result<Vec<Recorded>> {
     parse(&text, &path.display().to_string())
 }
 
-/// Parses a recording; errors name `origin`, the line and the field.
+/// The header line of a recording file: which of the two formats follows,
+/// and what recorded it (`scripts/reference/beam_reference.py`,
+/// `beam_smollm2_reference.py`).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Header {
+    format: FileFormat,
+    /// `torch.__version__` of the recording.
+    #[serde(rename = "torch_version")]
+    _torch_version: String,
+    /// `transformers.__version__` of the recording.
+    #[serde(rename = "transformers_version")]
+    _transformers_version: String,
+    /// The recorder script.
+    #[serde(rename = "generator")]
+    _generator: String,
+    /// The GGUF file name (SmolLM2 only).
+    #[serde(default, rename = "model")]
+    _model: Option<String>,
+    /// Its sha256 (SmolLM2 only): a port's logits must come from the same weights.
+    #[serde(default)]
+    gguf_sha256: Option<String>,
+    /// How many log-probabilities each prefix's row keeps (SmolLM2 only).
+    #[serde(default, rename = "top")]
+    _top: Option<usize>,
+}
+
+/// The two formats.
+#[derive(Debug, Clone, Copy, Deserialize)]
+enum FileFormat {
+    /// Hashed toy models, one run per line ([`ToyRecord`]).
+    #[serde(rename = "sampling-parity-beam/1")]
+    Toy,
+    /// SmolLM2's recorded log-probabilities, one run per line ([`TableRecord`]).
+    #[serde(rename = "sampling-parity-beam-table/1")]
+    Table,
+}
+
+/// One toy-model run: transformers' `generate` on a hashed toy model.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ToyRecord {
+    name: String,
+    model: ToyModel,
+    prompt: Vec<i64>,
+    kwargs: Map<String, Value>,
+    /// The toy model's logits after the prompt, as transformers computed
+    /// them (tutorial-sampling's tests check [`ToyLm`] against them).
+    #[serde(rename = "first_logits")]
+    _first_logits: Vec<f64>,
+    sequences: Vec<Vec<i64>>,
+    sequences_scores: Vec<f32>,
+}
+
+/// A hashed toy model's parameters ([`ToyLm`]).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ToyModel {
+    seed: u64,
+    vocab: usize,
+    eos: usize,
+    pad: i64,
+    eos_slope: f64,
+    /// Every id that ends a beam (default: `[eos]`).
+    #[serde(default)]
+    eos_ids: Option<Vec<i64>>,
+}
+
+/// One SmolLM2 run with the log-probabilities of every prefix it visited.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TableRecord {
+    prompt: String,
+    prompt_ids: Vec<i64>,
+    kwargs: Map<String, Value>,
+    eos_token_ids: Vec<i64>,
+    #[serde(default)]
+    pad_token_id: Option<i64>,
+    vocab_size: usize,
+    table: Vec<TableRow>,
+    sequences: Vec<Vec<i64>>,
+    sequences_scores: Vec<f32>,
+}
+
+/// A visited prefix (the tokens after the prompt) and its most likely next
+/// tokens as `[token, log-probability]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TableRow {
+    generated: Vec<i64>,
+    top: Vec<(usize, f32)>,
+}
+
+/// `line` as a `T`; an error names the field's path (`table[3].top[0]`)
+/// and quotes serde's reason.
+fn typed<T: serde::de::DeserializeOwned>(line: &str) -> anyhow::Result<T> {
+    let mut de = serde_json::Deserializer::from_str(line);
+    serde_path_to_error::deserialize(&mut de).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        // An unknown or missing field's message names it already.
+        let named = inner.to_string().contains(&format!("`{path}`"));
+        if path == "." || named || inner.is_syntax() || inner.is_eof() {
+            anyhow::anyhow!("{inner}")
+        } else {
+            anyhow::anyhow!("`{path}`: {inner}")
+        }
+    })
+}
+
+/// Parses a recording; errors name `origin`, the line and the field. Every
+/// field of both formats is declared: an unknown one is an error.
 pub fn parse(text: &str, origin: &str) -> anyhow::Result<Vec<Recorded>> {
     let mut lines = text
         .lines()
         .enumerate()
         .filter(|(_, l)| !l.trim().is_empty());
-    let Some((_, header)) = lines.next() else {
+    let Some((h, header)) = lines.next() else {
         bail!("{origin}: empty, expected a header line");
     };
-    let header: Value =
-        serde_json::from_str(header).with_context(|| format!("{origin}:1: header is not JSON"))?;
-    let table = match header.get("format").and_then(Value::as_str) {
-        Some("sampling-parity-beam/1") => false,
-        Some("sampling-parity-beam-table/1") => true,
-        other => bail!(
-            "{origin}:1: `format` = {other:?}, expected \"sampling-parity-beam/1\" or \
-             \"sampling-parity-beam-table/1\""
-        ),
+    let header: Header = typed(header).with_context(|| {
+        format!(
+            "{origin}:{}: header (`format` \"sampling-parity-beam/1\" or \
+             \"sampling-parity-beam-table/1\")",
+            h + 1
+        )
+    })?;
+    let sha = match (header.format, header.gguf_sha256) {
+        (FileFormat::Table, None) => bail!("{origin}:{}: header: missing `gguf_sha256`", h + 1),
+        (_, sha) => sha,
     };
-    let gguf_sha256 = header
-        .get("gguf_sha256")
-        .and_then(Value::as_str)
-        .map(str::to_owned);
     lines
         .map(|(i, line)| {
             let at = format!("{origin}:{}", i + 1);
-            let r: Value = serde_json::from_str(line).with_context(|| format!("{at}: not JSON"))?;
-            record(&r, table)
+            let rec = match header.format {
+                FileFormat::Toy => typed(line).and_then(toy_record),
+                FileFormat::Table => typed(line).and_then(|r| table_record(r, sha.clone())),
+            };
+            rec.and_then(bounded)
                 .with_context(|| at.clone())
                 .map(|mut rec| {
                     rec.origin = at;
-                    rec.gguf_sha256.clone_from(&gguf_sha256);
                     rec
                 })
         })
         .collect()
 }
 
-fn field<'v>(r: &'v Value, key: &str) -> anyhow::Result<&'v Value> {
-    r.get(key).with_context(|| format!("missing `{key}`"))
-}
-
-fn ints(r: &Value, key: &str) -> anyhow::Result<Vec<i64>> {
-    let v = field(r, key)?;
-    v.as_array()
-        .and_then(|a| a.iter().map(Value::as_i64).collect())
-        .with_context(|| format!("`{key}` must be an array of integers, got {v}"))
-}
-
-fn uint(r: &Value, key: &str) -> anyhow::Result<u64> {
-    let v = field(r, key)?;
-    v.as_u64()
-        .with_context(|| format!("`{key}` must be a non-negative integer, got {v}"))
-}
-
-fn record(r: &Value, table: bool) -> anyhow::Result<Recorded> {
-    let kwargs = field(r, "kwargs")?
-        .as_object()
-        .context("`kwargs` must be an object")?
-        .clone();
-    let sequences = field(r, "sequences")?
-        .as_array()
-        .context("`sequences` must be an array")?
-        .iter()
-        .map(|s| {
-            s.as_array()
-                .and_then(|a| a.iter().map(Value::as_i64).collect())
-                .with_context(|| format!("`sequences` rows must be integer arrays, got {s}"))
-        })
-        .collect::<anyhow::Result<_>>()?;
-    let scores = field(r, "sequences_scores")?
-        .as_array()
-        .and_then(|a| a.iter().map(|x| x.as_f64().map(|x| x as f32)).collect())
-        .context("`sequences_scores` must be an array of numbers")?;
-    let (name, model, prompt, eos, pad) = if table {
-        let prompt = ints(r, "prompt_ids")?;
-        let vocab = usize::try_from(uint(r, "vocab_size")?)?;
-        if vocab > MAX_TABLE_VOCAB {
-            bail!("`vocab_size` = {vocab} is more than {MAX_TABLE_VOCAB} (SmolLM2 has 49152)");
-        }
-        let rows = field(r, "table")?
-            .as_array()
-            .context("`table` must be an array")?
-            .iter()
-            .map(|row| {
-                let top = field(row, "top")?
-                    .as_array()
-                    .context("`top` must be an array")?
-                    .iter()
-                    .map(|e| {
-                        let token = e.get(0).and_then(Value::as_u64);
-                        let lp = e.get(1).and_then(Value::as_f64);
-                        match (token, lp) {
-                            (Some(t), Some(lp)) => Ok((usize::try_from(t)?, lp as f32)),
-                            _ => bail!("`top` entries must be [token, log-probability], got {e}"),
-                        }
-                    })
-                    .collect::<anyhow::Result<Vec<_>>>()?;
-                Ok((ints(row, "generated")?, top))
-            })
-            .collect::<anyhow::Result<Vec<_>>>()?;
-        let lm = TableLm::new(prompt.clone(), vocab, rows)?;
-        let name = field(r, "prompt")?
-            .as_str()
-            .context("`prompt` must be a string")?
-            .to_string();
-        let pad = r.get("pad_token_id").and_then(Value::as_i64);
-        (
-            name,
-            Model::Table(lm),
-            prompt,
-            ints(r, "eos_token_ids")?,
-            pad,
-        )
-    } else {
-        let m = field(r, "model")?;
-        let eos = uint(m, "eos")?;
-        let vocab = usize::try_from(uint(m, "vocab")?)?;
-        if vocab > MAX_TOY_VOCAB {
-            bail!(
-                "`model.vocab` = {vocab} is more than {MAX_TOY_VOCAB} (the toy models have 10 to \
-                 16 tokens)"
-            );
-        }
-        let lm = ToyLm {
-            seed: uint(m, "seed")?,
-            vocab,
-            eos: usize::try_from(eos)?,
-            eos_slope: field(m, "eos_slope")?
-                .as_f64()
-                .context("`eos_slope` must be a number")?,
-        };
-        let pad = field(m, "pad")?
-            .as_i64()
-            .context("`pad` must be an integer")?;
-        let eos_ids = match m.get("eos_ids") {
-            Some(_) => ints(m, "eos_ids")?,
-            None => vec![i64::try_from(eos)?],
-        };
-        let name = field(r, "name")?
-            .as_str()
-            .context("`name` must be a string")?
-            .to_string();
-        let prompt = ints(r, "prompt")?;
-        (
-            name,
-            Model::Toy(lm, pad, m.clone()),
-            prompt,
-            eos_ids,
-            Some(pad),
-        )
+fn toy_record(r: ToyRecord) -> anyhow::Result<Recorded> {
+    let m = r.model;
+    if m.vocab > MAX_TOY_VOCAB {
+        bail!(
+            "`model.vocab` = {} is more than {MAX_TOY_VOCAB} (the toy models have 10 to 16 \
+             tokens)",
+            m.vocab
+        );
+    }
+    // The label and the "same model" test read the parameters as recorded.
+    let mut params = json!({
+        "seed": m.seed,
+        "vocab": m.vocab,
+        "eos": m.eos,
+        "pad": m.pad,
+        "eos_slope": m.eos_slope,
+    });
+    if let Some(ids) = &m.eos_ids {
+        params["eos_ids"] = json!(ids);
+    }
+    let eos_ids = match m.eos_ids {
+        Some(ids) => ids,
+        None => vec![i64::try_from(m.eos)?],
     };
-    let config = BeamConfig::from_kwargs(&kwargs, eos, pad)?;
-    // The command line's bounds hold for a recording too: a search's work
-    // grows with both, and a file names them.
-    if config.num_beams > MAX_BEAMS {
-        bail!(
-            "`num_beams` = {} is more than {MAX_BEAMS}",
-            config.num_beams
-        );
-    }
-    if config.max_new_tokens > MAX_NEW_TOKENS {
-        bail!(
-            "`max_new_tokens` = {} is more than {MAX_NEW_TOKENS}",
-            config.max_new_tokens
-        );
-    }
+    let lm = ToyLm {
+        seed: m.seed,
+        vocab: m.vocab,
+        eos: m.eos,
+        eos_slope: m.eos_slope,
+    };
+    let config = BeamConfig::from_kwargs(&r.kwargs, eos_ids, Some(m.pad))?;
     Ok(Recorded {
         origin: String::new(),
         gguf_sha256: None,
-        name,
-        model,
-        prompt,
-        kwargs,
+        name: r.name,
+        model: Model::Toy(lm, m.pad, params),
+        prompt: r.prompt,
+        kwargs: r.kwargs,
         config,
-        sequences,
-        scores,
+        sequences: r.sequences,
+        scores: r.sequences_scores,
     })
+}
+
+fn table_record(r: TableRecord, gguf_sha256: Option<String>) -> anyhow::Result<Recorded> {
+    if r.vocab_size > MAX_TABLE_VOCAB {
+        bail!(
+            "`vocab_size` = {} is more than {MAX_TABLE_VOCAB} (SmolLM2 has 49152)",
+            r.vocab_size
+        );
+    }
+    let rows: Vec<_> = r
+        .table
+        .into_iter()
+        .map(|row| (row.generated, row.top))
+        .collect();
+    let lm = TableLm::new(r.prompt_ids.clone(), r.vocab_size, rows)?;
+    let config = BeamConfig::from_kwargs(&r.kwargs, r.eos_token_ids, r.pad_token_id)?;
+    Ok(Recorded {
+        origin: String::new(),
+        gguf_sha256,
+        name: r.prompt,
+        model: Model::Table(lm),
+        prompt: r.prompt_ids,
+        kwargs: r.kwargs,
+        config,
+        sequences: r.sequences,
+        scores: r.sequences_scores,
+    })
+}
+
+/// The command line's bounds hold for a recording too: a search's work
+/// grows with both, and a file names them.
+fn bounded(rec: Recorded) -> anyhow::Result<Recorded> {
+    if rec.config.num_beams > MAX_BEAMS {
+        bail!(
+            "`num_beams` = {} is more than {MAX_BEAMS}",
+            rec.config.num_beams
+        );
+    }
+    if rec.config.max_new_tokens > MAX_NEW_TOKENS {
+        bail!(
+            "`max_new_tokens` = {} is more than {MAX_NEW_TOKENS}",
+            rec.config.max_new_tokens
+        );
+    }
+    Ok(rec)
 }
 
 /// Whether a replay reproduces a recording, and by how much scores differ.
@@ -990,4 +1047,91 @@ pub(crate) fn recorded_schema() -> schemars::Schema {
 /// ([`crate::json_schema`]).
 pub(crate) fn port_schema() -> schemars::Schema {
     schemars::schema_for!(PortDoc<'static>)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The first two lines (header and one run) of a bundled recording.
+    fn head(path: &Path) -> (String, Value) {
+        let text = std::fs::read_to_string(path).expect("bundled recording");
+        let mut lines = text.lines();
+        let header = lines.next().expect("header").to_string();
+        let run = serde_json::from_str(lines.next().expect("a run")).expect("JSON");
+        (header, run)
+    }
+
+    fn error(text: &str) -> String {
+        format!("{:#}", parse(text, "f.jsonl").expect_err("refused"))
+    }
+
+    #[test]
+    fn bundled_recordings_parse_whole() {
+        let (toy, table) = recording_paths().expect("bundled fixtures");
+        let toy = load(&toy).expect("toy recording");
+        let table = load(&table).expect("SmolLM2 recording");
+        assert!(toy.len() > 100, "{}", toy.len());
+        assert!(!table.is_empty());
+        assert!(toy.iter().all(|r| matches!(r.model, Model::Toy(..))));
+        assert!(
+            table
+                .iter()
+                .all(|r| r.gguf_sha256.as_deref().is_some_and(|s| s.len() == 64))
+        );
+        assert_eq!(
+            toy[0].origin,
+            format!("{}:2", recording_paths().unwrap().0.display())
+        );
+    }
+
+    #[test]
+    fn unknown_missing_and_mistyped_fields_name_line_and_path() {
+        let (toy, _) = recording_paths().expect("bundled fixtures");
+        let (header, run) = head(&toy);
+        let with = |edit: &dyn Fn(&mut Value)| {
+            let mut r = run.clone();
+            edit(&mut r);
+            format!("{header}\n{r}\n")
+        };
+        let e = error(&with(&|r| r["extra"] = json!(1)));
+        assert!(e.starts_with("f.jsonl:2: unknown field `extra`"), "{e}");
+        let e = error(&with(&|r| {
+            r.as_object_mut().unwrap().remove("sequences");
+        }));
+        assert!(e.starts_with("f.jsonl:2: missing field `sequences`"), "{e}");
+        let e = error(&with(&|r| r["model"]["vocab"] = json!(-1)));
+        assert!(
+            e.starts_with("f.jsonl:2: `model.vocab`: invalid value: integer `-1`"),
+            "{e}"
+        );
+        let e = error(&with(&|r| r["model"]["vocab"] = json!(4096)));
+        assert!(e.contains("`model.vocab` = 4096 is more than 1024"), "{e}");
+        let e = error(&with(&|r| r["sequences"][0][1] = json!("x")));
+        assert!(
+            e.starts_with("f.jsonl:2: `sequences[0][1]`: invalid type: string"),
+            "{e}"
+        );
+        let e = error(&format!("{header}\nnot json\n"));
+        assert!(e.starts_with("f.jsonl:2: expected ident"), "{e}");
+    }
+
+    #[test]
+    fn headers_are_checked() {
+        assert_eq!(error(""), "f.jsonl: empty, expected a header line");
+        let e = error(r#"{"format": "sampling-parity-beam/2"}"#);
+        assert!(e.contains("f.jsonl:1: header"), "{e}");
+        assert!(
+            e.contains("unknown variant `sampling-parity-beam/2`"),
+            "{e}"
+        );
+        let e = error(
+            r#"{"format": "sampling-parity-beam-table/1", "torch_version": "t", "transformers_version": "v", "generator": "g"}"#,
+        );
+        assert_eq!(e, "f.jsonl:1: header: missing `gguf_sha256`");
+        let e = error(
+            r#"{"format": "sampling-parity-beam/1", "torch_version": "t", "transformers_version": "v", "generator": "g", "x": 1}"#,
+        );
+        assert!(e.contains("unknown field `x`"), "{e}");
+    }
 }
