@@ -75,6 +75,7 @@
 //! assertion; `docs/engines/mistralrs.md` says what else was checked.
 #![deny(missing_docs)]
 
+mod draw;
 mod params;
 mod sampler;
 mod seed;
@@ -86,6 +87,19 @@ use parity_core::{
 use serde_json::{Map, Value};
 
 pub use params::{MistralRsParams, Version, request_params};
+
+/// The vector mistral.rs hands `WeightedIndex::new` for these logits
+/// (length V, zeros where top-k, top-p or min-p cut), or `None` when it
+/// takes the argmax. What [`MistralRs`]'s distribution normalises, bit for
+/// bit what the recorded sampler gives (`tests/it/replay.rs`).
+pub fn weighted_index_input(
+    logits: &Logits,
+    context: &Context<'_>,
+    params: &MistralRsParams,
+) -> Result<Option<Vec<f32>>, Error> {
+    let out = sampler::run(&logits.to_f32()?, context, params)?;
+    Ok(out.greedy.is_none().then_some(out.weights))
+}
 
 /// mistral.rs's sampler for one request (CPU path).
 #[derive(Debug, Clone, Copy, Default)]
@@ -128,6 +142,14 @@ impl Semantics for MistralRs {
                 )
             }
         };
+        let dist = match (params.draws, out.greedy) {
+            (None, _) => dist,
+            // An argmax takes no draw from the engine's generator.
+            (Some(n), Some(g)) => dist.with_tokens(vec![g as i64; n as usize]),
+            (Some(n), None) => {
+                dist.with_tokens(draw::draws(&out.weights, params.earlier_draws, n)?)
+            }
+        };
         Ok(match out.penalised {
             Some(p) => dist.with_penalised(p),
             None => dist,
@@ -149,7 +171,10 @@ impl Semantics for MistralRs {
         request: &Map<String, Value>,
         generation_config: Option<&Map<String, Value>>,
     ) -> Vec<Route<MistralRsParams>> {
-        let own = |k: &str| MistralRsParams::FIELDS.contains(&k) && k != "version";
+        let own = |k: &str| {
+            MistralRsParams::FIELDS.contains(&k)
+                && !matches!(k, "version" | "draws" | "earlier_draws")
+        };
         let mut route = Route::new(
             "mistralrs-server /v1/chat/completions",
             request_params(request, generation_config),

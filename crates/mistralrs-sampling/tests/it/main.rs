@@ -3,6 +3,8 @@
 //! here (see the crate docs), so every expected value below is worked out
 //! from the source by hand, next to its assertion.
 
+mod replay;
+
 use mistralrs_sampling::{MistralRs, Version, request_params};
 use parity_core::{Context, Distribution, Logits, Semantics};
 use serde_json::{Value, json};
