@@ -65,7 +65,7 @@
 //! candle picks at run time on every x86-64 CPU with AVX2 (4 × 8-lane
 //! accumulators, then a fixed fold; `sampler::avx2_vec_sum` cites
 //! candle-core/src/cpu/avx.rs and mod.rs at 35d7ae7c and 27f20fea), then the
-//! division. The order matters: summed left to right, 251 of the 850
+//! division. The order matters: summed left to right, 251 of the 866
 //! recorded 0.9.2 cases differed in some bit and 6 kept another number of
 //! tokens (`int_ties_v1000`, top_k 40 / top_p 0.9 / T 0.7: 37 instead of
 //! mistral.rs's 36). Top-k uses the same std calls as mistral.rs
@@ -78,9 +78,9 @@
 //! v0.9.2 and v0.9.1, compiled unchanged with candle at the revisions the
 //! tags pin, recorded by `scripts/reference/mistralrs/record.py` into
 //! `fixtures/mistralrs/` (the README there says what the out-of-tree
-//! harness calls). `tests/it/replay.rs` replays all 850 cases of each
+//! harness calls). `tests/it/replay.rs` replays all 866 cases of each
 //! version: the weights `WeightedIndex` receives bit for bit (so the kept
-//! sets exactly), the errors, and 14,580 seeded draws plus two
+//! sets exactly), the errors, and 14,840 seeded draws plus two
 //! shared-generator sequences token for token.
 #![deny(missing_docs)]
 
@@ -118,7 +118,7 @@ static INFO: Info = Info {
     name: "mistral.rs",
     engine: "mistral.rs 0.9.2 (tag v0.9.2 d184053f, CPU sampler as at 9e922623); 0.9.1 with version=\"0.9.1\"",
     summary: "frequency/presence then repetition penalty, logit bias, temperature, softmax, top-k by selection (exactly k), top-p (renormalised over the top-k since 0.9.2), min-p dropping p == threshold",
-    verified_against: "recorded from mistralrs-core/src/sampler.rs itself (tags v0.9.2 and v0.9.1, compiled unchanged with their candle revisions): 850 cases per version replayed bit for bit, 14,580 seeded draws token for token (fixtures/mistralrs)",
+    verified_against: "recorded from mistralrs-core/src/sampler.rs itself (tags v0.9.2 and v0.9.1, compiled unchanged with their candle revisions): 866 cases per version replayed bit for bit, 14,840 seeded draws token for token (fixtures/mistralrs)",
     params: MistralRsParams::PARAMS,
 };
 

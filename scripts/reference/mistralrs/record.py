@@ -171,6 +171,41 @@ SEQUENCES = {
 }
 
 
+# Small rows whose answer turns on one rule (each row with its own settings):
+# top-p renormalised after top-k (0.9.2) or not (0.9.1), the crossing token,
+# top-p off values, min-p dropping a token exactly at the threshold, exactly k
+# at a tie, T unset = 1, T below 1e-7 = argmax, T as a reciprocal, the
+# penalty order and scope, bias after penalties with an id past V.
+RULE_ROWS = [
+    ("rule_ln5_ln3_0_0", [math.log(5), math.log(3), 0.0, 0.0], [0], 1, [
+        ("k3p055", {"temperature": 1.0, "top_k": 3, "top_p": 0.55}),
+        ("p07", {"temperature": 1.0, "top_p": 0.7}),
+        ("p0", {"temperature": 1.0, "top_p": 0.0}),
+        ("p1", {"temperature": 1.0, "top_p": 1.0}),
+        ("p15", {"temperature": 1.0, "top_p": 1.5}),
+    ]),
+    ("rule_ln2_0_0", [math.log(2), 0.0, 0.0], [0], 1, [
+        ("minp05", {"temperature": 1.0, "min_p": 0.5}),
+        ("minp049", {"temperature": 1.0, "min_p": 0.49}),
+    ]),
+    ("rule_3_2_2_1", [3.0, 2.0, 2.0, 1.0], [0], 1, [
+        ("k2", {"temperature": 1.0, "top_k": 2}),
+        ("k0", {"temperature": 1.0, "top_k": 0}),
+    ]),
+    ("rule_1_4_4_0", [1.0, 4.0, 4.0, 0.0], [0], 1, [
+        ("unset_k3", {"top_k": 3}),
+        ("t5e8", {"temperature": 5e-8}),
+        ("t0", {"temperature": 0.0}),
+        ("t05", {"temperature": 0.5}),
+    ]),
+    ("rule_penalties", [2.0, 1.0, -1.0, 0.5], [0, 2, 1, 1, 2], 2, [
+        ("freq_pres_rep", {"frequency_penalty": 0.25, "presence_penalty": 0.5, "repetition_penalty": 2.0}),
+        ("rep2_bias", {"repetition_penalty": 2.0, "logits_bias": {"0": 1.5, "9": 3.0}}),
+        ("rep2_bias_greedy", {"temperature": 0.0, "repetition_penalty": 2.0, "logits_bias": {"0": 1.5, "9": 3.0}}),
+    ]),
+]
+
+
 def f32(x: float) -> float:
     return struct.unpack("<f", struct.pack("<f", x))[0]
 
@@ -279,7 +314,8 @@ class Harness:
         for k in ("temperature", "top_k", "top_p", "min_p", "frequency_penalty", "presence_penalty",
                   "repetition_penalty"):
             case[k] = params.get(k)
-        lb = bias_for(params.get("logits_bias"), logits)
+        lb = params.get("logits_bias")
+        lb = lb if isinstance(lb, dict) else bias_for(lb, logits)
         case["logits_bias"] = lb
         self.proc.stdin.write(json.dumps(case) + "\n")
         self.proc.stdin.flush()
@@ -315,6 +351,8 @@ def sources() -> list[tuple[str, str, list[float], list[int], int, list, bool]]:
                      MODEL_CASES, False))
     for name, logits, ids, prompt_len in synthetic():
         rows.append((f"synthetic__{name}", "synthetic", logits, ids, prompt_len, SYNTH_CASES, True))
+    for name, logits, ids, prompt_len, cases in RULE_ROWS:
+        rows.append((f"synthetic__{name}", "synthetic", [f32(x) for x in logits], ids, prompt_len, cases, True))
     return rows
 
 

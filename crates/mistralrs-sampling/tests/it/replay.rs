@@ -373,10 +373,10 @@ fn check(version: &str, min_cases: usize) {
 
 #[test]
 fn every_recorded_0_9_2_case_replays() {
-    check("0.9.2", 850);
+    check("0.9.2", 866);
 }
 
 #[test]
 fn every_recorded_0_9_1_case_replays() {
-    check("0.9.1", 850);
+    check("0.9.1", 866);
 }
