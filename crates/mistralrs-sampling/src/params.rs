@@ -112,9 +112,14 @@ pub(crate) const MAX_DRAWS: u64 = 10_000_000;
 
 fn check(p: &MistralRsParams) -> Result<(), Error> {
     let total = p.earlier_draws.saturating_add(p.draws.unwrap_or(0));
+    let what = match (p.earlier_draws, p.draws) {
+        (0, _) => "`draws`",
+        (_, None) => "`earlier_draws`",
+        _ => "`earlier_draws` + `draws`",
+    };
     parity_core::ensure!(
         total <= MAX_DRAWS,
-        "`earlier_draws` + `draws` = {total}: at most {MAX_DRAWS} draws are replayed"
+        "{what} = {total}: at most {MAX_DRAWS} draws are replayed"
     );
     if let Some(d) = p.dry_multiplier {
         parity_core::ensure!(

@@ -207,7 +207,7 @@ fn replay_case(
             &[("draws", Value::from(draws_per_case))],
         ))
         .unwrap_or_else(|e| panic!("{what}: params refused: {e}"));
-    let got = MistralRs.distribution(&logits, &context, &p);
+    let got = MistralRs.distribution(logits, context, &p);
     if let Some(err) = case.get("sample_error") {
         let err = err.as_str().expect("message");
         let ours = got.expect_err(&format!(
@@ -222,7 +222,7 @@ fn replay_case(
     }
     let got = got.unwrap_or_else(|e| panic!("{what}: {e}"));
     let want_draws = rec.i64s(&format!("{name}.draws"));
-    let weights = weighted_index_input(&logits, &context, &p).expect("weights");
+    let weights = weighted_index_input(logits, context, &p).expect("weights");
     let Some(w) = weights else {
         assert_eq!(
             case["argmax"],
@@ -294,7 +294,7 @@ fn replay_case(
                 ],
             ))
             .expect("params");
-        let d = MistralRs.distribution(&logits, &context, &p).expect("dist");
+        let d = MistralRs.distribution(logits, context, &p).expect("dist");
         assert_eq!(
             d.tokens(),
             Some(&want_draws[earlier as usize..]),
