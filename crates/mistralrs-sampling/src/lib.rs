@@ -53,28 +53,38 @@
 //!    `max_p · min_p >= p` — a token exactly at the threshold is dropped.
 //! 5. The draw: rand 0.9's `WeightedIndex` over the zeroed probabilities
 //!    with the engine's single `Isaac64Rng` (seeded with 0 when the engine
-//!    starts; there is no per-request seed), so the distribution is the
-//!    weights over their sum; no token stream is replayed.
+//!    starts; there is no per-request seed). The distribution is the
+//!    weights over their sum; `draws` replays the tokens the engine draws
+//!    after `earlier_draws` earlier ones (the `draw` module).
 //!
 //! # Hand-written replicas
 //!
-//! candle's CPU softmax (`max`, `(x − max).exp()` with `f32::exp`, a
-//! sequential f32 sum — candle's default build has no AVX sum — and a
-//! division) and candle's affine are replayed here, since only
-//! `candle-adapter` may depend on candle. Top-k uses the same std calls as
-//! mistral.rs (`select_nth_unstable_by`, `sort_unstable_by`), so which of
-//! several tied tokens survives matches a mistral.rs built with the same
-//! Rust toolchain.
+//! candle's CPU softmax and affine are replayed here, since only
+//! `candle-adapter` may depend on candle: `max`, `(x − max).exp()` with
+//! `f32::exp`, then the sum **in the order of candle's AVX2 kernel**, which
+//! candle picks at run time on every x86-64 CPU with AVX2 (4 × 8-lane
+//! accumulators, then a fixed fold; `sampler::avx2_vec_sum` cites
+//! candle-core/src/cpu/avx.rs and mod.rs at 35d7ae7c and 27f20fea), then the
+//! division. The order matters: summed left to right, 251 of the 866
+//! recorded 0.9.2 cases differed in some bit and 6 kept another number of
+//! tokens (`int_ties_v1000`, top_k 40 / top_p 0.9 / T 0.7: 37 instead of
+//! mistral.rs's 36). Top-k uses the same std calls as mistral.rs
+//! (`select_nth_unstable_by`, `sort_unstable_by`), so which of several tied
+//! tokens survives matches a mistral.rs built with the same Rust toolchain.
 //!
 //! # Verification
 //!
-//! mistral.rs's sampler cannot be driven on given logits from outside: the
-//! crate depends on git-only candle revisions (not buildable here) and the
-//! Python package (`mistralrs` 0.9.5) exposes no logits hook. The tests are
-//! vectors computed by hand from the source above, written beside each
-//! assertion; `docs/engines/mistralrs.md` says what else was checked.
+//! Against the real sampler: `mistralrs-core/src/sampler.rs` of tags
+//! v0.9.2 and v0.9.1, compiled unchanged with candle at the revisions the
+//! tags pin, recorded by `scripts/reference/mistralrs/record.py` into
+//! `fixtures/mistralrs/` (the README there says what the out-of-tree
+//! harness calls). `tests/it/replay.rs` replays all 866 cases of each
+//! version: the weights `WeightedIndex` receives bit for bit (so the kept
+//! sets exactly), the errors, and 14,840 seeded draws plus two
+//! shared-generator sequences token for token.
 #![deny(missing_docs)]
 
+mod draw;
 mod params;
 mod sampler;
 mod seed;
@@ -87,15 +97,28 @@ use serde_json::{Map, Value};
 
 pub use params::{MistralRsParams, Version, request_params};
 
+/// The vector mistral.rs hands `WeightedIndex::new` for these logits
+/// (length V, zeros where top-k, top-p or min-p cut), or `None` when it
+/// takes the argmax. What [`MistralRs`]'s distribution normalises, bit for
+/// bit what the recorded sampler gives (`tests/it/replay.rs`).
+pub fn weighted_index_input(
+    logits: &Logits,
+    context: &Context<'_>,
+    params: &MistralRsParams,
+) -> Result<Option<Vec<f32>>, Error> {
+    let out = sampler::run(&logits.to_f32()?, context, params)?;
+    Ok(out.greedy.is_none().then_some(out.weights))
+}
+
 /// mistral.rs's sampler for one request (CPU path).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct MistralRs;
 
 static INFO: Info = Info {
     name: "mistral.rs",
-    engine: "mistral.rs 0.9.2 (commit 9e922623, CPU sampler); 0.9.1 with version=\"0.9.1\"",
+    engine: "mistral.rs 0.9.2 (tag v0.9.2 d184053f, CPU sampler as at 9e922623); 0.9.1 with version=\"0.9.1\"",
     summary: "frequency/presence then repetition penalty, logit bias, temperature, softmax, top-k by selection (exactly k), top-p (renormalised over the top-k since 0.9.2), min-p dropping p == threshold",
-    verified_against: "vectors computed by hand from mistralrs-core/src/sampler.rs at v0.9.1 and 9e922623 (the sampler cannot be driven on given logits here)",
+    verified_against: "recorded from mistralrs-core/src/sampler.rs itself (tags v0.9.2 and v0.9.1, compiled unchanged with their candle revisions): 866 cases per version replayed bit for bit, 14,840 seeded draws token for token (fixtures/mistralrs)",
     params: MistralRsParams::PARAMS,
 };
 
@@ -128,6 +151,14 @@ impl Semantics for MistralRs {
                 )
             }
         };
+        let dist = match (params.draws, out.greedy) {
+            (None, _) => dist,
+            // An argmax takes no draw from the engine's generator.
+            (Some(n), Some(g)) => dist.with_tokens(vec![g as i64; n as usize]),
+            (Some(n), None) => {
+                dist.with_tokens(draw::draws(&out.weights, params.earlier_draws, n)?)
+            }
+        };
         Ok(match out.penalised {
             Some(p) => dist.with_penalised(p),
             None => dist,
@@ -149,7 +180,10 @@ impl Semantics for MistralRs {
         request: &Map<String, Value>,
         generation_config: Option<&Map<String, Value>>,
     ) -> Vec<Route<MistralRsParams>> {
-        let own = |k: &str| MistralRsParams::FIELDS.contains(&k) && k != "version";
+        let own = |k: &str| {
+            MistralRsParams::FIELDS.contains(&k)
+                && !matches!(k, "version" | "draws" | "earlier_draws")
+        };
         let mut route = Route::new(
             "mistralrs-server /v1/chat/completions",
             request_params(request, generation_config),

@@ -63,6 +63,16 @@ parity_core::params! {
         /// Which sampler.
         pub version: Version ["\"0.9.2\""]
             => "\"0.9.2\" or \"0.9.1\" (before the 2026-08-18 top-p change)",
+        /// How many successive draws to replay on these logits (this
+        /// crate's; `null`: none). Each is one `WeightedIndex` draw from the
+        /// engine's generator, as successive requests (or steps) would make.
+        pub draws: Option<u64> => "draws replayed from the engine's Isaac64Rng (this crate's)",
+        /// How many multinomial draws the engine's one generator made before
+        /// this request (this crate's): 0 is a fresh engine; 1 is the first
+        /// request to a freshly started `mistralrs-server`, whose startup
+        /// dummy run draws once. Greedy draws take none.
+        pub earlier_draws: u64 = 0
+            => "0 = fresh engine, 1 = freshly started server (this crate's)",
     }
 }
 
@@ -97,7 +107,20 @@ pub(crate) fn parse(params: &Map<String, Value>) -> Result<MistralRsParams, Erro
     Ok(p)
 }
 
+/// Most draws (earlier and replayed together) one call replays.
+pub(crate) const MAX_DRAWS: u64 = 10_000_000;
+
 fn check(p: &MistralRsParams) -> Result<(), Error> {
+    let total = p.earlier_draws.saturating_add(p.draws.unwrap_or(0));
+    let what = match (p.earlier_draws, p.draws) {
+        (0, _) => "`draws`",
+        (_, None) => "`earlier_draws`",
+        _ => "`earlier_draws` + `draws`",
+    };
+    parity_core::ensure!(
+        total <= MAX_DRAWS,
+        "{what} = {total}: at most {MAX_DRAWS} draws are replayed"
+    );
     if let Some(d) = p.dry_multiplier {
         parity_core::ensure!(
             d == 0.0,

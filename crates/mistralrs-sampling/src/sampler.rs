@@ -129,22 +129,60 @@ fn argmax(values: &[f32]) -> Result<usize, Error> {
     best.ok_or_else(|| Error::new("argmax received no finite logits"))
 }
 
-/// candle's CPU `softmax_last_dim`: max, `(x - max).exp()`, a sequential f32
-/// sum, then a division.
+/// candle's CPU `softmax_last_dim` (candle-nn/src/ops.rs, `SoftmaxLastDim::cpu_fwd`,
+/// at candle 35d7ae7c and 27f20fea): `vec_reduce_max` (a left-to-right
+/// `f32::max` from the first element), `(x - max).exp()`, `vec_reduce_sum`,
+/// then a division.
 fn softmax(x: &[f32]) -> Vec<f32> {
     let mut max = x.first().copied().unwrap_or(f32::NEG_INFINITY);
-    for &v in &x[1..] {
+    for &v in x.iter().skip(1) {
         max = max.max(v);
     }
     let mut e: Vec<f32> = x.iter().map(|&v| (v - max).exp()).collect();
-    let mut sum = 0.0f32;
-    for &v in &e {
-        sum += v;
-    }
+    let sum = avx2_vec_sum(&e);
     for v in &mut e {
         *v /= sum;
     }
     e
+}
+
+/// Hand-written, because the order of an f32 sum decides which tied token
+/// a top-p or min-p cut keeps: candle's `vec_reduce_sum` for f32 calls
+/// `cpu::vec_sum` (candle-core/src/cpu/mod.rs:197-210 at 35d7ae7c and
+/// 27f20fea), which takes `avx::vec_sum` whenever
+/// `is_x86_feature_detected!("avx2")` holds at run time (cpu/features.rs),
+/// i.e. on every x86-64 CPU since 2013, whatever the build flags. That
+/// kernel (cpu/avx.rs:243-257, `vec_reduce` :51-65) adds the first
+/// `len & !31` values into 4 accumulators of 8 lanes (value `i + 8j + l`
+/// into accumulator j, lane l), folds them as `(a0 + a1) + (a2 + a3)` lane
+/// by lane, adds the upper 4 lanes to the lower 4, then `hadd` twice:
+/// `(t0 + t1) + (t2 + t3)`, and finally adds the remaining `len % 32`
+/// values one by one. Each step here is the same IEEE f32 addition in the
+/// same order, so the sum is bit for bit candle's. (Without AVX2 candle
+/// sums left to right; on aarch64 NEON has its own order: neither is
+/// modelled.)
+fn avx2_vec_sum(x: &[f32]) -> f32 {
+    const STEP: usize = 32;
+    const EPR: usize = 8;
+    let np = x.len() & !(STEP - 1);
+    let mut acc = [[0.0f32; EPR]; 4];
+    for block in x[..np].chunks_exact(STEP) {
+        for (j, a) in acc.iter_mut().enumerate() {
+            for (l, lane) in a.iter_mut().enumerate() {
+                *lane += block[j * EPR + l];
+            }
+        }
+    }
+    let mut v = [0.0f32; EPR];
+    for (l, out) in v.iter_mut().enumerate() {
+        *out = (acc[0][l] + acc[1][l]) + (acc[2][l] + acc[3][l]);
+    }
+    let t0 = [v[0] + v[4], v[1] + v[5], v[2] + v[6], v[3] + v[7]];
+    let mut sum = (t0[0] + t0[1]) + (t0[2] + t0[3]);
+    for &r in &x[np..] {
+        sum += r;
+    }
+    sum
 }
 
 fn cmp_desc(a: &(u32, f32), b: &(u32, f32)) -> std::cmp::Ordering {
