@@ -78,60 +78,33 @@ use parity_core::{
     Semantics,
 };
 
+use ollama_sampling::api::{self, Kind, Read, Release};
+
 use crate::params::{self, ServerParams};
 
 /// An Ollama version this semantics covers (`0.30.0` to `0.33.0-rc2`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Version {
-    major: u32,
-    minor: u32,
-    patch: u32,
-    /// The `-rcN` number; `u32::MAX` for a release (after all its rcs).
-    rc: u32,
-}
+pub struct Version(Release);
 
 impl Version {
     /// The oldest version covered: the first tag with commit 9db4bdbad
     /// (every GGUF model on llama-server) is v0.30.0-rc32.
-    pub const OLDEST: Version = Version::new(0, 30, 0, 32);
+    pub const OLDEST: Version = Version(Release::new(0, 30, 0, Some(32)));
     /// The newest version verified (the tag of commit fb3076099), and the
     /// default.
-    pub const NEWEST: Version = Version::new(0, 33, 0, 2);
+    pub const NEWEST: Version = Version(Release::new(0, 33, 0, Some(2)));
     /// The first version whose `repeat_penalty` default is 1.0 (commit
     /// 6a261db7d; v0.32.10-rc0).
-    pub const REPEAT_PENALTY_1_0: Version = Version::new(0, 32, 10, 0);
-
-    const fn new(major: u32, minor: u32, patch: u32, rc: u32) -> Self {
-        Self {
-            major,
-            minor,
-            patch,
-            rc,
-        }
-    }
+    pub const REPEAT_PENALTY_1_0: Version = Version(Release::new(0, 32, 10, Some(0)));
 
     /// Parses `"0.32.9"`, `"v0.32.9"` or `"0.33.0-rc2"`; versions outside
     /// [`Self::OLDEST`]..=[`Self::NEWEST`] are errors that say why.
     pub fn parse(text: &str) -> Result<Self, Error> {
-        let bad = || {
+        let v = Self(Release::parse(text).ok_or_else(|| {
             Error::new(format_args!(
                 "`version` = \"{text}\": expected an Ollama version such as \"0.32.9\" or \"0.33.0-rc2\""
             ))
-        };
-        let t = text.strip_prefix('v').unwrap_or(text);
-        let (core, rc) = match t.split_once("-rc") {
-            Some((core, rc)) => (core, rc.parse::<u32>().map_err(|_| bad())?),
-            None => (t, u32::MAX),
-        };
-        let parts: Vec<u32> = core
-            .split('.')
-            .map(str::parse)
-            .collect::<Result<_, _>>()
-            .map_err(|_| bad())?;
-        let [major, minor, patch] = parts[..] else {
-            return Err(bad());
-        };
-        let v = Self::new(major, minor, patch, rc);
+        })?);
         if v < Self::OLDEST {
             return Err(Error::new(format_args!(
                 "`version` = \"{text}\": Ollama before v0.30.0 (v0.30.0-rc32) ran GGUF models on its own runners, not llama-server (commit 9db4bdbad); not covered"
@@ -165,11 +138,7 @@ impl Default for Version {
 
 impl std::fmt::Display for Version {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}.{}.{}", self.major, self.minor, self.patch)?;
-        if self.rc != u32::MAX {
-            write!(f, "-rc{}", self.rc)?;
-        }
-        Ok(())
+        self.0.fmt(f)
     }
 }
 
@@ -203,58 +172,12 @@ impl Endpoint {
     }
 }
 
-/// How `Options.FromMap` reads a field (the kinds of api/types.go
-/// `Options` and `Runner`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    /// `int` and `*int`: a number, truncated.
-    Int,
-    /// `float32`: a number.
-    Float,
-    /// `*bool`.
-    Bool,
-    /// `[]string`: an array of strings.
-    Strings,
+/// The options that reach llama-server's sampler: the first ten of
+/// [`api::OPTIONS`] (every field of Ollama's `Options`, the same from
+/// v0.30.0 to v0.33.0-rc2).
+fn sampling() -> impl Iterator<Item = &'static str> {
+    api::OPTIONS[..10].iter().map(|o| o.name)
 }
-
-/// Every field of Ollama's `Options` (api/types.go, the same from v0.30.0
-/// to v0.33.0-rc2), by JSON name. The first ten shape sampling.
-const ALL_OPTIONS: &[(&str, Kind)] = &[
-    ("temperature", Kind::Float),
-    ("top_k", Kind::Int),
-    ("top_p", Kind::Float),
-    ("min_p", Kind::Float),
-    ("typical_p", Kind::Float),
-    ("repeat_last_n", Kind::Int),
-    ("repeat_penalty", Kind::Float),
-    ("presence_penalty", Kind::Float),
-    ("frequency_penalty", Kind::Float),
-    ("seed", Kind::Int),
-    ("num_keep", Kind::Int),
-    ("num_predict", Kind::Int),
-    ("stop", Kind::Strings),
-    ("num_ctx", Kind::Int),
-    ("num_batch", Kind::Int),
-    ("num_gpu", Kind::Int),
-    ("main_gpu", Kind::Int),
-    ("use_mmap", Kind::Bool),
-    ("num_thread", Kind::Int),
-    ("draft_num_predict", Kind::Int),
-];
-
-/// The options that reach llama-server's sampler.
-const SAMPLING: &[&str] = &[
-    "temperature",
-    "top_k",
-    "top_p",
-    "min_p",
-    "typical_p",
-    "repeat_last_n",
-    "repeat_penalty",
-    "presence_penalty",
-    "frequency_penalty",
-    "seed",
-];
 
 /// The sampling fields of Ollama's `ChatCompletionRequest` and
 /// `CompletionRequest` (`seed` besides, which parity-core does not count as
@@ -311,16 +234,16 @@ impl Options {
     /// field it sets.
     fn layer(&mut self, m: &Map<String, Value>, layer: Layer, source: Source) -> Result<(), Error> {
         for (key, val) in m {
-            let Some(&(_, kind)) = ALL_OPTIONS.iter().find(|(n, _)| n == key) else {
+            let Some(option) = api::option(key) else {
                 let whose = match layer {
                     Layer::Model => "model parameter",
                     Layer::Request => "option",
                 };
                 return Err(Error::new(format_args!(
                     "unknown {whose} `{key}` (= {val}; Ollama would log \"invalid option provided\" and ignore it; known options: {})",
-                    ALL_OPTIONS
+                    api::OPTIONS
                         .iter()
-                        .map(|o| o.0)
+                        .map(|o| o.name)
                         .collect::<Vec<_>>()
                         .join(", ")
                 )));
@@ -341,34 +264,18 @@ impl Options {
                     "{prefix}`{key}` = {val}: {consequence} (option \"{key}\" must be {what})"
                 ))
             };
-            match kind {
-                Kind::Int | Kind::Float => {
-                    let Some(f) = val.as_f64() else {
-                        return Err(refuse(if kind == Kind::Int {
-                            "of type integer"
-                        } else {
-                            "of type float32"
-                        }));
-                    };
+            match api::read(option.kind, val).map_err(refuse)? {
+                Read::Int(v) => {
                     if let Some(slot) = self.ints.iter_mut().find(|s| s.0 == key) {
-                        *slot = (slot.0, ollama_sampling::go::int64(f), source);
-                    } else if let Some(slot) = self.floats.iter_mut().find(|s| s.0 == key) {
-                        *slot = (slot.0, f as f32, source);
+                        *slot = (slot.0, v, source);
                     }
                 }
-                Kind::Bool => {
-                    if !val.is_boolean() {
-                        return Err(refuse("of type boolean"));
+                Read::Float(v) => {
+                    if let Some(slot) = self.floats.iter_mut().find(|s| s.0 == key) {
+                        *slot = (slot.0, v, source);
                     }
                 }
-                Kind::Strings => {
-                    let Some(items) = val.as_array() else {
-                        return Err(refuse("of type array"));
-                    };
-                    if !items.iter().all(Value::is_string) {
-                        return Err(refuse("of an array of strings"));
-                    }
-                }
+                Read::Checked => {}
             }
         }
         Ok(())
@@ -623,9 +530,7 @@ pub fn model_params_from_show(text: &str) -> Result<Map<String, Value>, Error> {
             ))
         })?;
         let raw = raw.trim();
-        let list = ALL_OPTIONS
-            .iter()
-            .any(|&(name, kind)| name == key && kind == Kind::Strings);
+        let list = api::option(key).is_some_and(|o| o.kind == Kind::Strings);
         // Go's %#v of a float64, bool or string reads as JSON, except the
         // escapes strconv.Quote has and JSON lacks (\x, \a, \v, \U).
         let value: Value = match serde_json::from_str(raw) {
@@ -728,12 +633,13 @@ impl Ollama {
 
     /// One route: `endpoint`'s reading of an OpenAI-style `request`.
     fn route(&self, endpoint: Endpoint, request: &Map<String, Value>) -> Route<ServerParams> {
-        let fields = if endpoint.is_openai() {
-            OPENAI_FIELDS
-        } else {
-            SAMPLING
+        let consumed = |k: &str| {
+            if endpoint.is_openai() {
+                OPENAI_FIELDS.contains(&k)
+            } else {
+                api::is_sampling(k)
+            }
         };
-        let consumed = |k: &str| fields.contains(&k);
         // The OpenAI endpoints read the whole body; the native ones take the
         // request's sampling fields as their `options`.
         let input: Map<String, Value> = if endpoint.is_openai() {
@@ -762,8 +668,7 @@ impl Ollama {
     fn notes(&self, endpoint: Endpoint, o: &Options) -> Vec<String> {
         let mut notes = Vec::new();
         let by = |source: Source| -> Vec<String> {
-            SAMPLING
-                .iter()
+            sampling()
                 .filter(|n| o.source(n) == source)
                 .map(|n| format!("{n} {}", o.show(n)))
                 .collect()
@@ -774,9 +679,7 @@ impl Ollama {
             ));
         }
         if let Some(m) = &self.model {
-            let overwritten: Vec<&str> = SAMPLING
-                .iter()
-                .copied()
+            let overwritten: Vec<&str> = sampling()
                 .filter(|n| m.get(*n).is_some_and(|v| !v.is_null()) && o.source(n) != Source::Model)
                 .collect();
             let from_model = by(Source::Model);
@@ -887,7 +790,7 @@ const OLLAMA_PARAMS: &[ParamInfo] = &[
     },
     ParamInfo {
         name: "draws",
-        default: "none",
+        default: "null",
         meaning: "(not an Ollama option) replay this many seeded draws; needs seed",
     },
 ];
