@@ -79,6 +79,7 @@ use parity_core::{
 };
 
 use ollama_sampling::api::{self, Kind, Read, Release};
+use ollama_sampling::openai;
 
 use crate::params::{self, ServerParams};
 
@@ -335,106 +336,18 @@ impl Options {
     }
 }
 
-/// The name of a JSON value's kind in Go's `UnmarshalTypeError` text.
-fn go_kind(v: &Value) -> String {
-    match v {
-        Value::Null => "null".into(),
-        Value::Bool(_) => "bool".into(),
-        Value::Number(n) => format!("number {n}"),
-        Value::String(_) => "string".into(),
-        Value::Array(_) => "array".into(),
-        Value::Object(_) => "object".into(),
-    }
-}
-
-/// Decodes one field of an OpenAI request struct as Go's `encoding/json`
-/// does: `None` for absent or null, the number (rounded to float32 for a
-/// float32 field), or gin's 400 with Go's text.
-fn go_field(
-    endpoint: Endpoint,
-    request: &Map<String, Value>,
-    field: &str,
-    go_type: &str,
-) -> Result<Option<f64>, Error> {
-    let strukt = match endpoint {
-        Endpoint::OpenAiCompletions => "CompletionRequest",
-        _ => "ChatCompletionRequest",
-    };
-    let path = endpoint.name().trim_start_matches("Ollama ");
-    let refuse = |v: &Value| {
-        Error::new(format_args!(
-            "`{field}` = {v}: Ollama's {path} refuses the request (json: cannot unmarshal {} into Go struct field {strukt}.{field} of type {go_type})",
-            go_kind(v)
-        ))
-    };
-    let Some(v) = request.get(field).filter(|v| !v.is_null()) else {
-        return Ok(None);
-    };
-    let Value::Number(n) = v else {
-        return Err(refuse(v));
-    };
-    match go_type {
-        "int" => match n.as_i64() {
-            // Re-encoded as JSON by the middleware, read back as float64.
-            Some(i) => Ok(Some(i as f64)),
-            None => Err(refuse(v)),
-        },
-        "float32" => {
-            let f = n.as_f64().unwrap_or(f64::INFINITY) as f32;
-            if f.is_finite() {
-                Ok(Some(f64::from(f)))
-            } else {
-                Err(refuse(v))
-            }
-        }
-        _ => n.as_f64().map(Some).ok_or_else(|| refuse(v)),
-    }
-}
-
 /// The `options` map an OpenAI endpoint builds from a request body
-/// (`FromChatRequest` / `FromCompleteRequest`), as the handler reads it
-/// back: numbers as float64.
+/// (`FromChatRequest` / `FromCompleteRequest`, the same at v0.30.0 to
+/// v0.33.0-rc2 as in the Go engine's and the MLX runner's Ollama:
+/// [`ollama_sampling::openai`]).
 fn openai_options(
     endpoint: Endpoint,
     request: &Map<String, Value>,
 ) -> Result<Map<String, Value>, Error> {
-    let mut options = Map::new();
-    let mut put = |k: &str, v: f64| {
-        options.insert(k.into(), Value::from(v));
-    };
-    if endpoint == Endpoint::OpenAiCompletions {
-        put(
-            "temperature",
-            go_field(endpoint, request, "temperature", "float32")?.unwrap_or(1.0),
-        );
-        if let Some(seed) = go_field(endpoint, request, "seed", "int")? {
-            put("seed", seed);
-        }
-        for f in ["frequency_penalty", "presence_penalty"] {
-            put(f, go_field(endpoint, request, f, "float32")?.unwrap_or(0.0));
-        }
-        // `if r.TopP != 0.0 { ... } else { options["top_p"] = 1.0 }`
-        let top_p = go_field(endpoint, request, "top_p", "float32")?.unwrap_or(0.0);
-        put("top_p", if top_p == 0.0 { 1.0 } else { top_p });
-    } else {
-        put(
-            "temperature",
-            go_field(endpoint, request, "temperature", "float64")?.unwrap_or(1.0),
-        );
-        if let Some(seed) = go_field(endpoint, request, "seed", "int")? {
-            put("seed", seed);
-        }
-        for f in ["frequency_penalty", "presence_penalty"] {
-            if let Some(v) = go_field(endpoint, request, f, "float64")? {
-                put(f, v);
-            }
-        }
-        put(
-            "top_p",
-            go_field(endpoint, request, "top_p", "float64")?.unwrap_or(1.0),
-        );
+    match endpoint {
+        Endpoint::OpenAiCompletions => openai::completion_options(request),
+        _ => openai::chat_options(request),
     }
-    Ok(options)
 }
 
 /// The options Ollama runs with at `endpoint`, layer by layer.

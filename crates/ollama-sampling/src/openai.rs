@@ -80,8 +80,9 @@ pub fn completion_options(request: &Map<String, Value>) -> Result<Map<String, Va
         let v = field(request, S, name, "float32")?.unwrap_or(Value::from(0.0));
         options.insert(name.into(), v);
     }
+    // `if r.TopP != 0.0` on the float32 the decoder made of it.
     let p = field(request, S, "top_p", "float32")?
-        .filter(|v| v.as_f64() != Some(0.0))
+        .filter(|v| v.as_f64().is_some_and(|p| p as f32 != 0.0))
         .unwrap_or(Value::from(1.0));
     options.insert("top_p".into(), p);
     Ok(options)

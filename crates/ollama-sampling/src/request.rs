@@ -144,7 +144,7 @@ pub(crate) fn routes(
         .ignoring_all_but(request, |k| CHAT_FIELDS.contains(&k));
     if request
         .get("top_p")
-        .is_none_or(|v| v.is_null() || v.as_f64() == Some(0.0))
+        .is_none_or(|v| v.is_null() || v.as_f64().is_some_and(|p| p as f32 == 0.0))
     {
         route = route.note("top_p 1.0: this endpoint sends 1.0 when top_p is absent or 0");
     }
