@@ -158,13 +158,7 @@ impl ServerParams {
     /// widened `0.699999988079071`), which reads back to the same float.
     pub fn describe(&self) -> Map<String, Value> {
         let samplers: Vec<&str> = self.samplers.iter().map(|s| s.name()).collect();
-        let f = |x: f32| -> Value {
-            x.to_string()
-                .parse::<f64>()
-                .ok()
-                .and_then(serde_json::Number::from_f64)
-                .map_or(Value::Null, Value::Number)
-        };
+        let f = parity_core::jsonl::f32_value;
         [
             ("temperature", f(self.temp)),
             ("dynatemp_range", f(self.dynatemp_range)),
