@@ -74,8 +74,7 @@
 use serde_json::{Map, Number, Value};
 
 use parity_core::{
-    Against, Context, Described, Distribution, Error, Explanation, Info, Logits, ParamInfo, Route,
-    Semantics,
+    Against, Context, Described, Distribution, Error, Explanation, Info, Logits, Route, Semantics,
 };
 
 use ollama_sampling::api::{self, Kind, Read, Release};
@@ -200,6 +199,47 @@ enum Source {
     Endpoint,
 }
 
+parity_core::params! {
+    /// The `ollama` semantics' params: Ollama's ten sampling options (the
+    /// request's `options`, over `DefaultOptions()` at `version` and the
+    /// model's parameters; [`Options`] layers them) and this project's
+    /// `version` and `draws` ([`Ollama::request`] reads them): each once,
+    /// with its default at the newest version and what `compare semantics`
+    /// says of it.
+    #[derive(Debug, Clone, PartialEq)]
+    struct OllamaParams {
+        /// `Temperature` (float32).
+        temperature: f32 = 0.8 => "sent as llama-server temperature",
+        /// `TopK` (int).
+        top_k: i64 = 40 => "sent as top_k",
+        /// `TopP` (float32).
+        top_p: f32 = 0.9 => "sent as top_p",
+        /// `MinP` (float32; not set in `DefaultOptions`).
+        min_p: f32 = 0.0 => "sent as min_p (so llama-server's 0.05 is off)",
+        /// `TypicalP` (float32; `omitempty` in the request to llama-server).
+        typical_p: f32 = 1.0 => "sent unless 0 (then llama-server's 1.0)",
+        /// `RepeatLastN` (int).
+        repeat_last_n: i64 = 64 => "sent as repeat_last_n; -1 is refused by llama-server",
+        /// `RepeatPenalty` (float32): [`Version::default_repeat_penalty`].
+        repeat_penalty: f32 = 1.0 => "sent as repeat_penalty; default 1.1 up to v0.32.9",
+        /// `PresencePenalty` (float32).
+        presence_penalty: f32 = 0.0 => "sent as presence_penalty",
+        /// `FrequencyPenalty` (float32).
+        frequency_penalty: f32 = 0.0 => "sent as frequency_penalty",
+        /// `Seed` (int).
+        seed: i64 = -1 => "sent as seed; -1 is random",
+        /// Whose defaults apply (read by [`Ollama::request`] from the params).
+        #[allow(dead_code)]
+        version: Version ["\"0.33.0-rc2\""] = Version::NEWEST
+            => "(not an Ollama option) Ollama 0.30.0 to 0.33.0-rc2: the defaults of that version",
+        /// Seeded draws to replay (handed by [`Ollama::request`] to
+        /// llama-server's parser as they are).
+        #[allow(dead_code)]
+        draws: Option<usize>
+            => "(not an Ollama option) replay this many seeded draws; needs seed",
+    }
+}
+
 /// The ten sampling options as Ollama holds them (Go `int` is 64-bit).
 #[derive(Debug, Clone, PartialEq)]
 struct Options {
@@ -215,18 +255,27 @@ enum Layer {
 }
 
 impl Options {
+    /// `DefaultOptions()` at `version`.
     fn defaults(version: Version) -> Self {
+        let o = OllamaParams {
+            repeat_penalty: version.default_repeat_penalty(),
+            ..OllamaParams::default()
+        };
         let d = Source::Default;
         Self {
-            ints: [("top_k", 40, d), ("repeat_last_n", 64, d), ("seed", -1, d)],
+            ints: [
+                ("top_k", o.top_k, d),
+                ("repeat_last_n", o.repeat_last_n, d),
+                ("seed", o.seed, d),
+            ],
             floats: [
-                ("temperature", 0.8, d),
-                ("top_p", 0.9, d),
-                ("min_p", 0.0, d),
-                ("typical_p", 1.0, d),
-                ("repeat_penalty", version.default_repeat_penalty(), d),
-                ("presence_penalty", 0.0, d),
-                ("frequency_penalty", 0.0, d),
+                ("temperature", o.temperature, d),
+                ("top_p", o.top_p, d),
+                ("min_p", o.min_p, d),
+                ("typical_p", o.typical_p, d),
+                ("repeat_penalty", o.repeat_penalty, d),
+                ("presence_penalty", o.presence_penalty, d),
+                ("frequency_penalty", o.frequency_penalty, d),
             ],
         }
     }
@@ -645,75 +694,12 @@ impl Ollama {
     }
 }
 
-const OLLAMA_PARAMS: &[ParamInfo] = &[
-    ParamInfo {
-        name: "temperature",
-        default: "0.8",
-        meaning: "sent as llama-server temperature",
-    },
-    ParamInfo {
-        name: "top_k",
-        default: "40",
-        meaning: "sent as top_k",
-    },
-    ParamInfo {
-        name: "top_p",
-        default: "0.9",
-        meaning: "sent as top_p",
-    },
-    ParamInfo {
-        name: "min_p",
-        default: "0.0",
-        meaning: "sent as min_p (so llama-server's 0.05 is off)",
-    },
-    ParamInfo {
-        name: "typical_p",
-        default: "1.0",
-        meaning: "sent unless 0 (then llama-server's 1.0)",
-    },
-    ParamInfo {
-        name: "repeat_last_n",
-        default: "64",
-        meaning: "sent as repeat_last_n; -1 is refused by llama-server",
-    },
-    ParamInfo {
-        name: "repeat_penalty",
-        default: "1.0",
-        meaning: "sent as repeat_penalty; default 1.1 up to v0.32.9",
-    },
-    ParamInfo {
-        name: "presence_penalty",
-        default: "0.0",
-        meaning: "sent as presence_penalty",
-    },
-    ParamInfo {
-        name: "frequency_penalty",
-        default: "0.0",
-        meaning: "sent as frequency_penalty",
-    },
-    ParamInfo {
-        name: "seed",
-        default: "-1",
-        meaning: "sent as seed; -1 is random",
-    },
-    ParamInfo {
-        name: "version",
-        default: "\"0.33.0-rc2\"",
-        meaning: "(not an Ollama option) Ollama 0.30.0 to 0.33.0-rc2: the defaults of that version",
-    },
-    ParamInfo {
-        name: "draws",
-        default: "null",
-        meaning: "(not an Ollama option) replay this many seeded draws; needs seed",
-    },
-];
-
 static OLLAMA_INFO: Info = Info {
     name: "ollama",
     engine: "Ollama v0.30.0 to v0.33.0-rc2 (fb307609; version param), GGUF models on llama-server (safetensors/MLX not covered); options over the model's parameters, sent to llama-server; chain of llama.cpp 0c1e57098",
     summary: "Ollama's defaults (temperature 0.8, top_k 40, top_p 0.9, min_p 0, repeat_last_n 64; repeat_penalty 1.1 up to v0.32.9, 1.0 from v0.32.10), then the model's parameters, then the request's options, sent to llama-server and run through its chain",
     verified_against: "the request Ollama sends for empty options, recorded through the real llama.cpp chain (case ollama_defaults in fixtures/llamacpp/cases.jsonl); the layering and per-version defaults read from the Ollama source at v0.30.0, v0.32.9, v0.32.10 and v0.33.0-rc2",
-    params: OLLAMA_PARAMS,
+    params: OllamaParams::PARAMS,
 };
 
 impl Semantics for Ollama {
