@@ -355,4 +355,22 @@ mod tests {
         );
         assert_eq!(parse(json!({"seed": null})).expect("null").seed, -1);
     }
+
+    /// api/types.go `FromMap`: a list option must be an array, of strings.
+    #[test]
+    fn a_model_list_option_is_checked_in_ollamas_words() {
+        let model = |v: Value| {
+            OllamaOptions::parse_over(v.as_object(), &Map::new())
+                .unwrap_err()
+                .to_string()
+        };
+        assert_eq!(
+            model(json!({"stop": [1]})),
+            "the model's parameters: `stop` = [1]: Ollama refuses it (option \"stop\" must be of an array of strings)"
+        );
+        assert_eq!(
+            model(json!({"stop": "x"})),
+            "the model's parameters: `stop` = \"x\": Ollama refuses it (option \"stop\" must be of type array)"
+        );
+    }
 }
