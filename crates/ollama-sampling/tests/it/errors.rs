@@ -98,3 +98,14 @@ fn versions_outside_the_go_sampler_are_refused() {
     let p = parse(json!({"version": "0.17.8-rc2"})).expect("reverted");
     assert_eq!((p.repeat_penalty, p.version.has_penalties()), (1.1, false));
 }
+
+/// `compare semantics`' list is derived from `OllamaOptions`; each listed
+/// default, written out, is what the parser does with the field left out.
+#[test]
+fn the_listed_params_and_defaults_are_the_parsers() {
+    use parity_core::Semantics;
+    let go = ollama_sampling::OllamaGo::default();
+    assert_eq!(parity_core::params::defaults_agree(&go), Ok(()));
+    let names: Vec<_> = go.info().params.iter().map(|p| p.name).collect();
+    assert_eq!(names, ollama_sampling::OllamaOptions::FIELDS);
+}

@@ -1,0 +1,210 @@
+//! What every Ollama engine shares from Ollama's `api` package, written
+//! once: the fields of `api.Options` with the JSON type `Options.FromMap`
+//! checks (api/types.go), `FromMap`'s reading of one value, and an Ollama
+//! release as a version number. The Go engine ([`crate::OllamaOptions`]),
+//! the llama-server path (llamacpp-sampling's `ollama`) and the MLX runner
+//! (mlx-sampling's `ollama-mlx`) each layer options with these; each keeps
+//! its own words for a refusal (what Ollama does with it differs by
+//! endpoint and layer).
+
+use serde_json::Value;
+
+/// How `Options.FromMap` reads a field (the Go types of api/types.go
+/// `Options` and `Runner`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// `int` and `*int`: a JSON number, truncated (`int64(value)`).
+    Int,
+    /// `float32`: a JSON number, `float32(value)`.
+    Float,
+    /// `*bool`.
+    Bool,
+    /// `[]string`: an array of strings.
+    Strings,
+}
+
+/// Every field of `api.Options` by JSON name, in the struct's order, at
+/// fb3076099 (v0.33.0-rc2; the same from v0.30.0). The first ten shape
+/// sampling. `draft_num_predict` is newer than the Go engine's f63eea3d2
+/// ([`Field::since_go_engine`] says which are older).
+pub const OPTIONS: &[Field] = &[
+    Field::new("temperature", Kind::Float),
+    Field::new("top_k", Kind::Int),
+    Field::new("top_p", Kind::Float),
+    Field::new("min_p", Kind::Float),
+    Field::new("typical_p", Kind::Float),
+    Field::new("repeat_last_n", Kind::Int),
+    Field::new("repeat_penalty", Kind::Float),
+    Field::new("presence_penalty", Kind::Float),
+    Field::new("frequency_penalty", Kind::Float),
+    Field::new("seed", Kind::Int),
+    Field::new("num_keep", Kind::Int),
+    Field::new("num_predict", Kind::Int),
+    Field::new("stop", Kind::Strings),
+    Field::new("num_ctx", Kind::Int),
+    Field::new("num_batch", Kind::Int),
+    Field::new("num_gpu", Kind::Int),
+    Field::new("main_gpu", Kind::Int),
+    Field::new("use_mmap", Kind::Bool),
+    Field::new("num_thread", Kind::Int),
+    Field {
+        name: "draft_num_predict",
+        kind: Kind::Int,
+        since_go_engine: false,
+    },
+];
+
+/// One field of `api.Options`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Field {
+    /// Its JSON name.
+    pub name: &'static str,
+    /// How `FromMap` reads it.
+    pub kind: Kind,
+    /// Whether the Go engine's Ollama (f63eea3d2) has it.
+    pub since_go_engine: bool,
+}
+
+impl Field {
+    const fn new(name: &'static str, kind: Kind) -> Self {
+        Self {
+            name,
+            kind,
+            since_go_engine: true,
+        }
+    }
+}
+
+/// The field of `api.Options` named `name`.
+pub fn option(name: &str) -> Option<&'static Field> {
+    OPTIONS.iter().find(|o| o.name == name)
+}
+
+/// Whether `name` is one of the ten options that shape sampling.
+pub fn is_sampling(name: &str) -> bool {
+    OPTIONS[..10].iter().any(|o| o.name == name)
+}
+
+/// What `FromMap` makes of one non-null value: Go's `int64(value)` or
+/// `float32(value)` of the JSON number, or nothing to keep (a bool or a
+/// string list, checked).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Read {
+    /// An `int` option.
+    Int(i64),
+    /// A `float32` option (possibly infinite: `FromMap` does not check;
+    /// encoding it for the runner fails).
+    Float(f32),
+    /// A `*bool` or `[]string` option of the right type.
+    Checked,
+}
+
+/// `FromMap`'s reading of `val` (not null) for a field of kind `kind`, or
+/// the end of Go's refusal, `option "top_k" must be {what}`: `of type
+/// integer`, `of type float32`, `of type boolean`, `of type array`, `of an
+/// array of strings`.
+pub fn read(kind: Kind, val: &Value) -> Result<Read, &'static str> {
+    match kind {
+        Kind::Int | Kind::Float => match val.as_f64() {
+            Some(f) if kind == Kind::Int => Ok(Read::Int(crate::go::int64(f))),
+            Some(f) => Ok(Read::Float(f as f32)),
+            None if kind == Kind::Int => Err("of type integer"),
+            None => Err("of type float32"),
+        },
+        Kind::Bool if val.is_boolean() => Ok(Read::Checked),
+        Kind::Bool => Err("of type boolean"),
+        Kind::Strings => match val.as_array() {
+            None => Err("of type array"),
+            Some(items) if items.iter().all(Value::is_string) => Ok(Read::Checked),
+            Some(_) => Err("of an array of strings"),
+        },
+    }
+}
+
+/// An Ollama release, `0.17.5` or `0.17.8-rc1` (an rc sorts before its
+/// release), as the `version` params of the Ollama semantics name it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Release {
+    major: u32,
+    minor: u32,
+    patch: u32,
+    /// `u32::MAX` for a release, the rc number otherwise (so rc < release).
+    rc: u32,
+}
+
+impl Release {
+    /// `major.minor.patch`, with `-rc{rc}` when `rc` is given.
+    pub const fn new(major: u32, minor: u32, patch: u32, rc: Option<u32>) -> Self {
+        Self {
+            major,
+            minor,
+            patch,
+            rc: match rc {
+                Some(r) => r,
+                None => u32::MAX,
+            },
+        }
+    }
+
+    /// Reads `0.17.5`, `v0.17.5` or `0.17.8-rc1`; `None` for anything else.
+    pub fn parse(text: &str) -> Option<Self> {
+        let t = text.strip_prefix('v').unwrap_or(text);
+        let (nums, rc) = match t.split_once("-rc") {
+            Some((n, r)) => (n, Some(r.parse::<u32>().ok().filter(|&r| r != u32::MAX)?)),
+            None => (t, None),
+        };
+        let parts: Vec<u32> = nums
+            .split('.')
+            .map(|p| p.parse::<u32>().ok())
+            .collect::<Option<_>>()?;
+        let [major, minor, patch] = parts[..] else {
+            return None;
+        };
+        Some(Self::new(major, minor, patch, rc))
+    }
+}
+
+impl std::fmt::Display for Release {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}.{}.{}", self.major, self.minor, self.patch)?;
+        if self.rc != u32::MAX {
+            write!(f, "-rc{}", self.rc)?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn from_map_reads_as_go_does() {
+        assert_eq!(read(Kind::Int, &json!(7.9)), Ok(Read::Int(7)));
+        assert_eq!(read(Kind::Float, &json!(0.1)), Ok(Read::Float(0.1)));
+        assert_eq!(read(Kind::Int, &json!("7")), Err("of type integer"));
+        assert_eq!(read(Kind::Float, &json!(true)), Err("of type float32"));
+        assert_eq!(read(Kind::Bool, &json!(1)), Err("of type boolean"));
+        assert_eq!(read(Kind::Strings, &json!("x")), Err("of type array"));
+        assert_eq!(
+            read(Kind::Strings, &json!([1])),
+            Err("of an array of strings")
+        );
+        assert_eq!(read(Kind::Strings, &json!(["\n"])), Ok(Read::Checked));
+    }
+
+    #[test]
+    fn releases_order_rcs_first() {
+        let r = |t: &str| Release::parse(t);
+        assert_eq!(r("v0.17.5"), Some(Release::new(0, 17, 5, None)));
+        assert!(r("0.17.8-rc1") < r("0.17.8"));
+        assert_eq!(
+            r("0.33.0-rc2").map(|v| v.to_string()),
+            Some("0.33.0-rc2".into())
+        );
+        for bad in ["0.32", "0.32.x", "0.32.1-rc", "0.32.1-rc4294967295", ""] {
+            assert_eq!(r(bad), None, "{bad}");
+        }
+    }
+}
