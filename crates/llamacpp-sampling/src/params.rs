@@ -451,7 +451,8 @@ fn draws<'de, D: Deserializer<'de>>(d: D) -> Result<Option<usize>, D::Error> {
 parity_core::params! {
     /// The fields of a llama-server `/completion` request this semantics
     /// accepts, each once, as llama-server reads it (absent or `null`: the
-    /// server's default, shown as `common_params_sampling` has it). Numbers
+    /// server's default, shown as `common_params_sampling` (common/common.h)
+    /// and `task_params` (tools/server/server-task.h) have it at 0c1e57098). Numbers
     /// convert as nlohmann::json's `get<T>()` does ([`Num`]); llama-server
     /// ignores fields it does not know, this semantics refuses them.
     #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -502,35 +503,35 @@ parity_core::params! {
         pub dry_base: Option<Num> ["1.75"] => "DRY base; < 1 is read as 1.75",
         /// `dry_allowed_length`: below 0 is an error; not used.
         #[serde(deserialize_with = "at_least_0")]
-        pub dry_allowed_length: Option<i32> => "checked (>= 0); DRY is not reproduced",
+        pub dry_allowed_length: Option<i32> ["2"] => "checked (>= 0); DRY is not reproduced",
         /// `dry_penalty_last_n`: below 0 is an error.
         #[serde(deserialize_with = "at_least_0")]
-        pub dry_penalty_last_n: Option<i32> => "checked (>= 0); DRY is not reproduced",
+        pub dry_penalty_last_n: Option<i32> ["64"] => "checked (>= 0); DRY is not reproduced",
         /// `dry_sequence_breakers`: a non-empty array of strings; not used.
         #[serde(deserialize_with = "dry_sequence_breakers")]
-        pub dry_sequence_breakers: Option<()>
+        pub dry_sequence_breakers: Option<()> ["[\"\\n\",\":\",\"\\\"\",\"*\"]"]
             => "checked (a non-empty array of strings); DRY is not reproduced",
         /// `mirostat`, clamped to [0, 2]; 1 and 2 replace `dist` (refused
         /// when the chain is built).
         pub mirostat: Option<Num> ["0"] => "only 0 (mirostat replaces dist); clamped to [0, 2]",
         /// `mirostat_tau`: type-checked, not used.
-        pub mirostat_tau: Option<Num> => "checked (a number); mirostat is not reproduced",
+        pub mirostat_tau: Option<Num> ["5.0"] => "checked (a number); mirostat is not reproduced",
         /// `mirostat_eta`: type-checked, not used.
-        pub mirostat_eta: Option<Num> => "checked (a number); mirostat is not reproduced",
+        pub mirostat_eta: Option<Num> ["0.1"] => "checked (a number); mirostat is not reproduced",
         /// `adaptive_target`: type-checked, not used.
-        pub adaptive_target: Option<Num> => "checked (a number); adaptive_p is not reproduced",
+        pub adaptive_target: Option<Num> ["-1.0"] => "checked (a number); adaptive_p is not reproduced",
         /// `adaptive_decay`: outside [0, 0.99] is an error; not used.
         #[serde(deserialize_with = "adaptive_decay")]
-        pub adaptive_decay: Option<f32>
+        pub adaptive_decay: Option<f32> ["0.9"]
             => "checked (in [0, 0.99]); adaptive_p is not reproduced",
         /// `min_keep`: below 0 is an error.
         #[serde(deserialize_with = "at_least_0")]
         pub min_keep: Option<i32> ["0"] => "top_p, min_p, typical and XTC keep at least this many",
         /// `n_probs`: type-checked, not used.
-        pub n_probs: Option<Num> => "checked (a number); does not change the distribution",
+        pub n_probs: Option<Num> ["0"] => "checked (a number); does not change the distribution",
         /// `n_predict`: below -1 is an error; not used.
         #[serde(deserialize_with = "at_least_minus_1")]
-        pub n_predict: Option<i32> => "checked (>= -1); does not change the distribution",
+        pub n_predict: Option<i32> ["-1"] => "checked (>= -1); does not change the distribution",
         /// `seed`, as uint32; -1 (4294967295) is `LLAMA_DEFAULT_SEED`.
         pub seed: Option<Num> ["-1"] => "RNG seed of dist and XTC; -1 is random",
         /// `samplers`: names or one-letter codes.
@@ -552,24 +553,24 @@ parity_core::params! {
             => "only false (only the CPU samplers are reproduced)",
         /// `grammar`: only the empty one.
         #[serde(deserialize_with = "grammar_text")]
-        pub grammar: Option<()> => "only \"\" (grammars need the model's vocabulary)",
+        pub grammar: Option<()> ["\"\""] => "only \"\" (grammars need the model's vocabulary)",
         /// `json_schema`: refused.
         #[serde(deserialize_with = "json_schema")]
         pub json_schema: Option<()> => "refused (grammars need the model's vocabulary)",
         /// `stream`: type-checked, no effect on the distribution.
         #[serde(deserialize_with = "boolean")]
-        pub stream: Option<bool> => "checked (a boolean); does not change the distribution",
+        pub stream: Option<bool> ["false"] => "checked (a boolean); does not change the distribution",
         /// `cache_prompt`: type-checked.
         #[serde(deserialize_with = "boolean")]
-        pub cache_prompt: Option<bool>
+        pub cache_prompt: Option<bool> ["true"]
             => "checked (a boolean); does not change the distribution",
         /// `post_sampling_probs`: type-checked.
         #[serde(deserialize_with = "boolean")]
-        pub post_sampling_probs: Option<bool>
+        pub post_sampling_probs: Option<bool> ["false"]
             => "checked (a boolean); does not change the distribution",
         /// `return_tokens`: type-checked.
         #[serde(deserialize_with = "boolean")]
-        pub return_tokens: Option<bool>
+        pub return_tokens: Option<bool> ["false"]
             => "checked (a boolean); does not change the distribution",
         /// Not a server field: how many seeded draws to replay.
         #[serde(deserialize_with = "draws")]

@@ -137,6 +137,33 @@ impl Api {
         self == Api::LlamaServer
     }
 
+    /// Whether requests may carry the prompt as token ids, so the context
+    /// is exactly what the server's penalties see (llama-server's
+    /// `/completion` takes `prompt` as a list of ids).
+    pub fn takes_prompt_ids(self) -> bool {
+        self == Api::LlamaServer
+    }
+
+    /// Whether the server says its default sampling params, which fill a
+    /// request's unset fields (llama-server's `/props`
+    /// `default_generation_settings.params`).
+    pub fn tells_default_params(self) -> bool {
+        self == Api::LlamaServer
+    }
+
+    /// Whether a request may reorder the sampler chain (llama-server's
+    /// `samplers` field), so a temperature-first chain is a candidate of its own.
+    pub fn orders_samplers(self) -> bool {
+        self == Api::LlamaServer
+    }
+
+    /// Whether `--repeat` can measure the server: it returns the whole raw
+    /// distribution and has a per-request cache switch (llama-server's
+    /// `n_probs` up to the vocabulary and `cache_prompt`).
+    pub fn repeatable(self) -> bool {
+        self == Api::LlamaServer
+    }
+
     /// Whether a semantics' route (its `Route::endpoint` label, which starts
     /// with the server's name) is one this API's server answers: llama-server's
     /// own routes; Ollama's native ones (its OpenAI layer is `Openai`'s); any

@@ -436,8 +436,8 @@ pub(crate) fn run(
     }
     // llama-server gets the ids, so that the context is exactly what its
     // penalties see.
-    let sent = match (&prompt_ids, api) {
-        (Some(ids), Api::LlamaServer) => Prompt::Ids(ids.clone()),
+    let sent = match &prompt_ids {
+        Some(ids) if api.takes_prompt_ids() => Prompt::Ids(ids.clone()),
         _ => prompt.clone(),
     };
     let k = top_k(options.top, info.n_vocab, api);
@@ -475,8 +475,9 @@ pub(crate) fn run(
             .and_then(Value::as_f64)
             .is_some_and(|x| x != 1.0)
     });
-    let logit_offset = match (api, &prompt_ids, info.n_vocab) {
-        (Api::LlamaServer, Some(ids), Some(n)) if needs_offset => {
+    // Measured against the post-sampling view of the same context.
+    let logit_offset = match (&prompt_ids, info.n_vocab) {
+        (Some(ids), Some(n)) if needs_offset && api.has_post_sampling() => {
             let post = session.calibration(&sent, ids.len(), n, options.seed)?;
             Some(offset(&raw, &post, ids)?)
         }
@@ -498,7 +499,7 @@ pub(crate) fn run(
         .props
         .pointer("/default_generation_settings/params")
         .and_then(Value::as_object)
-        .filter(|_| api == Api::LlamaServer);
+        .filter(|_| api.tells_default_params());
     let mut probes = Vec::new();
     let mut drawn = Vec::new();
     for (r, request) in options.requests.iter().enumerate() {
@@ -612,8 +613,8 @@ fn borrow_raw(path: &str) -> Result<Borrowed, Error> {
     let prompt = rec.options.prompt().map_err(wrap)?;
     let prompt_ids = session.prompt_ids(&prompt).map_err(wrap)?;
     let api = session.api();
-    let sent = match (&prompt_ids, api) {
-        (Some(ids), Api::LlamaServer) => Prompt::Ids(ids.clone()),
+    let sent = match &prompt_ids {
+        Some(ids) if api.takes_prompt_ids() => Prompt::Ids(ids.clone()),
         _ => prompt,
     };
     let k = top_k(rec.options.top, info.n_vocab, api);
@@ -887,7 +888,8 @@ fn candidates<'s>(
             if !api.serves(route.endpoint) {
                 continue;
             }
-            let temp_first = (api == Api::LlamaServer)
+            let temp_first = api
+                .orders_samplers()
                 .then(|| temperature_first(routed.prepared.as_ref().ok()?.as_ref(), request))
                 .flatten();
             out.push(routed);

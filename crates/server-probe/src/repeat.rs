@@ -197,7 +197,7 @@ fn run(
             "--repeat {repeat}: expected 2 to {MAX_REPEAT}"
         )));
     }
-    if options.api != Api::LlamaServer {
+    if !options.api.repeatable() {
         return Err(Error::new(format_args!(
             "--repeat needs --api llama-server (got {}): only llama-server returns the whole raw \
              distribution and has a per-request cache switch (cache_prompt)",

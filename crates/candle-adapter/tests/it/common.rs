@@ -2,8 +2,18 @@ use candle_adapter::{CandleParams, CandleRun, Verification, VerifyOptions};
 use parity_core::Fixture;
 use parity_core::fixture::bundled_dir;
 
-/// Significance level for every goodness-of-fit test.
+/// Significance level for every goodness-of-fit test of seeded draws
+/// (deterministic: the same p-value on every run).
 pub const ALPHA: f64 = 1e-3;
+
+/// Significance level for draws no seed fixes: `GumbelSoftmax` samples from
+/// candle's CPU device RNG, which candle cannot seed (`set_seed` bails in
+/// candle-core 0.11's cpu_backend), so its p-value is new on every run. At
+/// 1e-3 the suite's ~20 such tests failed about one run in fifty with
+/// nothing wrong (seen once on main); at 1e-9 a run with nothing wrong fails
+/// about once in fifty million, while a wrong distribution over 2,000 draws
+/// still lands far below it.
+pub const ALPHA_UNSEEDED: f64 = 1e-9;
 
 pub fn fixture(group: &str, name: &str) -> Fixture {
     let path = bundled_dir()
@@ -80,9 +90,14 @@ pub fn verify_mirror(label: &str, run: &CandleRun, opts: &VerifyOptions<'_>) -> 
         "{label}: draw outside the mirror"
     );
     if let Some(p) = v.vs_mirror.gof.p_value {
+        let alpha = if v.replay.is_some() {
+            ALPHA
+        } else {
+            ALPHA_UNSEEDED
+        };
         assert!(
-            p >= ALPHA,
-            "{label}: GoF p = {p:e} < {ALPHA:e}: {:?}",
+            p >= alpha,
+            "{label}: GoF p = {p:e} < {alpha:e}: {:?}",
             v.vs_mirror
         );
     }
