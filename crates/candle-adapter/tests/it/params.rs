@@ -26,7 +26,10 @@ fn wire_form_round_trips() {
 
 fn err(json: &str) -> String {
     let e = json.parse::<CandleParams>().expect_err(json);
-    assert!(matches!(e, AdapterError::Params { .. }), "{e:?}");
+    assert!(
+        matches!(e, AdapterError::Params { .. } | AdapterError::Wire(_)),
+        "{e:?}"
+    );
     e.to_string()
 }
 
@@ -38,7 +41,11 @@ fn validation_names_the_field_and_quotes_the_value() {
             "`sampling`",
             "\"Top_K\"",
         ),
-        (r#"{"sampling":"TopK","temperature":0.7}"#, "`k`", "absent"),
+        (
+            r#"{"sampling":"TopK","temperature":0.7}"#,
+            "missing field `k`",
+            "\"TopK\"",
+        ),
         (
             r#"{"sampling":"TopK","temperature":0.7,"k":-1}"#,
             "`k`",
@@ -54,21 +61,28 @@ fn validation_names_the_field_and_quotes_the_value() {
             "`temperature`",
             "\"hot\"",
         ),
+        // A key the variant does not take: serde names it and the variant.
         (
             r#"{"sampling":"ArgMax","temperature":0.7}"#,
-            "`temperature`",
-            "0.7",
+            "unknown field `temperature`",
+            "\"ArgMax\"",
         ),
         (
             r#"{"sampling":"All","temperature":0.7,"p":0.5}"#,
-            "`p`",
-            "0.5",
+            "unknown field `p`",
+            "\"All\"",
         ),
         (
             r#"{"sampling":"All","temperature":1,"top_k":5}"#,
-            "`params`",
-            "top_k",
+            "unknown field `top_k`",
+            "5",
         ),
+        (
+            r#"{"sampling":"All","temperature":null}"#,
+            "`temperature`",
+            "null",
+        ),
+        (r#"{"temperature":1}"#, "missing field `sampling`", ""),
         (
             r#"{"sampling":"All","temperature":1,"repeat_last_n":64}"#,
             "`repeat_last_n`",
@@ -98,4 +112,28 @@ fn candle_failures_are_not_pre_empted() {
     ] {
         json.parse::<CandleParams>().expect(json);
     }
+}
+
+/// `compare semantics`' list is the wire form's declaration, in its order.
+#[test]
+fn the_listed_params_are_the_wire_forms_keys() {
+    use parity_core::Semantics;
+    let names: Vec<_> = candle_adapter::Candle::LITERAL
+        .info()
+        .params
+        .iter()
+        .map(|p| p.name)
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "sampling",
+            "temperature",
+            "k",
+            "p",
+            "repeat_penalty",
+            "repeat_last_n",
+            "hf_top_k"
+        ]
+    );
 }
