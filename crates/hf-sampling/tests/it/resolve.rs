@@ -192,7 +192,7 @@ fn the_listed_params_and_defaults_are_the_parsers() {
     for base in [json!({}), json!({"do_sample": true})] {
         let unset = resolve(&kw(base.clone()), None).expect("valid");
         // The sampling base's own key stays as the base sets it.
-        for p in listed.iter().filter(|p| !base.get(p.name).is_some()) {
+        for p in listed.iter().filter(|p| base.get(p.name).is_none()) {
             let mut one = kw(base.clone());
             let value: Value = serde_json::from_str(p.default).expect("JSON");
             one.insert(p.name.into(), value);
