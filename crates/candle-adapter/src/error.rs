@@ -14,6 +14,11 @@ pub enum AdapterError {
         /// The value as given, JSON-encoded (`absent` when missing).
         value: String,
     },
+    /// A params key is unknown, `null` or of the wrong type, or the
+    /// variant's keys do not fit it (the message names the key, quoting the
+    /// value, or the variant).
+    #[error("candle params: {0}")]
+    Wire(String),
     /// The logits vector is empty.
     #[error("logits are empty: candle needs at least one token")]
     EmptyLogits,

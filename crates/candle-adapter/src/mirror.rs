@@ -174,7 +174,7 @@ pub(crate) fn truncate(
                 (idx.iter().map(|&i| i as u32).collect(), w, path)
             }
         }
-        CandleSampling::ArgMax | CandleSampling::GumbelSoftmax { .. } => {
+        CandleSampling::ArgMax {} | CandleSampling::GumbelSoftmax { .. } => {
             unreachable!("truncate is only called for weighted variants")
         }
     }

@@ -18,16 +18,63 @@
 //! | `repeat_last_n` | optional, needs `repeat_penalty` | window = the last n input ids; absent = all input ids |
 //! | `hf_top_k` | optional, `All`/`TopK`/`TopP`/`TopKThenTopP` | extension: a `sample_f` closure doing transformers' top-k (ties kept) with renormalisation, see [`crate::closure`] |
 
-use serde::{Deserialize, Serialize};
+use parity_core::params::{Null, from_map, to_map};
+use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
 
 use crate::error::AdapterError;
 
-/// candle 0.11's `candle_transformers::generation::Sampling`, as a plain enum.
-#[derive(Debug, Clone, PartialEq)]
+parity_core::params! {
+    /// The wire form's keys, each once, with its type and what `compare
+    /// semantics` says of it. The first four are [`CandleSampling`]'s
+    /// ([`SAMPLING_FIELDS`]: which of them a variant takes is its serde form);
+    /// the rest are the setup around `LogitsProcessor`. `null` is refused.
+    #[derive(Debug, Deserialize)]
+    #[serde(default, deny_unknown_fields)]
+    pub(crate) struct Wire {
+        /// The variant's name.
+        #[serde(deserialize_with = "present")]
+        pub sampling: Option<String> ["required"]
+            => "ArgMax, All, TopK, TopP, TopKThenTopP or GumbelSoftmax (candle's Sampling)",
+        /// The temperature.
+        #[serde(deserialize_with = "present")]
+        pub temperature: Option<f64> ["required by all but ArgMax"]
+            => "logits * (1/T) in f32 (all variants but ArgMax)",
+        /// The top-k size.
+        #[serde(deserialize_with = "present")]
+        pub k: Option<usize> ["required by TopK, TopKThenTopP"]
+            => "exactly k tokens (select_nth_unstable_by decides ties)",
+        /// The nucleus mass.
+        #[serde(deserialize_with = "present")]
+        pub p: Option<f64> ["required by TopP, TopKThenTopP"]
+            => "nucleus; TopKThenTopP measures it on the raw top-k mass",
+        /// [`RepeatPenalty::penalty`].
+        #[serde(deserialize_with = "present")]
+        pub repeat_penalty: Option<f64> => "apply_repeat_penalty before sampling",
+        /// [`Window::LastN`]; absent: [`Window::Whole`].
+        #[serde(deserialize_with = "present")]
+        pub repeat_last_n: Option<usize> ["null (all input_ids)"]
+            => "penalise only the last n input ids",
+        /// [`CandleParams::hf_top_k`].
+        #[serde(deserialize_with = "present")]
+        pub hf_top_k: Option<usize>
+            => "a sample_f closure doing transformers' top-k (ties kept, renormalised)",
+    }
+}
+
+/// The keys of [`CandleSampling`]'s variants: the first four of [`Wire`].
+pub(crate) const SAMPLING_FIELDS: &[&str] = Wire::FIELDS.split_at(4).0;
+
+/// candle 0.11's `candle_transformers::generation::Sampling`, as its wire
+/// form: an internally tagged serde enum (`"sampling"` names the variant,
+/// which takes exactly its own fields), so a missing field, one the variant
+/// does not use and an unknown variant are serde's errors.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(tag = "sampling", deny_unknown_fields)]
 pub enum CandleSampling {
-    /// `Sampling::ArgMax`: candle's CPU argmax (first index among ties).
-    ArgMax,
+    /// `Sampling::ArgMax`: candle's CPU argmax (first index among ties). A
+    /// struct variant with no fields, so that serde refuses any field with it.
+    ArgMax {},
     /// `Sampling::All`: the whole softmax of `logits / temperature`.
     All {
         /// Temperature.
@@ -69,7 +116,7 @@ impl CandleSampling {
     /// The variant name, as in the wire form.
     pub fn name(&self) -> &'static str {
         match self {
-            CandleSampling::ArgMax => "ArgMax",
+            CandleSampling::ArgMax {} => "ArgMax",
             CandleSampling::All { .. } => "All",
             CandleSampling::TopK { .. } => "TopK",
             CandleSampling::TopP { .. } => "TopP",
@@ -81,7 +128,7 @@ impl CandleSampling {
     /// The temperature, if the variant has one.
     pub fn temperature(&self) -> Option<f64> {
         match *self {
-            CandleSampling::ArgMax => None,
+            CandleSampling::ArgMax {} => None,
             CandleSampling::All { temperature }
             | CandleSampling::TopK { temperature, .. }
             | CandleSampling::TopP { temperature, .. }
@@ -96,7 +143,7 @@ impl CandleSampling {
     pub fn is_weighted(&self) -> bool {
         !matches!(
             self,
-            CandleSampling::ArgMax | CandleSampling::GumbelSoftmax { .. }
+            CandleSampling::ArgMax {} | CandleSampling::GumbelSoftmax { .. }
         )
     }
 
@@ -105,7 +152,7 @@ impl CandleSampling {
     pub fn to_candle(&self) -> candle_transformers::generation::Sampling {
         use candle_transformers::generation::Sampling as S;
         match *self {
-            CandleSampling::ArgMax => S::ArgMax,
+            CandleSampling::ArgMax {} => S::ArgMax,
             CandleSampling::All { temperature } => S::All { temperature },
             CandleSampling::TopK { k, temperature } => S::TopK { k, temperature },
             CandleSampling::TopP { p, temperature } => S::TopP { p, temperature },
@@ -120,7 +167,7 @@ impl CandleSampling {
 impl std::fmt::Display for CandleSampling {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            CandleSampling::ArgMax => write!(f, "Sampling::ArgMax"),
+            CandleSampling::ArgMax {} => write!(f, "Sampling::ArgMax"),
             CandleSampling::All { temperature } => {
                 write!(f, "Sampling::All {{ temperature: {temperature:?} }}")
             }
@@ -255,71 +302,31 @@ impl CandleParams {
         }
     }
 
-    /// Parse and validate the wire form.
+    /// Parse and validate the wire form: each key's type (the crate's `Wire`
+    /// declaration, read by `parity_core::params::from_map`: an unknown key, `null` or a value of another type is
+    /// refused naming the key and quoting the value), then the variant's
+    /// keys ([`CandleSampling`]'s serde form), then the checks across keys.
     pub fn from_json(value: &Value) -> Result<Self, AdapterError> {
         let obj = value.as_object().ok_or_else(|| AdapterError::Params {
             field: "params",
             problem: "must be a JSON object".into(),
             value: value.to_string(),
         })?;
-        const KEYS: [&str; 7] = [
-            "sampling",
-            "temperature",
-            "k",
-            "p",
-            "repeat_penalty",
-            "repeat_last_n",
-            "hf_top_k",
-        ];
-        if let Some((key, v)) = obj.iter().find(|(k, _)| !KEYS.contains(&k.as_str())) {
-            return Err(AdapterError::Params {
-                field: "params",
-                problem: format!("unknown key `{key}` (known: {})", KEYS.join(", ")),
-                value: v.to_string(),
-            });
-        }
-        // Not a string: "" falls through to the error below.
-        let name = obj.get("sampling").and_then(Value::as_str).unwrap_or("");
-        let (needs_t, needs_k, needs_p) = match name {
-            "ArgMax" => (false, false, false),
-            "All" | "GumbelSoftmax" => (true, false, false),
-            "TopK" => (true, true, false),
-            "TopP" => (true, false, true),
-            "TopKThenTopP" => (true, true, true),
-            _ => {
-                return Err(AdapterError::Params {
-                    field: "sampling",
-                    problem: "must be one of \"ArgMax\", \"All\", \"TopK\", \"TopP\", \
-                              \"TopKThenTopP\", \"GumbelSoftmax\""
-                        .into(),
-                    value: show(obj.get("sampling")),
-                });
-            }
-        };
-        let temperature = field(obj, "temperature", needs_t, name, number)?;
-        let k = field(obj, "k", needs_k, name, integer)?;
-        let p = field(obj, "p", needs_p, name, number)?;
-        let t = temperature.unwrap_or(1.0);
-        let sampling = match name {
-            "ArgMax" => CandleSampling::ArgMax,
-            "All" => CandleSampling::All { temperature: t },
-            "GumbelSoftmax" => CandleSampling::GumbelSoftmax { temperature: t },
-            "TopK" => CandleSampling::TopK {
-                k: k.unwrap_or(0),
-                temperature: t,
-            },
-            "TopP" => CandleSampling::TopP {
-                p: p.unwrap_or(1.0),
-                temperature: t,
-            },
-            _ => CandleSampling::TopKThenTopP {
-                k: k.unwrap_or(0),
-                p: p.unwrap_or(1.0),
-                temperature: t,
-            },
-        };
-        let penalty = optional(obj, "repeat_penalty", number)?;
-        if let Some(pen) = penalty
+        let wire: Wire = from_map(obj, "candle", Wire::FIELDS, Null::Value)
+            .map_err(|e| AdapterError::Wire(e.to_string()))?;
+        let variant: Map<String, Value> = obj
+            .iter()
+            .filter(|(k, _)| SAMPLING_FIELDS.contains(&k.as_str()))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        let sampling = CandleSampling::deserialize(Value::Object(variant)).map_err(|e| {
+            AdapterError::Wire(match obj.get("sampling") {
+                Some(name) => format!("`sampling` = {name}: {e}"),
+                None => e.to_string(),
+            })
+        })?;
+        let name = sampling.name();
+        if let Some(pen) = wire.repeat_penalty
             && !(pen as f32).is_finite()
         {
             return Err(AdapterError::Params {
@@ -328,8 +335,7 @@ impl CandleParams {
                 value: show(obj.get("repeat_penalty")),
             });
         }
-        let last_n = optional(obj, "repeat_last_n", integer)?;
-        let repeat_penalty = match (penalty, last_n) {
+        let repeat_penalty = match (wire.repeat_penalty, wire.repeat_last_n) {
             (None, None) => None,
             (None, Some(_)) => {
                 return Err(AdapterError::Params {
@@ -343,7 +349,7 @@ impl CandleParams {
                 window: n.map_or(Window::Whole, Window::LastN),
             }),
         };
-        let hf_top_k = optional(obj, "hf_top_k", integer)?;
+        let hf_top_k = wire.hf_top_k;
         if hf_top_k.is_some() && !sampling.is_weighted() {
             return Err(AdapterError::Params {
                 field: "hf_top_k",
@@ -367,23 +373,7 @@ impl CandleParams {
 
     /// The wire form.
     pub fn to_json(&self) -> Value {
-        let mut m = Map::new();
-        m.insert("sampling".into(), self.sampling.name().into());
-        if let Some(temperature) = self.sampling.temperature() {
-            m.insert("temperature".into(), temperature.into());
-        }
-        let (k, p) = match self.sampling {
-            CandleSampling::TopK { k, .. } => (Some(k), None),
-            CandleSampling::TopP { p, .. } => (None, Some(p)),
-            CandleSampling::TopKThenTopP { k, p, .. } => (Some(k), Some(p)),
-            _ => (None, None),
-        };
-        if let Some(k) = k {
-            m.insert("k".into(), k.into());
-        }
-        if let Some(p) = p {
-            m.insert("p".into(), p.into());
-        }
+        let mut m = to_map(&self.sampling);
         if let Some(rp) = self.repeat_penalty {
             m.insert("repeat_penalty".into(), rp.penalty.into());
             if let Window::LastN(n) = rp.window {
@@ -426,52 +416,44 @@ fn show(v: Option<&Value>) -> String {
     v.map_or_else(|| "absent".to_string(), Value::to_string)
 }
 
-fn number(v: &Value) -> Result<f64, String> {
-    match v.as_f64() {
-        Some(x) if x.is_finite() => Ok(x),
-        _ => Err("must be a finite number".into()),
-    }
+/// A key given with a value (`null` refused: leave the key out instead).
+fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<T>, D::Error> {
+    T::deserialize(d).map(Some)
 }
 
-fn integer(v: &Value) -> Result<usize, String> {
-    v.as_u64()
-        .and_then(|x| usize::try_from(x).ok())
-        .ok_or_else(|| "must be a non-negative integer".into())
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-fn optional<T>(
-    obj: &Map<String, Value>,
-    key: &'static str,
-    parse: fn(&Value) -> Result<T, String>,
-) -> Result<Option<T>, AdapterError> {
-    match obj.get(key) {
-        None => Ok(None),
-        Some(v) => parse(v).map(Some).map_err(|problem| AdapterError::Params {
-            field: key,
-            problem,
-            value: v.to_string(),
-        }),
-    }
-}
-
-fn field<T>(
-    obj: &Map<String, Value>,
-    key: &'static str,
-    needed: bool,
-    variant: &str,
-    parse: fn(&Value) -> Result<T, String>,
-) -> Result<Option<T>, AdapterError> {
-    match (obj.get(key), needed) {
-        (None, true) => Err(AdapterError::Params {
-            field: key,
-            problem: format!("required by {variant}"),
-            value: "absent".into(),
-        }),
-        (Some(v), false) => Err(AdapterError::Params {
-            field: key,
-            problem: format!("not used by {variant}"),
-            value: v.to_string(),
-        }),
-        _ => optional(obj, key, parse),
+    /// [`SAMPLING_FIELDS`] are exactly the keys [`CandleSampling`]'s
+    /// variants serialize (the tag and their fields); every listed key is
+    /// read: a setup that sets all of them round-trips.
+    #[test]
+    fn the_first_four_wire_keys_are_the_sampling_enums() {
+        let all = CandleSampling::TopKThenTopP {
+            k: 3,
+            p: 0.9,
+            temperature: 0.7,
+        };
+        let keys: Vec<String> = to_map(&all).keys().cloned().collect();
+        let mut fields: Vec<&str> = SAMPLING_FIELDS.to_vec();
+        fields.sort_unstable();
+        assert_eq!(keys, fields);
+        let p = CandleParams {
+            sampling: all,
+            repeat_penalty: Some(RepeatPenalty {
+                penalty: 1.1,
+                window: Window::LastN(4),
+            }),
+            hf_top_k: Some(2),
+        };
+        let json = p.to_json();
+        let mut listed: Vec<&str> = Wire::FIELDS.to_vec();
+        listed.sort_unstable();
+        let written: Vec<&str> = json
+            .as_object()
+            .map_or(Vec::new(), |m| m.keys().map(String::as_str).collect());
+        assert_eq!(written, listed);
+        assert_eq!(CandleParams::from_json(&json), Ok(p));
     }
 }

@@ -204,7 +204,7 @@ impl CandleRun {
             probs
         };
         let (probs, draw, index) = match real.sampling {
-            CandleSampling::ArgMax => {
+            CandleSampling::ArgMax {} => {
                 let token = candle_argmax(&real.tensor)?;
                 (one_hot(token), Draw::ArgMax { token }, None)
             }

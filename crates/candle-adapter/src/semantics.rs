@@ -25,43 +25,8 @@ use crate::translate::{literal, translate};
 /// llama example 128, phi and quantized 64), reported beside the whole context.
 pub const EXAMPLE_WINDOWS: [usize; 2] = [64, 128];
 
-const PARAMS: &[ParamInfo] = &[
-    ParamInfo {
-        name: "sampling",
-        default: "required",
-        meaning: "ArgMax, All, TopK, TopP, TopKThenTopP or GumbelSoftmax (candle's Sampling)",
-    },
-    ParamInfo {
-        name: "temperature",
-        default: "1.0",
-        meaning: "logits * (1/T) in f32 (all variants but ArgMax)",
-    },
-    ParamInfo {
-        name: "k",
-        default: "required by TopK, TopKThenTopP",
-        meaning: "exactly k tokens (select_nth_unstable_by decides ties)",
-    },
-    ParamInfo {
-        name: "p",
-        default: "required by TopP, TopKThenTopP",
-        meaning: "nucleus; TopKThenTopP measures it on the raw top-k mass",
-    },
-    ParamInfo {
-        name: "repeat_penalty",
-        default: "null",
-        meaning: "apply_repeat_penalty before sampling",
-    },
-    ParamInfo {
-        name: "repeat_last_n",
-        default: "null (all input_ids)",
-        meaning: "penalise only the last n input ids",
-    },
-    ParamInfo {
-        name: "hf_top_k",
-        default: "null",
-        meaning: "a sample_f closure doing transformers' top-k (ties kept, renormalised)",
-    },
-];
+/// The wire form's keys, from [`crate::params::Wire`]'s declaration.
+const PARAMS: &[ParamInfo] = crate::params::Wire::PARAMS;
 
 const VERIFIED: &str = "the real candle 0.11.1 LogitsProcessor: every real draw replayed \
                         exactly (StdRng + WeightedIndex over the mirror), chi-square p >= 1e-3";
@@ -270,7 +235,7 @@ impl Semantics for Candle {
                     // ArgMax touches no RNG: one replayed draw stands for all.
                     draws: options
                         .draws
-                        .for_row(!matches!(params.sampling, CandleSampling::ArgMax)),
+                        .for_row(!matches!(params.sampling, CandleSampling::ArgMax {})),
                     streams: if options.parallel { 2 } else { 1 },
                     other_kept: Some(options.other_kept),
                     reference: None,

@@ -202,7 +202,7 @@ pub fn literal(kwargs: &serde_json::Map<String, serde_json::Value>) -> CandlePar
         .map(|k| k as usize);
     let top_p = num("top_p").filter(|&p| p < 1.0);
     let sampling = if kwargs.get("do_sample").and_then(Value::as_bool) != Some(true) {
-        CandleSampling::ArgMax
+        CandleSampling::ArgMax {}
     } else {
         match (top_k, top_p) {
             (Some(k), Some(p)) => CandleSampling::TopKThenTopP { k, p, temperature },
@@ -261,7 +261,7 @@ pub fn translate(params: &hf_sampling::GenerationParams) -> Result<Translation, 
     };
     if !params.do_sample {
         warnings.push(TranslateWarning::GreedyIsArgMax);
-        let p = with(CandleSampling::ArgMax, None);
+        let p = with(CandleSampling::ArgMax {}, None);
         return Ok(Translation {
             candle: p.clone(),
             exact: Some(p),
@@ -281,7 +281,7 @@ pub fn translate(params: &hf_sampling::GenerationParams) -> Result<Translation, 
     let (candle, exact) = match (top_k, top_p) {
         (_, Some(p)) if p <= 0.0 => {
             warnings.push(TranslateWarning::TopPZero);
-            let a = with(CandleSampling::ArgMax, None);
+            let a = with(CandleSampling::ArgMax {}, None);
             (a.clone(), a)
         }
         (None, None) => {

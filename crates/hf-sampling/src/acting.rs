@@ -341,7 +341,8 @@ impl GenerationParams {
     /// refuses (beam search, guidance, watermarking, the encoder processors)
     /// never show.
     pub fn acting(&self) -> Acting {
-        Acting::from_getter(|key| self.resolved_value(key))
+        let sampling = self.sampling_map();
+        Acting::from_getter(|key| self.resolved_value(&sampling, key))
     }
 }
 

@@ -12,76 +12,75 @@
 
 use std::path::Path;
 
+use parity_core::params::to_map;
+use parity_core::{ParamInfo, ensure};
+use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::constraints::{self, Constraints};
 use crate::error::HfError;
 use crate::pyfmt::{float_repr, value_str};
 
-/// Resolved transformers generation parameters (after kwargs >
-/// generation_config.json > transformers defaults).
-///
-/// Values are held as Python holds them (f64); each processor casts to f32
-/// the way torch does. "Off" values are kept as given (e.g. `top_p = 1.5` is
-/// stored and ignored, as transformers ignores it).
-#[derive(Debug, Clone, PartialEq)]
-pub struct GenerationParams {
-    /// Sample (`true`) or take the argmax (`false`, transformers' default).
-    pub do_sample: bool,
-    /// Temperature; 1.0 (default) adds no processor.
-    pub temperature: f64,
-    /// Top-k; `None` = off (`0` or `null`); default `Some(50)`.
-    pub top_k: Option<usize>,
-    /// Top-p; values >= 1.0 (default 1.0) add no processor.
-    pub top_p: f64,
-    /// Min-p; `None` (default) = off. Any value, even 0, adds the processor.
-    pub min_p: Option<f64>,
-    /// Typical-p mass; values >= 1.0 (default) add no processor.
-    pub typical_p: f64,
-    /// Epsilon cutoff; active only strictly between 0 and 1 (default 0.0).
-    pub epsilon_cutoff: f64,
-    /// Eta cutoff; active only strictly between 0 and 1 (default 0.0).
-    pub eta_cutoff: f64,
-    /// Repetition penalty; 1.0 (default) adds no processor. Applies in greedy
-    /// mode too.
-    pub repetition_penalty: f64,
-    /// Every other processor's kwargs (bad words, n-gram bans, min length,
-    /// forced and suppressed tokens, ...) and the generation state they read
-    /// (`eos_token_id`, `max_length`, `max_new_tokens`); default: none set.
-    pub constraints: Constraints,
-}
-
-impl Default for GenerationParams {
-    /// transformers' global defaults (`_get_default_generation_params`): greedy,
+parity_core::params! {
+    /// Resolved transformers generation parameters (after kwargs >
+    /// generation_config.json > transformers defaults). The defaults are
+    /// transformers' global ones (`_get_default_generation_params`): greedy,
     /// T = 1, top-k 50, top-p 1, typical 1, penalty 1, cutoffs 0, no min-p.
-    fn default() -> Self {
-        Self {
-            do_sample: false,
-            temperature: 1.0,
-            top_k: Some(50),
-            top_p: 1.0,
-            min_p: None,
-            typical_p: 1.0,
-            epsilon_cutoff: 0.0,
-            eta_cutoff: 0.0,
-            repetition_penalty: 1.0,
-            constraints: Constraints::default(),
-        }
+    ///
+    /// Values are held as Python holds them (f64); each processor casts to f32
+    /// the way torch does. "Off" values are kept as given (e.g. `top_p = 1.5` is
+    /// stored and ignored, as transformers ignores it). Each field but
+    /// `constraints` is a sampling key: `compare semantics` lists it, and it
+    /// serializes as its resolved value ([`GenerationParams::as_kwargs`]).
+    #[derive(Debug, Clone, PartialEq, Serialize)]
+    pub struct GenerationParams {
+        /// Sample (`true`) or take the argmax (`false`, transformers' default).
+        pub do_sample: bool = false
+            => "sample (softmax + torch.multinomial) instead of greedy argmax",
+        /// Temperature; 1.0 (default) adds no processor.
+        pub temperature: f64 = 1.0 => "TemperatureLogitsWarper when != 1 (sampling only)",
+        /// Top-k; `None` = off (`0` or `null`); default `Some(50)`.
+        pub top_k: Option<usize> ["50"] = Some(50)
+            => "TopKLogitsWarper, ties at the k-th kept; 0 or null = off",
+        /// Top-p; values >= 1.0 (default 1.0) add no processor.
+        pub top_p: f64 = 1.0
+            => "TopPLogitsWarper when < 1 (ascending f32 cumsum <= 1 - p dropped)",
+        /// Min-p; `None` (default) = off. Any value, even 0, adds the processor.
+        pub min_p: Option<f64> => "MinPLogitsWarper when set",
+        /// Typical-p mass; values >= 1.0 (default) add no processor.
+        pub typical_p: f64 = 1.0 => "TypicalLogitsWarper when < 1",
+        /// Epsilon cutoff; active only strictly between 0 and 1 (default 0.0).
+        pub epsilon_cutoff: f64 = 0.0 => "EpsilonLogitsWarper when strictly between 0 and 1",
+        /// Eta cutoff; active only strictly between 0 and 1 (default 0.0).
+        pub eta_cutoff: f64 = 0.0 => "EtaLogitsWarper when strictly between 0 and 1",
+        /// Repetition penalty; 1.0 (default) adds no processor. Applies in greedy
+        /// mode too.
+        pub repetition_penalty: f64 = 1.0
+            => "RepetitionPenaltyLogitsProcessor over every input id, greedy too",
+        /// Every other processor's kwargs (bad words, n-gram bans, min length,
+        /// forced and suppressed tokens, ...) and the generation state they read
+        /// (`eos_token_id`, `max_length`, `max_new_tokens`); default: none set.
+        /// Not a sampling key (declared last: [`SAMPLING_KEYS`] and
+        /// [`SAMPLING_PARAMS`] leave it out).
+        #[serde(skip)]
+        pub constraints: Constraints => "",
     }
 }
 
-/// The sampling keys this crate models.
-pub(crate) const SAMPLING_KEYS: [&str; 9] = [
-    "do_sample",
-    "temperature",
-    "top_k",
-    "top_p",
-    "min_p",
-    "typical_p",
-    "epsilon_cutoff",
-    "eta_cutoff",
-    "repetition_penalty",
-];
+/// `s` without its last element (`constraints`, the one field of
+/// [`GenerationParams`] that is not a sampling key).
+const fn all_but_last<T>(s: &'static [T]) -> &'static [T] {
+    match s.split_last() {
+        Some((_, rest)) => rest,
+        None => s,
+    }
+}
+
+/// The sampling keys this crate models, in declaration order.
+pub(crate) const SAMPLING_KEYS: &[&str] = all_but_last(GenerationParams::FIELDS);
+
+/// The sampling keys as `compare semantics` lists them.
+pub(crate) const SAMPLING_PARAMS: &[ParamInfo] = all_but_last(GenerationParams::PARAMS);
 
 /// `GenerationConfig` attributes that cannot change one step's distribution
 /// for a decoder-only model: accepted and ignored.
@@ -209,8 +208,7 @@ impl GenerationConfig {
             let expected = match key.as_str() {
                 "do_sample" => (!value.is_boolean()).then_some("a boolean"),
                 "top_k" => (!(value.is_u64() || value.is_i64())).then_some("an integer"),
-                "temperature" | "top_p" | "min_p" | "typical_p" | "epsilon_cutoff"
-                | "eta_cutoff" | "repetition_penalty" => (!value.is_number()).then_some("a number"),
+                k if SAMPLING_KEYS.contains(&k) => (!value.is_number()).then_some("a number"),
                 _ => None,
             };
             if let Some(expected) = expected {
@@ -295,31 +293,21 @@ fn wrong_type(key: &str, expected: &'static str, v: &Value) -> HfError {
 }
 
 impl GenerationParams {
-    /// The resolved value of one of [`SAMPLING_KEYS`] as JSON (`null` for an
-    /// unset top-k or min-p; any other key reads as `repetition_penalty`).
-    pub(crate) fn sampling_value(&self, key: &str) -> Value {
-        match key {
-            "do_sample" => Value::from(self.do_sample),
-            "temperature" => Value::from(self.temperature),
-            "top_k" => self.top_k.map_or(Value::Null, Value::from),
-            "top_p" => Value::from(self.top_p),
-            "min_p" => self.min_p.map_or(Value::Null, Value::from),
-            "typical_p" => Value::from(self.typical_p),
-            "epsilon_cutoff" => Value::from(self.epsilon_cutoff),
-            "eta_cutoff" => Value::from(self.eta_cutoff),
-            _ => Value::from(self.repetition_penalty),
-        }
+    /// The resolved sampling keys as JSON ([`SAMPLING_KEYS`], `null` for an
+    /// unset top-k or min-p).
+    pub(crate) fn sampling_map(&self) -> Map<String, Value> {
+        to_map(self)
     }
 
     /// The resolved value of a kwarg [`crate::Acting`] reads: `Some(null)`
     /// for an unset one whose default is `None`, `None` for a kwarg these
     /// params do not hold (transformers' default then applies).
-    pub(crate) fn resolved_value(&self, key: &str) -> Option<Value> {
+    pub(crate) fn resolved_value(&self, sampling: &Map<String, Value>, key: &str) -> Option<Value> {
         let c = &self.constraints;
         let ids =
             |v: &Option<Vec<i64>>| Some(v.as_ref().map_or(Value::Null, |v| Value::from(v.clone())));
         match key {
-            k if SAMPLING_KEYS.contains(&k) => Some(self.sampling_value(k)),
+            k if SAMPLING_KEYS.contains(&k) => sampling.get(k).cloned(),
             "eos_token_id" => ids(&c.eos_token_id),
             "min_length" => c.min_length.clone().map(Value::Number),
             "min_new_tokens" => Some(c.min_new_tokens.clone().map_or(Value::Null, Value::Number)),
@@ -345,33 +333,20 @@ impl GenerationParams {
     /// these params again: top-k off is `0` (transformers reads `0` as off),
     /// an unset min-p is left out.
     pub fn as_kwargs(&self) -> Map<String, Value> {
-        let mut out = Map::new();
-        for key in SAMPLING_KEYS {
-            match (key, self.sampling_value(key)) {
-                ("top_k", Value::Null) => {
-                    out.insert(key.into(), Value::from(0));
-                }
-                (_, Value::Null) => {}
-                (_, v) => {
-                    out.insert(key.into(), v);
-                }
-            }
+        let mut out = self.sampling_map();
+        if self.top_k.is_none() {
+            out.insert("top_k".into(), Value::from(0));
         }
+        out.retain(|_, v| !v.is_null());
         out
     }
 
     /// Every sampling value that is not transformers' no-op (`do_sample`
-    /// always), in [`SAMPLING_KEYS`] order: what a report prints as the
-    /// effective parameters.
+    /// always): what a report prints as the effective parameters.
     pub(crate) fn sampling_values(&self) -> Map<String, Value> {
-        let mut out = Map::new();
-        out.insert("do_sample".into(), Value::from(self.do_sample));
         let acting = self.acting();
-        for &key in &SAMPLING_KEYS[1..] {
-            if acting.acts(key) {
-                out.insert(key.into(), self.sampling_value(key));
-            }
-        }
+        let mut out = self.sampling_map();
+        out.retain(|key, _| key == "do_sample" || acting.acts(key));
         out
     }
 }
@@ -405,22 +380,21 @@ pub fn resolve(
 ) -> Result<GenerationParams, HfError> {
     // Unknown kwargs first: transformers raises for them whatever the rest is.
     for (key, value) in kwargs {
-        let known = SAMPLING_KEYS.contains(&key.as_str())
-            || IGNORED_KEYS.contains(&key.as_str())
-            || constraints::KEYS.contains(&key.as_str())
-            || UNSUPPORTED_KEYS.iter().any(|(k, _)| k == key);
-        if !known && !value.is_null() {
-            return Err(HfError::UnknownKwarg {
+        ensure!(
+            is_generate_kwarg(key) || value.is_null(),
+            HfError::UnknownKwarg {
                 key: key.clone(),
                 value: value.to_string(),
-            });
-        }
+            }
+        );
     }
 
     // kwargs > config (non-null) > defaults; `None` = unset everywhere.
     let get = |key: &str| -> Option<&Value> {
         kwargs.get(key).or_else(|| config.and_then(|c| c.get(key)))
     };
+    // Set and not `None` (what the processors' `is not None` tests see).
+    let set = |key: &str| get(key).filter(|v| !v.is_null());
 
     for (key, neutral) in UNSUPPORTED_KEYS {
         if let Some(v) = get(key)
@@ -467,117 +441,110 @@ pub fn resolve(
         ..GenerationParams::default()
     };
 
-    // RepetitionPenaltyLogitsProcessor is built in greedy mode too.
-    match get("repetition_penalty") {
-        None => {}
-        Some(Value::Null) => p.repetition_penalty = 1.0,
-        Some(v) => match number(v) {
-            Some((1.0, _)) => p.repetition_penalty = 1.0,
-            Some((x, true)) if x > 0.0 => p.repetition_penalty = x,
-            _ => {
-                return Err(HfError::RepetitionPenalty {
-                    value: value_str(v),
-                });
+    // RepetitionPenaltyLogitsProcessor is built in greedy mode too: added
+    // when `repetition_penalty is not None and != 1.0`; requires
+    // `isinstance(penalty, float) and penalty > 0`.
+    if let Some(v) = set("repetition_penalty") {
+        let n = number(v);
+        ensure!(
+            matches!(n, Some((x, float)) if x == 1.0 || (float && x > 0.0)),
+            HfError::RepetitionPenalty {
+                value: value_str(v),
             }
-        },
+        );
+        p.repetition_penalty = n.map_or(1.0, |(x, _)| x);
     }
 
-    let default_or = |key: &str, default: f64| -> f64 {
-        match get(key) {
-            None => default,
-            Some(v) => number(v).map_or(default, |(x, _)| x),
-        }
-    };
-
     if !do_sample {
-        // Warpers are not built: their values are never checked or used.
-        p.temperature = default_or("temperature", 1.0);
-        p.top_p = default_or("top_p", 1.0);
-        p.typical_p = default_or("typical_p", 1.0);
-        p.epsilon_cutoff = default_or("epsilon_cutoff", 0.0);
-        p.eta_cutoff = default_or("eta_cutoff", 0.0);
+        // Warpers are not built: their values are never checked; a number is
+        // kept as given, anything else leaves the default.
+        for (key, slot) in [
+            ("temperature", &mut p.temperature),
+            ("top_p", &mut p.top_p),
+            ("typical_p", &mut p.typical_p),
+            ("epsilon_cutoff", &mut p.epsilon_cutoff),
+            ("eta_cutoff", &mut p.eta_cutoff),
+        ] {
+            if let Some((x, _)) = get(key).and_then(number) {
+                *slot = x;
+            }
+        }
         p.min_p = get("min_p").and_then(number).map(|(x, _)| x);
-        p.top_k = match get("top_k") {
-            None => Some(50),
-            Some(v) => v.as_u64().filter(|&k| k > 0).map(saturating_usize),
-        };
+        if let Some(v) = get("top_k") {
+            p.top_k = v.as_u64().filter(|&k| k > 0).map(saturating_usize);
+        }
         return Ok(p);
     }
 
     // TemperatureLogitsWarper: added when `temperature is not None and != 1.0`;
     // requires `isinstance(temperature, float) and temperature > 0`.
-    match get("temperature") {
-        None | Some(Value::Null) => p.temperature = 1.0,
-        Some(v) => match number(v) {
-            Some((1.0, _)) => p.temperature = 1.0,
-            Some((x, true)) if x > 0.0 => p.temperature = x,
-            n => {
-                return Err(HfError::Temperature {
-                    value: value_str(v),
-                    zero: n.is_some_and(|(x, _)| x == 0.0),
-                    string: v.is_string(),
-                });
+    if let Some(v) = set("temperature") {
+        let n = number(v);
+        ensure!(
+            matches!(n, Some((x, float)) if x == 1.0 || (float && x > 0.0)),
+            HfError::Temperature {
+                value: value_str(v),
+                zero: n.is_some_and(|(x, _)| x == 0.0),
+                string: v.is_string(),
             }
-        },
+        );
+        p.temperature = n.map_or(1.0, |(x, _)| x);
     }
 
     // TopKLogitsWarper: added when `top_k is not None and top_k != 0`;
     // requires `isinstance(top_k, int) and top_k > 0` (bool is an int).
-    p.top_k = match get("top_k") {
-        None => Some(50),
-        Some(Value::Null) => None,
-        Some(v) => match number(v) {
-            Some((0.0, _)) => None,
-            Some((x, false)) if x > 0.0 => Some(v.as_u64().map_or(1, saturating_usize)),
-            _ => {
-                return Err(HfError::TopK {
+    match get("top_k") {
+        None => {}
+        Some(Value::Null) => p.top_k = None,
+        Some(v) => {
+            let n = number(v);
+            ensure!(
+                matches!(n, Some((x, float)) if x == 0.0 || (!float && x > 0.0)),
+                HfError::TopK {
                     value: value_str(v),
-                });
-            }
-        },
-    };
+                }
+            );
+            p.top_k = n
+                .is_some_and(|(x, _)| x != 0.0)
+                .then(|| v.as_u64().map_or(1, saturating_usize));
+        }
+    }
 
     // TopPLogitsWarper: added when `top_p < 1.0`; `float(top_p)` must be >= 0.
-    p.top_p = match get("top_p") {
-        None | Some(Value::Null) => 1.0,
-        Some(v) => match number(v) {
-            Some((x, _)) if x < 0.0 => {
-                return Err(HfError::TopP {
-                    value: float_repr(x),
-                });
+    if let Some(v) = set("top_p") {
+        let (x, _) = number(v).ok_or_else(|| wrong_type("top_p", "a number", v))?;
+        ensure!(
+            x >= 0.0,
+            HfError::TopP {
+                value: float_repr(x),
             }
-            Some((x, _)) => x,
-            None => return Err(wrong_type("top_p", "a number", v)),
-        },
-    };
+        );
+        p.top_p = x;
+    }
 
     // MinPLogitsWarper: added when `min_p is not None`; requires 0 <= min_p <= 1.
-    p.min_p = match get("min_p") {
-        None | Some(Value::Null) => None,
-        Some(v) => match number(v) {
-            Some((x, _)) if (0.0..=1.0).contains(&x) => Some(x),
-            Some(_) => {
-                return Err(HfError::MinP {
-                    value: value_str(v),
-                });
+    if let Some(v) = set("min_p") {
+        let (x, _) = number(v).ok_or_else(|| wrong_type("min_p", "a number", v))?;
+        ensure!(
+            (0.0..=1.0).contains(&x),
+            HfError::MinP {
+                value: value_str(v),
             }
-            None => return Err(wrong_type("min_p", "a number", v)),
-        },
-    };
+        );
+        p.min_p = Some(x);
+    }
 
     // TypicalLogitsWarper: added when `typical_p < 1.0`; `float(mass)` must be > 0.
-    p.typical_p = match get("typical_p") {
-        None | Some(Value::Null) => 1.0,
-        Some(v) => match number(v) {
-            Some((x, _)) if x <= 0.0 => {
-                return Err(HfError::TypicalP {
-                    value: float_repr(x),
-                });
+    if let Some(v) = set("typical_p") {
+        let (x, _) = number(v).ok_or_else(|| wrong_type("typical_p", "a number", v))?;
+        ensure!(
+            x > 0.0,
+            HfError::TypicalP {
+                value: float_repr(x),
             }
-            Some((x, _)) => x,
-            None => return Err(wrong_type("typical_p", "a number", v)),
-        },
-    };
+        );
+        p.typical_p = x;
+    }
 
     // Epsilon/Eta warpers: added only when `0.0 < value < 1.0`, so no value
     // can make their constructors raise; other numbers are ignored.
@@ -585,13 +552,9 @@ pub fn resolve(
         ("epsilon_cutoff", &mut p.epsilon_cutoff),
         ("eta_cutoff", &mut p.eta_cutoff),
     ] {
-        *slot = match get(key) {
-            None | Some(Value::Null) => 0.0,
-            Some(v) => match number(v) {
-                Some((x, _)) => x,
-                None => return Err(wrong_type(key, "a number", v)),
-            },
-        };
+        if let Some(v) = set(key) {
+            *slot = number(v).ok_or_else(|| wrong_type(key, "a number", v))?.0;
+        }
     }
 
     Ok(p)
@@ -631,22 +594,25 @@ pub fn ignored_sampling_flags(
     if get("do_sample") == Some(&Value::Bool(true)) {
         return Vec::new();
     }
-    // `x is not None and x != neutral` (None: any value warns); Python's
-    // `True == 1.0`, and a string never equals a float.
-    let checks: [(&'static str, Option<f64>); 7] = [
-        ("temperature", Some(1.0)),
-        ("top_p", Some(1.0)),
-        ("min_p", None),
-        ("typical_p", Some(1.0)),
-        ("top_k", Some(50.0)),
-        ("epsilon_cutoff", Some(0.0)),
-        ("eta_cutoff", Some(0.0)),
+    // `x is not None and x != default` (a default of None: any value warns),
+    // in transformers' order; Python's `True == 1.0`, and a string never
+    // equals a float.
+    let checks = [
+        "temperature",
+        "top_p",
+        "min_p",
+        "typical_p",
+        "top_k",
+        "epsilon_cutoff",
+        "eta_cutoff",
     ];
+    let defaults = GenerationParams::default().sampling_map();
     let sample_set = kwargs.contains_key("do_sample");
     checks
         .into_iter()
-        .filter_map(|(name, neutral)| {
+        .filter_map(|name| {
             let v = get(name).filter(|v| !v.is_null())?;
+            let neutral = defaults.get(name).and_then(number).map(|(n, _)| n);
             let off = neutral.is_some_and(|n| number(v).is_some_and(|(x, _)| x == n));
             // `_should_warn`: not when the caller set `do_sample` but not this flag.
             let warned = !sample_set || kwargs.contains_key(name);

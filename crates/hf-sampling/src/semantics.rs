@@ -13,54 +13,9 @@ use serde_json::{Map, Value};
 use crate::params::{GenerationConfig, GenerationParams, resolve};
 
 /// The generate kwargs both transformers semantics read (their defaults are
-/// transformers' `_get_default_generation_params`).
-const PARAMS: &[ParamInfo] = &[
-    ParamInfo {
-        name: "do_sample",
-        default: "false",
-        meaning: "sample (softmax + torch.multinomial) instead of greedy argmax",
-    },
-    ParamInfo {
-        name: "temperature",
-        default: "1.0",
-        meaning: "TemperatureLogitsWarper when != 1 (sampling only)",
-    },
-    ParamInfo {
-        name: "top_k",
-        default: "50",
-        meaning: "TopKLogitsWarper, ties at the k-th kept; 0 or null = off",
-    },
-    ParamInfo {
-        name: "top_p",
-        default: "1.0",
-        meaning: "TopPLogitsWarper when < 1 (ascending f32 cumsum <= 1 - p dropped)",
-    },
-    ParamInfo {
-        name: "min_p",
-        default: "null",
-        meaning: "MinPLogitsWarper when set",
-    },
-    ParamInfo {
-        name: "typical_p",
-        default: "1.0",
-        meaning: "TypicalLogitsWarper when < 1",
-    },
-    ParamInfo {
-        name: "epsilon_cutoff",
-        default: "0.0",
-        meaning: "EpsilonLogitsWarper when strictly between 0 and 1",
-    },
-    ParamInfo {
-        name: "eta_cutoff",
-        default: "0.0",
-        meaning: "EtaLogitsWarper when strictly between 0 and 1",
-    },
-    ParamInfo {
-        name: "repetition_penalty",
-        default: "1.0",
-        meaning: "RepetitionPenaltyLogitsProcessor over every input id, greedy too",
-    },
-];
+/// transformers' `_get_default_generation_params`), from
+/// [`GenerationParams`]' declaration.
+const PARAMS: &[ParamInfo] = crate::params::SAMPLING_PARAMS;
 
 static HF_RUST: Info = Info {
     name: "hf-rust",
@@ -428,10 +383,11 @@ pub fn provenance(
     config: Option<&GenerationConfig>,
     params: &GenerationParams,
 ) -> Vec<(&'static str, Value, Source)> {
+    let values = params.sampling_map();
     crate::params::SAMPLING_KEYS
         .iter()
         .map(|&key| {
-            let value = params.sampling_value(key);
+            let value = values.get(key).cloned().unwrap_or(Value::Null);
             let source = if kwargs.contains_key(key) {
                 Source::Kwargs
             } else if config.and_then(|c| c.get(key)).is_some() {

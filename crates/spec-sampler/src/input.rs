@@ -32,7 +32,7 @@ fn quote_f64(value: f64) -> String {
 
 /// A JSON integer, or a JSON number with an integral value such as `2.0` or
 /// `1e9`, saturated to the `i64` range. `None` for anything else.
-fn as_integer(value: &Value) -> Option<i64> {
+pub(crate) fn as_integer(value: &Value) -> Option<i64> {
     let Value::Number(n) = value else {
         return None;
     };

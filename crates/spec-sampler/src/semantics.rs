@@ -6,15 +6,76 @@
 //! `hf:spec` shows where the spec's tie and top-p rules part from
 //! transformers' on the same effective settings.
 
-use parity_core::{
-    Against, Context, Distribution, Error, Explanation, Info, Logits, ParamInfo, Semantics,
-};
+use parity_core::params::{Null, from_map};
+use parity_core::{Against, Context, Distribution, Error, Explanation, Info, Logits, Semantics};
+use serde::{Deserialize, Deserializer};
 use serde_json::{Map, Value};
 
 use crate::{Input, Params, RepetitionPenalty, Temperature, TopK, TopP, U};
 
-/// The keys of the spec's params.
-const KEYS: [&str; 5] = ["temperature", "top_k", "top_p", "repetition_penalty", "u"];
+parity_core::params! {
+    /// The spec's params as a record's `params` holds them, each declared
+    /// once: all five required (a missing one is refused in the spec's order
+    /// by [`spec_params`]), `null` refused, no other key (the context goes in
+    /// `input_ids`); their ranges are the newtypes' ([`Temperature`], ...).
+    #[derive(Debug, Deserialize)]
+    #[serde(default, deny_unknown_fields)]
+    struct SpecParams {
+        /// [`Temperature`].
+        #[serde(deserialize_with = "present")]
+        temperature: Option<f64> ["required"] => "0 = greedy, else logits / T",
+        /// [`TopK`]: an integer, or a float with an integral value.
+        #[serde(deserialize_with = "integer")]
+        top_k: Option<i64> ["required"]
+            => "keep the k largest, ties to the smaller index; <= 0 or >= V keeps all",
+        /// [`TopP`].
+        #[serde(deserialize_with = "present")]
+        top_p: Option<f64> ["required"]
+            => "in (0, 1]: keep through the first token whose cumulative mass is >= p",
+        /// [`RepetitionPenalty`].
+        #[serde(deserialize_with = "present")]
+        repetition_penalty: Option<f64> ["required"]
+            => "> 0: divide positive / multiply negative logits of distinct input ids",
+        /// [`U`].
+        #[serde(deserialize_with = "present")]
+        u: Option<f64> ["required"] => "in [0, 1): the uniform number of the draw",
+    }
+}
+
+/// A key given with a value (`null` refused).
+fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<T>, D::Error> {
+    T::deserialize(d).map(Some)
+}
+
+/// `top_k` as [`TopK`] reads it from JSON (an integral float is the integer
+/// it denotes; beyond `i64`, saturated).
+fn integer<'de, D: Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
+    let v = Value::deserialize(d)?;
+    crate::input::as_integer(&v)
+        .map(Some)
+        .ok_or_else(|| serde::de::Error::custom("expected an integer"))
+}
+
+/// Reads `params` as [`SpecParams`] (an unknown key, `null` or a value of
+/// another type refused naming the key), then each field in the spec's
+/// order: present, then in its newtype's range.
+fn spec_params(params: &Map<String, Value>) -> Result<Params, Error> {
+    let p: SpecParams = from_map(params, "spec", SpecParams::FIELDS, Null::Value)?;
+    let need = |v: Option<f64>, name: &'static str| v.ok_or(crate::InputError::MissingField(name));
+    let params = (|| {
+        Ok::<_, crate::InputError>(Params {
+            temperature: Temperature::new(need(p.temperature, "temperature")?)?,
+            top_k: TopK::new(p.top_k.ok_or(crate::InputError::MissingField("top_k"))?),
+            top_p: TopP::new(need(p.top_p, "top_p")?)?,
+            repetition_penalty: RepetitionPenalty::new(need(
+                p.repetition_penalty,
+                "repetition_penalty",
+            )?)?,
+            u: U::new(need(p.u, "u")?)?,
+        })
+    })();
+    params.map_err(Error::new)
+}
 
 static INFO: Info = Info {
     name: "spec",
@@ -23,33 +84,7 @@ static INFO: Info = Info {
               (through the first token reaching p), softmax; draws with the given u",
     verified_against: "the spec's worked examples and hand computations; a 60-digit reference \
                        on 5,300 adversarial cases (worst error 1.1e-16)",
-    params: &[
-        ParamInfo {
-            name: "temperature",
-            default: "required",
-            meaning: "0 = greedy, else logits / T",
-        },
-        ParamInfo {
-            name: "top_k",
-            default: "required",
-            meaning: "keep the k largest, ties to the smaller index; <= 0 or >= V keeps all",
-        },
-        ParamInfo {
-            name: "top_p",
-            default: "required",
-            meaning: "in (0, 1]: keep through the first token whose cumulative mass is >= p",
-        },
-        ParamInfo {
-            name: "repetition_penalty",
-            default: "required",
-            meaning: "> 0: divide positive / multiply negative logits of distinct input ids",
-        },
-        ParamInfo {
-            name: "u",
-            default: "required",
-            meaning: "in [0, 1): the uniform number of the draw",
-        },
-    ],
+    params: SpecParams::PARAMS,
 };
 
 /// The written spec.
@@ -68,17 +103,7 @@ impl Semantics for Spec {
     }
 
     fn parse_params(&self, params: &Map<String, Value>) -> Result<Params, Error> {
-        // `Params::from_json` ignores unknown keys (so a whole spec line can
-        // be passed to it); in a record that would let `"previous_tokens"`
-        // inside `params` silently mean "no context", so it is refused here.
-        if let Some(key) = params.keys().find(|k| !KEYS.contains(&k.as_str())) {
-            return Err(Error::new(format_args!(
-                "params: unknown key `{key}` (the spec's parameters are {}; the context goes in `input_ids`)",
-                KEYS.join(", ")
-            )));
-        }
-        Params::from_json(&Value::Object(params.clone()))
-            .map_err(|e| Error::new(format_args!("params: {e}")))
+        spec_params(params).map_err(|e| Error::new(format_args!("params: {e}")))
     }
 
     fn distribution(

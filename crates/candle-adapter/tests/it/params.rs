@@ -26,7 +26,10 @@ fn wire_form_round_trips() {
 
 fn err(json: &str) -> String {
     let e = json.parse::<CandleParams>().expect_err(json);
-    assert!(matches!(e, AdapterError::Params { .. }), "{e:?}");
+    assert!(
+        matches!(e, AdapterError::Params { .. } | AdapterError::Wire(_)),
+        "{e:?}"
+    );
     e.to_string()
 }
 
@@ -38,7 +41,11 @@ fn validation_names_the_field_and_quotes_the_value() {
             "`sampling`",
             "\"Top_K\"",
         ),
-        (r#"{"sampling":"TopK","temperature":0.7}"#, "`k`", "absent"),
+        (
+            r#"{"sampling":"TopK","temperature":0.7}"#,
+            "missing field `k`",
+            "\"TopK\"",
+        ),
         (
             r#"{"sampling":"TopK","temperature":0.7,"k":-1}"#,
             "`k`",
@@ -54,21 +61,28 @@ fn validation_names_the_field_and_quotes_the_value() {
             "`temperature`",
             "\"hot\"",
         ),
+        // A key the variant does not take: serde names it and the variant.
         (
             r#"{"sampling":"ArgMax","temperature":0.7}"#,
-            "`temperature`",
-            "0.7",
+            "unknown field `temperature`",
+            "\"ArgMax\"",
         ),
         (
             r#"{"sampling":"All","temperature":0.7,"p":0.5}"#,
-            "`p`",
-            "0.5",
+            "unknown field `p`",
+            "\"All\"",
         ),
         (
             r#"{"sampling":"All","temperature":1,"top_k":5}"#,
-            "`params`",
-            "top_k",
+            "unknown field `top_k`",
+            "5",
         ),
+        (
+            r#"{"sampling":"All","temperature":null}"#,
+            "`temperature`",
+            "null",
+        ),
+        (r#"{"temperature":1}"#, "missing field `sampling`", ""),
         (
             r#"{"sampling":"All","temperature":1,"repeat_last_n":64}"#,
             "`repeat_last_n`",
@@ -97,5 +111,104 @@ fn candle_failures_are_not_pre_empted() {
         r#"{"sampling":"TopK","temperature":1,"k":0}"#,
     ] {
         json.parse::<CandleParams>().expect(json);
+    }
+}
+
+/// `compare semantics`' list is the wire form's declaration, in its order.
+#[test]
+fn the_listed_params_are_the_wire_forms_keys() {
+    use parity_core::Semantics;
+    let names: Vec<_> = candle_adapter::Candle::LITERAL
+        .info()
+        .params
+        .iter()
+        .map(|p| p.name)
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "sampling",
+            "temperature",
+            "k",
+            "p",
+            "repeat_penalty",
+            "repeat_last_n",
+            "hf_top_k"
+        ]
+    );
+}
+
+/// Each listed default is what the parser does: a key "required by" a
+/// variant is refused when absent from it and refused when given to any
+/// other; a key listed `null` may be left out of every variant.
+#[test]
+fn the_listed_defaults_are_the_parsers() {
+    use parity_core::Semantics;
+    use serde_json::{Map, Value, json};
+    let full = |variant: &str| -> Map<String, Value> {
+        let mut m = Map::new();
+        m.insert("sampling".into(), json!(variant));
+        for (k, v) in [
+            ("temperature", json!(0.7)),
+            ("k", json!(2)),
+            ("p", json!(0.9)),
+        ] {
+            m.insert(k.into(), v);
+        }
+        m
+    };
+    let variants = [
+        "ArgMax",
+        "All",
+        "TopK",
+        "TopP",
+        "TopKThenTopP",
+        "GumbelSoftmax",
+    ];
+    let parse = |m: &Map<String, Value>| CandleParams::from_json(&Value::Object(m.clone()));
+    for p in candle_adapter::Candle::LITERAL.info().params {
+        let needed: Vec<&str> = match p.default {
+            "required" => variants.to_vec(),
+            "required by all but ArgMax" => variants[1..].to_vec(),
+            d => match d.strip_prefix("required by ") {
+                Some(list) => list.split(", ").collect(),
+                None => {
+                    assert!(d.starts_with("null"), "`{}`: {d}", p.name);
+                    Vec::new()
+                }
+            },
+        };
+        for v in variants {
+            // The variant with exactly the keys it takes, this one aside.
+            let mut m = full(v);
+            m.retain(|k, _| k == "sampling" || k == p.name || needed_by(k, v));
+            m.remove(p.name);
+            let absent = parse(&m);
+            assert_eq!(
+                absent.is_err(),
+                needed.contains(&v),
+                "`{}` absent from {v}: {absent:?}",
+                p.name
+            );
+            if needed.is_empty() || needed.contains(&v) || p.name == "sampling" {
+                continue;
+            }
+            m.insert(p.name.into(), full(v)[p.name].clone());
+            let e = parse(&m).expect_err(p.name).to_string();
+            assert!(
+                e.contains(&format!("unknown field `{}`", p.name)),
+                "{v}: {e}"
+            );
+        }
+    }
+}
+
+/// Which of temperature, k, p a variant takes (candle's `Sampling`).
+fn needed_by(key: &str, variant: &str) -> bool {
+    match key {
+        "temperature" => variant != "ArgMax",
+        "k" => variant.starts_with("TopK"),
+        "p" => variant == "TopP" || variant == "TopKThenTopP",
+        _ => false,
     }
 }

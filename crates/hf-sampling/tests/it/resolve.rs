@@ -169,3 +169,35 @@ fn processor_order_is_transformers_order() {
         ]
     );
 }
+
+/// `compare semantics`' list is derived from `GenerationParams`' declaration
+/// (every field but `constraints`); each listed default, written out, is
+/// what the parser does with the field left out, greedy and sampling.
+#[test]
+fn the_listed_params_and_defaults_are_the_parsers() {
+    use hf_sampling::{Hf, HfRust};
+    use parity_core::Semantics;
+    assert_eq!(
+        parity_core::params::defaults_agree(&HfRust::default()),
+        Ok(())
+    );
+    assert_eq!(parity_core::params::defaults_agree(&Hf::default()), Ok(()));
+    let listed = HfRust::default().info().params;
+    let names: Vec<_> = listed.iter().map(|p| p.name).collect();
+    assert_eq!(
+        names,
+        GenerationParams::FIELDS[..GenerationParams::FIELDS.len() - 1]
+    );
+    assert_eq!(GenerationParams::FIELDS.last(), Some(&"constraints"));
+    for base in [json!({}), json!({"do_sample": true})] {
+        let unset = resolve(&kw(base.clone()), None).expect("valid");
+        // The sampling base's own key stays as the base sets it.
+        for p in listed.iter().filter(|p| base.get(p.name).is_none()) {
+            let mut one = kw(base.clone());
+            let value: Value = serde_json::from_str(p.default).expect("JSON");
+            one.insert(p.name.into(), value);
+            let got = resolve(&one, None).expect("the default is valid");
+            assert_eq!(got, unset, "`{}` = {} with {base}", p.name, p.default);
+        }
+    }
+}

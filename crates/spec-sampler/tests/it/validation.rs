@@ -325,3 +325,36 @@ fn neutral_params() -> Params {
     }))
     .expect("valid params")
 }
+
+/// `compare semantics`' list is `SpecParams`' declaration: every field is
+/// required (leaving one out is refused naming it), one of each is enough,
+/// and an unknown key is the shared refusal naming the spec's fields.
+#[test]
+fn the_listed_params_are_the_parsers_and_all_required() {
+    use parity_core::Semantics;
+    use spec_sampler::Spec;
+    let full =
+        json!({"temperature": 0.7, "top_k": 2, "top_p": 0.9, "repetition_penalty": 1.1, "u": 0.5});
+    let full = full.as_object().expect("object");
+    let listed = Spec.info().params;
+    let names: Vec<_> = listed.iter().map(|p| p.name).collect();
+    assert_eq!(
+        names,
+        ["temperature", "top_k", "top_p", "repetition_penalty", "u"]
+    );
+    assert!(Spec.parse_params(full).is_ok());
+    for p in listed {
+        assert_eq!(p.default, "required", "{}", p.name);
+        let mut one = full.clone();
+        one.remove(p.name);
+        let e = Spec.parse_params(&one).expect_err(p.name);
+        assert_eq!(e.to_string(), format!("params: missing field `{}`", p.name));
+    }
+    let mut extra = full.clone();
+    extra.insert("previous_tokens".into(), json!([1]));
+    assert_eq!(
+        Spec.parse_params(&extra).expect_err("unknown").to_string(),
+        "params: unknown field `previous_tokens` (= [1]) for spec; known: temperature, top_k, \
+         top_p, repetition_penalty, u"
+    );
+}

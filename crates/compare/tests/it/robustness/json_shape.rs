@@ -125,13 +125,13 @@ fn wrong_types_name_the_field_and_index() {
                 &spec(
                     r#""temperature": "1", "top_k": 0, "top_p": 1.0, "repetition_penalty": 1.0, "u": 0.5"#,
                 ),
-                "params: field `temperature` must be a number, got \"1\"",
+                "params: `temperature` = \"1\": invalid type: string \"1\", expected f64",
             ),
             (
                 &spec(
                     r#""temperature": 1, "top_k": "2", "top_p": 1.0, "repetition_penalty": 1.0, "u": 0.5"#,
                 ),
-                "params: field `top_k` must be an integer, got \"2\"",
+                "params: `top_k` = \"2\": expected an integer",
             ),
         ],
     );
@@ -140,11 +140,11 @@ fn wrong_types_name_the_field_and_index() {
         &[
             (
                 &candle(r#"{"sampling": 3}"#),
-                "field `sampling`: must be one of",
+                "`sampling` = 3: invalid type: integer `3`, expected a string",
             ),
             (
                 &candle(r#"{"sampling": "All", "temperature": "1"}"#),
-                "field `temperature`: must be a finite number (got \"1\")",
+                "`temperature` = \"1\": invalid type: string \"1\", expected f64",
             ),
         ],
     );
@@ -177,10 +177,10 @@ fn missing_fields_are_errors_or_documented_defaults() {
     all_errors(
         "candle",
         &[
-            (r#"{"logits": [1, 0]}"#, "field `sampling`: must be one of"),
+            (r#"{"logits": [1, 0]}"#, "missing field `sampling`"),
             (
                 &candle(r#"{"sampling": "TopK", "temperature": 1.0}"#),
-                "field `k`",
+                "`sampling` = \"TopK\": missing field `k`",
             ),
         ],
     );
@@ -214,14 +214,14 @@ fn unknown_fields_are_refused() {
         "spec",
         &[(
             &spec(&format!(r#"{SPEC}, "previous_tokens": [0]"#)),
-            "params: unknown key `previous_tokens`",
+            "params: unknown field `previous_tokens` (= [0]) for spec",
         )],
     );
     all_errors(
         "candle",
         &[(
             &candle(r#"{"sampling": "All", "temperature": 1.0, "top_k": 2}"#),
-            "unknown key `top_k`",
+            "unknown field `top_k` (= 2) for candle",
         )],
     );
     // hf: an unknown kwarg set to null is ignored, as transformers ignores it.
