@@ -171,7 +171,7 @@ struct ToyRecord {
 }
 
 /// A hashed toy model's parameters ([`ToyLm`]).
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ToyModel {
     seed: u64,
@@ -180,7 +180,7 @@ struct ToyModel {
     pad: i64,
     eos_slope: f64,
     /// Every id that ends a beam (default: `[eos]`).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     eos_ids: Option<Vec<i64>>,
 }
 
@@ -273,17 +273,9 @@ fn toy_record(r: ToyRecord) -> anyhow::Result<Recorded> {
             m.vocab
         );
     }
-    // The label and the "same model" test read the parameters as recorded.
-    let mut params = json!({
-        "seed": m.seed,
-        "vocab": m.vocab,
-        "eos": m.eos,
-        "pad": m.pad,
-        "eos_slope": m.eos_slope,
-    });
-    if let Some(ids) = &m.eos_ids {
-        params["eos_ids"] = json!(ids);
-    }
+    // The label and the "same model" test read the parameters as recorded
+    // (a JSON value: its keys sorted, as the label always showed them).
+    let params = serde_json::to_value(&m)?;
     let eos_ids = match m.eos_ids {
         Some(ids) => ids,
         None => vec![i64::try_from(m.eos)?],

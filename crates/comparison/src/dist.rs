@@ -31,8 +31,7 @@ pub fn run<R: BufRead, W: Write, E: Write>(
     let summary = jsonl::drive(input, out, err, "error: ", |line, answer| {
         let dist = answer_record(semantics, line)?;
         args.vocab.check(vocab.as_ref(), dist.probs().len())?;
-        write_answer(answer, &dist, vocab.as_ref());
-        Ok(())
+        write_answer(answer, &dist, vocab.as_ref())
     })?;
     Ok(summary)
 }
@@ -54,7 +53,11 @@ pub(crate) fn answer_record(
 /// `{"kept": N, "probs": [...], "scores": [...], "tokens": [...],
 /// "token_text": [...]}`: probs at the engine's own precision; scores and
 /// tokens when the semantics has them; token_text with a vocabulary.
-fn write_answer(answer: &mut Vec<u8>, dist: &Distribution, vocab: Option<&Vocab>) {
+fn write_answer(
+    answer: &mut Vec<u8>,
+    dist: &Distribution,
+    vocab: Option<&Vocab>,
+) -> Result<(), String> {
     answer.extend_from_slice(format!("{{\"kept\":{},\"probs\":", dist.kept().len()).as_bytes());
     match dist.precision() {
         Precision::F32 => {
@@ -72,27 +75,26 @@ fn write_answer(answer: &mut Vec<u8>, dist: &Distribution, vocab: Option<&Vocab>
         answer.extend_from_slice(format!(",\"tokens\":[{}]", list.join(",")).as_bytes());
         if let Some(v) = vocab {
             // Each drawn token's fields, as in a report row (null for −1).
-            let fields: Vec<serde_json::Value> = tokens
+            let fields: Vec<Option<DrawnToken>> = tokens
                 .iter()
-                .map(|&t| match usize::try_from(t) {
-                    Ok(id) => {
+                .map(|&t| {
+                    usize::try_from(t).ok().map(|id| {
                         let (text, bytes) = text_fields(v.piece(id));
-                        let token = DrawnToken {
-                            id,
-                            token: v.token(id).map(str::to_string),
-                            text,
+                        DrawnToken {
                             bytes,
-                        };
-                        serde_json::to_value(token).unwrap_or(serde_json::Value::Null)
-                    }
-                    Err(_) => serde_json::Value::Null,
+                            id,
+                            text,
+                            token: v.token(id).map(str::to_string),
+                        }
+                    })
                 })
                 .collect();
             answer.extend_from_slice(b",\"token_text\":");
-            answer.extend_from_slice(serde_json::Value::Array(fields).to_string().as_bytes());
+            serde_json::to_writer(&mut *answer, &fields).map_err(|e| e.to_string())?;
         }
     }
     answer.push(b'}');
+    Ok(())
 }
 
 /// One answer line as [`write_answer`] writes it. The writer is hand-written
@@ -119,18 +121,19 @@ pub struct Answer {
     pub token_text: Option<Vec<Option<DrawnToken>>>,
 }
 
-/// A drawn token's fields in `token_text`, as in a report row.
+/// A drawn token's fields in `token_text`, as in a report row (in
+/// alphabetical order, as the line has always listed them).
 #[derive(Debug, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DrawnToken {
-    /// Token id.
-    pub id: usize,
-    /// The vocabulary string, if known.
-    pub token: Option<String>,
-    /// What it reads as, when its bytes are complete UTF-8.
-    pub text: Option<String>,
     /// Its bytes, when they are not complete UTF-8.
     pub bytes: Option<Vec<u8>>,
+    /// Token id.
+    pub id: usize,
+    /// What it reads as, when its bytes are complete UTF-8.
+    pub text: Option<String>,
+    /// The vocabulary string, if known.
+    pub token: Option<String>,
 }
 
 /// The JSON Schema of one `compare dist` line ([`crate::json_schema`]).

@@ -31,11 +31,8 @@ impl Document {
     }
 
     /// The schema as the committed file holds it: pretty JSON and a newline.
-    pub fn text(&self) -> String {
-        // A `Schema` is a JSON value: writing one cannot fail.
-        let mut text = serde_json::to_string_pretty(&self.generate()).unwrap_or_default();
-        text.push('\n');
-        text
+    pub fn text(&self) -> serde_json::Result<String> {
+        Ok(serde_json::to_string_pretty(&self.generate())? + "\n")
     }
 }
 
