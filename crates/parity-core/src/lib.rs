@@ -22,6 +22,7 @@ pub mod metrics;
 pub mod mt19937;
 pub mod params;
 pub mod record;
+pub mod recording;
 pub mod seed;
 pub mod semantics;
 pub mod stl;

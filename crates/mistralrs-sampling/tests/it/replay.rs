@@ -2,9 +2,10 @@
 //! (`fixtures/mistralrs/`, made by `scripts/reference/mistralrs/record.py`;
 //! the README there says what the harness called, at which commits).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use mistralrs_sampling::{MistralRs, weighted_index_input};
+use parity_core::recording::{Recording, fnv1a64};
 use parity_core::{Context, Fixture, Logits, Semantics};
 use serde_json::{Map, Value};
 
@@ -15,92 +16,9 @@ fn fixtures() -> PathBuf {
     parity_core::fixture::bundled_dir().expect("bundled fixtures")
 }
 
-struct Recorded {
-    name: String,
-    meta: Map<String, Value>,
-    tensors: Vec<(String, Vec<u8>, safetensors::Dtype)>,
-}
-
-impl Recorded {
-    fn load(p: &Path) -> Self {
-        let data = std::fs::read(p).expect("read");
-        let (_, meta) = safetensors::SafeTensors::read_metadata(&data).expect("header");
-        let meta = meta
-            .metadata()
-            .clone()
-            .unwrap_or_default()
-            .into_iter()
-            .map(|(k, v)| (k, Value::String(v)))
-            .collect();
-        let st = safetensors::SafeTensors::deserialize(&data).expect("safetensors");
-        let tensors = st
-            .tensors()
-            .into_iter()
-            .map(|(k, v)| (k, v.data().to_vec(), v.dtype()))
-            .collect();
-        Recorded {
-            name: p.display().to_string(),
-            meta,
-            tensors,
-        }
-    }
-    fn bytes(&self, key: &str, dtype: safetensors::Dtype) -> &[u8] {
-        let (_, b, d) = self
-            .tensors
-            .iter()
-            .find(|(k, ..)| k == key)
-            .unwrap_or_else(|| panic!("{}: no {key}", self.name));
-        assert_eq!(*d, dtype, "{}: {key}", self.name);
-        b
-    }
-    fn i64s(&self, key: &str) -> Vec<i64> {
-        self.bytes(key, safetensors::Dtype::I64)
-            .chunks_exact(8)
-            .map(|c| i64::from_le_bytes(c.try_into().expect("8 bytes")))
-            .collect()
-    }
-    fn f32s(&self, key: &str) -> Vec<f32> {
-        self.bytes(key, safetensors::Dtype::F32)
-            .chunks_exact(4)
-            .map(|c| f32::from_le_bytes(c.try_into().expect("4 bytes")))
-            .collect()
-    }
-    /// f32 values stored as their bit patterns (U32).
-    fn bits(&self, key: &str) -> Vec<f32> {
-        self.bytes(key, safetensors::Dtype::U32)
-            .chunks_exact(4)
-            .map(|c| f32::from_bits(u32::from_le_bytes(c.try_into().expect("4 bytes"))))
-            .collect()
-    }
-    fn str(&self, key: &str) -> &str {
-        self.meta[key].as_str().expect("string")
-    }
-    fn json(&self, key: &str) -> Value {
-        serde_json::from_str(self.str(key)).expect("json metadata")
-    }
-}
-
-fn recorded(version: &str) -> Vec<Recorded> {
-    let dir = fixtures().join("mistralrs").join(format!("v{version}"));
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .map(|e| e.expect("entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "safetensors"))
-        .collect();
-    paths.sort();
-    paths.iter().map(|p| Recorded::load(p)).collect()
-}
-
-/// FNV-1a 64 over the f32 bits, little-endian, as record.py hashes.
-fn fnv1a64(values: &[f32]) -> String {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for v in values {
-        for b in v.to_le_bytes() {
-            h ^= u64::from(b);
-            h = h.wrapping_mul(0x0100_0000_01b3);
-        }
-    }
-    format!("{h:016x}")
+fn recorded(version: &str) -> Vec<Recording> {
+    Recording::list(&fixtures().join("mistralrs").join(format!("v{version}")))
+        .expect("fixtures/mistralrs")
 }
 
 /// The recorded request fields as this crate's params (`logits_bias` is
@@ -118,9 +36,9 @@ fn params(version: &str, recorded: &Value, extra: &[(&str, Value)]) -> Map<Strin
     p
 }
 
-fn source_logits(rec: &Recorded, source: &str) -> Vec<f32> {
+fn source_logits(rec: &Recording, source: &str) -> Vec<f32> {
     if source == "synthetic" {
-        rec.f32s("logits")
+        rec.f32s("logits").expect("recorded")
     } else {
         Fixture::load(&fixtures().join(source))
             .expect("source fixture")
@@ -148,16 +66,37 @@ fn replay_version(version: &str) -> Tally {
         .filter(|r| r.meta.contains_key("cases"))
     {
         t.files += 1;
-        assert_eq!(rec.str("format"), "sampling-parity-mistralrs/1");
-        assert_eq!(rec.str("mistralrs_version"), version, "{}", rec.name);
-        let source = rec.str("source").to_string();
+        assert_eq!(
+            rec.meta_str("format").expect("recorded"),
+            "sampling-parity-mistralrs/1"
+        );
+        assert_eq!(
+            rec.meta_str("mistralrs_version").expect("recorded"),
+            version,
+            "{}",
+            rec.name
+        );
+        let source = rec.meta_str("source").expect("recorded").to_string();
         let raw = source_logits(rec, &source);
-        let ids = rec.i64s("context");
-        let prompt_len: usize = rec.str("prompt_len").parse().expect("prompt_len");
+        let ids = rec.i64s("context").expect("recorded");
+        let prompt_len: usize = rec
+            .meta_str("prompt_len")
+            .expect("recorded")
+            .parse()
+            .expect("prompt_len");
         let context = Context::new(&ids, Some(prompt_len)).expect("context");
         let logits = Logits::from_f32(&raw);
-        let draws_per_case: u64 = rec.str("draws_per_case").parse().expect("draws");
-        for case in rec.json("cases").as_array().expect("cases") {
+        let draws_per_case: u64 = rec
+            .meta_str("draws_per_case")
+            .expect("recorded")
+            .parse()
+            .expect("draws");
+        for case in rec
+            .meta_json("cases")
+            .expect("recorded")
+            .as_array()
+            .expect("cases")
+        {
             let what = format!(
                 "v{version} {source} {}",
                 case["name"].as_str().expect("name")
@@ -187,7 +126,7 @@ fn replay_version(version: &str) -> Tally {
 #[allow(clippy::too_many_arguments)]
 fn replay_case(
     version: &str,
-    rec: &Recorded,
+    rec: &Recording,
     context: &Context<'_>,
     logits: &Logits,
     draws_per_case: u64,
@@ -195,7 +134,10 @@ fn replay_case(
     t: &mut Tally,
 ) {
     let name = case["name"].as_str().expect("name");
-    let what = format!("v{version} {} {name}", rec.str("source"));
+    let what = format!(
+        "v{version} {} {name}",
+        rec.meta_str("source").expect("recorded")
+    );
     assert!(
         case.get("new_error").is_none(),
         "{what}: Sampler::new failed"
@@ -221,7 +163,7 @@ fn replay_case(
         return;
     }
     let got = got.unwrap_or_else(|e| panic!("{what}: {e}"));
-    let want_draws = rec.i64s(&format!("{name}.draws"));
+    let want_draws = rec.i64s(&format!("{name}.draws")).expect("recorded");
     let weights = weighted_index_input(logits, context, &p).expect("weights");
     let Some(w) = weights else {
         assert_eq!(
@@ -254,8 +196,8 @@ fn replay_case(
         case["nonzero"].as_u64().expect("nonzero"),
         "{what}: kept count"
     );
-    let rec_ids = rec.i64s(&format!("{name}.ids"));
-    let rec_w = rec.bits(&format!("{name}.weights"));
+    let rec_ids = rec.i64s(&format!("{name}.ids")).expect("recorded");
+    let rec_w = rec.f32_bits(&format!("{name}.weights")).expect("recorded");
     let complete = case["complete"].as_bool().expect("complete");
     if complete {
         let ours: Vec<i64> = kept.iter().map(|&i| i as i64).collect();
@@ -312,7 +254,12 @@ fn replay_sequences(version: &str) -> usize {
         .filter(|r| r.meta.contains_key("steps"))
     {
         let mut earlier = 0u64;
-        for step in rec.json("steps").as_array().expect("steps") {
+        for step in rec
+            .meta_json("steps")
+            .expect("recorded")
+            .as_array()
+            .expect("steps")
+        {
             let i = step["step"].as_u64().expect("step");
             let source = step["source"].as_str().expect("source");
             let f = Fixture::load(&fixtures().join(source)).expect("source fixture");
@@ -332,12 +279,12 @@ fn replay_sequences(version: &str) -> usize {
             let d = MistralRs
                 .distribution(&Logits::from_f32(&f.logits), &context, &p)
                 .expect("dist");
-            let want = rec.i64s(&format!("{i}.draws"));
+            let want = rec.i64s(&format!("{i}.draws")).expect("recorded");
             assert_eq!(
                 d.tokens(),
                 Some(&want[..]),
                 "v{version} {} step {i} ({source}, after {earlier} earlier draws)",
-                rec.str("sequence")
+                rec.meta_str("sequence").expect("recorded")
             );
             n += want.len();
             if step["argmax"] == Value::Bool(false) {

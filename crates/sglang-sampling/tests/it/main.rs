@@ -6,102 +6,24 @@ mod server;
 
 use std::path::PathBuf;
 
+use parity_core::recording::{Recording, fnv1a64};
 use parity_core::{Context, Fixture, Logits, Semantics};
-use serde_json::{Map, Value};
+use serde_json::Value;
 use sglang_sampling::{Sglang, seeded};
 
 pub(crate) fn fixtures() -> PathBuf {
     parity_core::fixture::bundled_dir().expect("bundled fixtures")
 }
 
-struct Recorded {
-    name: String,
-    meta: Map<String, Value>,
-    tensors: Vec<(String, Vec<u8>, safetensors::Dtype)>,
-}
-
-impl Recorded {
-    fn bytes(&self, key: &str, dtype: safetensors::Dtype) -> &[u8] {
-        let (_, b, d) = self
-            .tensors
-            .iter()
-            .find(|(k, ..)| k == key)
-            .unwrap_or_else(|| panic!("{}: no {key}", self.name));
-        assert_eq!(*d, dtype, "{}: {key}", self.name);
-        b
-    }
-    fn i64s(&self, key: &str) -> Vec<i64> {
-        self.bytes(key, safetensors::Dtype::I64)
-            .chunks_exact(8)
-            .map(|c| i64::from_le_bytes(c.try_into().expect("8 bytes")))
-            .collect()
-    }
-    fn f32s(&self, key: &str) -> Vec<f32> {
-        self.bytes(key, safetensors::Dtype::F32)
-            .chunks_exact(4)
-            .map(|c| f32::from_le_bytes(c.try_into().expect("4 bytes")))
-            .collect()
-    }
-    fn f64s(&self, key: &str) -> Vec<f64> {
-        self.bytes(key, safetensors::Dtype::F64)
-            .chunks_exact(8)
-            .map(|c| f64::from_le_bytes(c.try_into().expect("8 bytes")))
-            .collect()
-    }
-    fn json(&self, key: &str) -> Value {
-        serde_json::from_str(self.meta[key].as_str().expect("string")).expect("json metadata")
-    }
-}
-
-fn recorded() -> Vec<Recorded> {
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(fixtures().join("sglang"))
-        .expect("fixtures/sglang exists")
-        .map(|e| e.expect("entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "safetensors"))
-        .collect();
-    paths.sort();
+/// Every recorded file, with a floor on how many there are.
+fn recorded() -> Vec<Recording> {
+    let all = Recording::list(&fixtures().join("sglang")).expect("fixtures/sglang");
     assert!(
-        paths.len() >= 34,
+        all.len() >= 34,
         "expected the recorded files, found {}",
-        paths.len()
+        all.len()
     );
-    paths
-        .iter()
-        .map(|p| {
-            let data = std::fs::read(p).expect("read");
-            let (_, meta) = safetensors::SafeTensors::read_metadata(&data).expect("header");
-            let meta: Map<String, Value> = meta
-                .metadata()
-                .clone()
-                .unwrap_or_default()
-                .into_iter()
-                .map(|(k, v)| (k, Value::String(v)))
-                .collect();
-            let st = safetensors::SafeTensors::deserialize(&data).expect("safetensors");
-            let tensors = st
-                .tensors()
-                .into_iter()
-                .map(|(k, v)| (k, v.data().to_vec(), v.dtype()))
-                .collect();
-            Recorded {
-                name: p.file_name().expect("name").to_string_lossy().into_owned(),
-                meta,
-                tensors,
-            }
-        })
-        .collect()
-}
-
-/// FNV-1a 64 of the f32 bytes, as record.py hashes whole vectors.
-fn fnv1a64(values: &[f32]) -> String {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for v in values {
-        for b in v.to_le_bytes() {
-            h ^= u64::from(b);
-            h = h.wrapping_mul(0x0100_0000_01b3);
-        }
-    }
-    format!("{h:016x}")
+    all
 }
 
 #[test]
@@ -115,7 +37,10 @@ fn every_recorded_case_replays() {
         // Synthetic rows travel with their recording; the others come from
         // the fixture they name.
         let (raw, input_ids) = if source.starts_with("synthetic/") {
-            (rec.f32s("logits"), rec.i64s("input_ids"))
+            (
+                rec.f32s("logits").expect("recorded"),
+                rec.i64s("input_ids").expect("recorded"),
+            )
         } else {
             let f = Fixture::load(&fixtures().join(&source)).expect("source fixture");
             (f.logits, f.input_ids)
@@ -128,7 +53,12 @@ fn every_recorded_case_replays() {
         let context = Context::new(&input_ids, Some(prompt_len)).expect("context");
         let logits = Logits::from_f32(&raw);
         let vocab = raw.len();
-        for case in rec.json("cases").as_array().expect("cases") {
+        for case in rec
+            .meta_json("cases")
+            .expect("recorded")
+            .as_array()
+            .expect("cases")
+        {
             let name = case["name"].as_str().expect("name");
             let what = format!("{source} {name}");
             let mut params = case["params"].as_object().expect("params").clone();
@@ -201,9 +131,9 @@ fn every_recorded_case_replays() {
             assert_eq!(case["path"].as_str(), Some(path), "{what}: path");
             let kept = case["kept"].as_u64().expect("kept") as usize;
             assert_eq!(got.kept().len(), kept, "{what}: kept count");
-            let ids = rec.i64s(&format!("{name}.ids"));
-            let ws = rec.f32s(&format!("{name}.weights"));
-            let ps = rec.f64s(&format!("{name}.probs"));
+            let ids = rec.i64s(&format!("{name}.ids")).expect("recorded");
+            let ws = rec.f32s(&format!("{name}.weights")).expect("recorded");
+            let ps = rec.f64s(&format!("{name}.probs")).expect("recorded");
             if ids.len() == kept {
                 let mut want: Vec<usize> = ids.iter().map(|&i| i as usize).collect();
                 want.sort_unstable();

@@ -5,108 +5,24 @@ mod requests;
 
 use std::path::PathBuf;
 
+use parity_core::recording::{Recording, fnv1a64};
 use parity_core::{Context, Fixture, Logits, Semantics};
-use serde_json::{Map, Value};
+use serde_json::Value;
 use vllm_sampling::{Vllm, gumbel_argmax, kernel_seed};
 
 fn fixtures() -> PathBuf {
     parity_core::fixture::bundled_dir().expect("bundled fixtures")
 }
 
-struct Recorded {
-    name: String,
-    meta: Map<String, Value>,
-    tensors: Vec<(String, Vec<u8>, safetensors::Dtype)>,
-}
-
-impl Recorded {
-    fn tensor_i64(&self, key: &str) -> Vec<i64> {
-        let (_, b, d) = self
-            .tensors
-            .iter()
-            .find(|(k, ..)| k == key)
-            .unwrap_or_else(|| panic!("{}: no {key}", self.name));
-        assert_eq!(*d, safetensors::Dtype::I64);
-        b.chunks_exact(8)
-            .map(|c| i64::from_le_bytes(c.try_into().expect("8 bytes")))
-            .collect()
-    }
-    fn tensor_f32(&self, key: &str) -> Vec<f32> {
-        let (_, b, d) = self
-            .tensors
-            .iter()
-            .find(|(k, ..)| k == key)
-            .unwrap_or_else(|| panic!("{}: no {key}", self.name));
-        assert_eq!(*d, safetensors::Dtype::F32);
-        b.chunks_exact(4)
-            .map(|c| f32::from_le_bytes(c.try_into().expect("4 bytes")))
-            .collect()
-    }
-    fn tensor_f64(&self, key: &str) -> Vec<f64> {
-        let (_, b, d) = self
-            .tensors
-            .iter()
-            .find(|(k, ..)| k == key)
-            .unwrap_or_else(|| panic!("{}: no {key}", self.name));
-        assert_eq!(*d, safetensors::Dtype::F64);
-        b.chunks_exact(8)
-            .map(|c| f64::from_le_bytes(c.try_into().expect("8 bytes")))
-            .collect()
-    }
-    fn json(&self, key: &str) -> Value {
-        serde_json::from_str(self.meta[key].as_str().expect("string")).expect("json metadata")
-    }
-}
-
-fn recorded() -> Vec<Recorded> {
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(fixtures().join("vllm"))
-        .expect("fixtures/vllm exists")
-        .map(|e| e.expect("entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "safetensors"))
-        .collect();
-    paths.sort();
+/// Every recorded file, with a floor on how many there are.
+fn recorded() -> Vec<Recording> {
+    let all = Recording::list(&fixtures().join("vllm")).expect("fixtures/vllm");
     assert!(
-        paths.len() >= 20,
+        all.len() >= 20,
         "expected the recorded files, found {}",
-        paths.len()
+        all.len()
     );
-    paths
-        .iter()
-        .map(|p| {
-            let data = std::fs::read(p).expect("read");
-            let (_, meta) = safetensors::SafeTensors::read_metadata(&data).expect("header");
-            let meta: Map<String, Value> = meta
-                .metadata()
-                .clone()
-                .unwrap_or_default()
-                .into_iter()
-                .map(|(k, v)| (k, Value::String(v)))
-                .collect();
-            let st = safetensors::SafeTensors::deserialize(&data).expect("safetensors");
-            let tensors = st
-                .tensors()
-                .into_iter()
-                .map(|(k, v)| (k, v.data().to_vec(), v.dtype()))
-                .collect();
-            Recorded {
-                name: p.file_name().expect("name").to_string_lossy().into_owned(),
-                meta,
-                tensors,
-            }
-        })
-        .collect()
-}
-
-/// FNV-1a 64 of the f32 bytes, as record.py hashes the final logits.
-fn fnv1a64(values: &[f32]) -> String {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for v in values {
-        for b in v.to_le_bytes() {
-            h ^= u64::from(b);
-            h = h.wrapping_mul(0x0100_0000_01b3);
-        }
-    }
-    format!("{h:016x}")
+    all
 }
 
 #[test]
@@ -128,7 +44,12 @@ fn every_recorded_case_replays() {
         let logits = Logits::from_f32(&fixture.logits);
         let vocab = fixture.logits.len() as i64;
         let out_of_vocab = fixture.input_ids.iter().any(|&t| t < 0 || t >= vocab);
-        for case in rec.json("cases").as_array().expect("cases") {
+        for case in rec
+            .meta_json("cases")
+            .expect("recorded")
+            .as_array()
+            .expect("cases")
+        {
             let name = case["name"].as_str().expect("name");
             let what = format!("{source} {name}");
             let params = Vllm::AUTO
@@ -166,8 +87,8 @@ fn every_recorded_case_replays() {
                 case["finite"].as_u64().expect("finite"),
                 "{what}"
             );
-            let ids = rec.tensor_i64(&format!("{name}.ids"));
-            let fin = rec.tensor_f32(&format!("{name}.final"));
+            let ids = rec.i64s(&format!("{name}.ids")).expect("recorded");
+            let fin = rec.f32s(&format!("{name}.final")).expect("recorded");
             for (&i, &v) in ids.iter().zip(&fin) {
                 assert_eq!(
                     scores[i as usize].to_bits(),
@@ -180,7 +101,7 @@ fn every_recorded_case_replays() {
                 assert_eq!(got.kept(), &[g], "{what}: greedy token");
                 continue;
             }
-            let probs = rec.tensor_f64(&format!("{name}.probs"));
+            let probs = rec.f64s(&format!("{name}.probs")).expect("recorded");
             if ids.len() as u64 == case["finite"].as_u64().expect("finite") {
                 // Every finite final logit is stored: the tokens the kernel can
                 // draw are those whose exact probability is positive.
@@ -210,9 +131,9 @@ fn every_recorded_case_replays() {
                     got.probs()[i as usize]
                 );
             }
-            let seeds = rec.tensor_i64(&format!("{name}.draw_seeds"));
-            let kseeds = rec.tensor_i64(&format!("{name}.kernel_seeds"));
-            let tokens = rec.tensor_i64(&format!("{name}.draw_tokens"));
+            let seeds = rec.i64s(&format!("{name}.draw_seeds")).expect("recorded");
+            let kseeds = rec.i64s(&format!("{name}.kernel_seeds")).expect("recorded");
+            let tokens = rec.i64s(&format!("{name}.draw_tokens")).expect("recorded");
             for ((&s, &k), &t) in seeds.iter().zip(&kseeds).zip(&tokens) {
                 assert_eq!(
                     kernel_seed(s as u64, 0),
@@ -256,7 +177,12 @@ fn refused_params_give_vllms_own_message() {
         .find(|r| r.meta.contains_key("rejected"))
         .expect("a file with rejected params");
     let mut n = 0;
-    for r in rec.json("rejected").as_array().expect("list") {
+    for r in rec
+        .meta_json("rejected")
+        .expect("recorded")
+        .as_array()
+        .expect("list")
+    {
         let mut params = r["params"].as_object().expect("params").clone();
         for v in params.values_mut() {
             if let Some(s) = v.as_str() {
