@@ -2,6 +2,7 @@
 //! recorded by `scripts/reference/torch_draws.py` into `fixtures/torch/`:
 //! every recorded token must be reproduced exactly.
 
+use parity_core::recording::fnv1a64;
 use std::collections::HashMap;
 use std::path::PathBuf;
 
@@ -122,16 +123,6 @@ fn torch_probs(
 ) -> Vec<f32> {
     let out = process(&fx.logits, &fx.input_ids, params).expect("process");
     capability.softmax(&out.scores)
-}
-
-/// FNV-1a (64-bit) over the little-endian bytes of the f32 bit patterns, as
-/// `torch_draws.py` computes it over torch's probabilities.
-fn fnv1a64(probs: &[f32]) -> String {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in probs.iter().flat_map(|p| p.to_bits().to_le_bytes()) {
-        h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
-    }
-    format!("{h:016x}")
 }
 
 /// A `[3, V]` batch: one `exponential_` over the whole tensor in memory
