@@ -59,6 +59,13 @@ pub fn compare_dist(data: &[u8]) {
         for line in lines {
             let value: Value = serde_json::from_str(line)
                 .unwrap_or_else(|e| panic!("{semantics:?}: output is not JSON ({e}): {line}"));
+            // Every line fits the type docs/schema/dist-line.json is generated from.
+            if let Err(e) = serde_json::from_str::<
+                comparison::json_schema::Line<comparison::dist::Answer>,
+            >(line)
+            {
+                panic!("{semantics:?}: line does not fit its schema type ({e}): {line}");
+            }
             if let Some(message) = value.get("error") {
                 failed += 1;
                 let message = message.as_str().expect("error is a string");
