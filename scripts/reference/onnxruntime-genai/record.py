@@ -16,10 +16,12 @@ search-option set in CASES (plus EDGE_CASES on the edge fixtures), this script
     the repetition penalty reads, is the fixture's context), then
     set_logits(fixture logits) (which replaces the zero logits the model
     computed) and one generate_next_token(); the token is get_next_tokens()[0];
-  * for the cases with "steps" > 1, keeps the same generator and repeats
-    get_logits() (runs the zero model on the new token), set_logits(fixture
-    logits), generate_next_token(), so the repetition penalty also sees the
-    generated tokens and the RNG advances across steps;
+  * for the multi-step cases (MULTI, edge_multi), keeps the same generator
+    and repeats get_logits() (runs the zero model on the new token),
+    set_logits(that step's logits: the fixture's, or a one-hot row),
+    generate_next_token(), so the repetition penalty also sees the generated
+    tokens and the RNG state carries over; a draw stops early if the
+    generator is done (it drew the EOS id);
   * records a refused request (set_search_options, Generator(...) or
     generate_next_token raising) with the exception text verbatim.
 
@@ -125,7 +127,17 @@ MULTI: list[tuple[str, dict, list[str]]] = [
     ("p09_k0_4steps", {"do_sample": True, "top_k": 0, "top_p": 0.9}, ["fixture"] * 4),
     ("p09_k0_one_hot_then_fixture", {"do_sample": True, "top_k": 0, "top_p": 0.9},
      ["one_hot", "fixture", "one_hot", "fixture"]),
+    ("k40_one_hot_then_fixture", {"do_sample": True, "top_k": 40}, ["one_hot", "fixture", "one_hot", "fixture"]),
 ]
+
+
+def edge_multi(v: int) -> list[tuple[str, dict, list[str]]]:
+    """Multi-step cases for the small edge fixtures, where top_k 40 is refused."""
+    return [
+        ("rep13_kV_4steps", {"do_sample": True, "top_k": v, "repetition_penalty": 1.3}, ["fixture"] * 4),
+        ("kV_4steps", {"do_sample": True, "top_k": v}, ["fixture"] * 4),
+        ("kV_one_hot_then_fixture", {"do_sample": True, "top_k": v}, ["one_hot", "fixture", "one_hot", "fixture"]),
+    ]
 MULTI_SEEDS = SEEDS[:40] + SEEDS[-10:]
 
 
@@ -388,7 +400,8 @@ def record() -> list[str]:
                                         sort_keys=True, allow_nan=False))
             n = len(cases)
             if path.parent.name == "smollm2" or path.stem in ("rep_penalty_signs", "ties_3221"):
-                for name, search, plan in MULTI:
+                multi = MULTI + (edge_multi(len(logits)) if meta.get("kind") == "edge" else [])
+                for name, search, plan in multi:
                     lines.append(json.dumps(run_case(models, fixture, name, search, logits, input_ids,
                                                      plan), sort_keys=True, allow_nan=False))
                     n += 1
