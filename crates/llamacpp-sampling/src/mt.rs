@@ -13,7 +13,8 @@
 //!   calls the engine `k = max(1, ceil(bits / 32))` times and returns
 //!   `sum / 2^(32 k)` with `sum = x0 + x1 * 2^32 + …` accumulated in
 //!   `RealType`, replaced by `nextafter(1, 0)` if it rounds to 1. For `double`
-//!   (53 bits) that is two outputs per number, for `float` (24 bits) one.
+//!   (53 bits) that is two outputs per number
+//!   ([`parity_core::stl_random::canonical_f64`]), for `float` (24 bits) one.
 //!   `uniform_real_distribution(0, 1)` then returns `canonical * (1 - 0) + 0`,
 //!   the same number.
 
@@ -33,14 +34,11 @@ impl Mt19937 {
         self.0.next_u32()
     }
 
-    /// `std::uniform_real_distribution<double>(0.0, 1.0)(rng)`.
+    /// `std::uniform_real_distribution<double>(0.0, 1.0)(rng)`: libstdc++'s
+    /// `generate_canonical<double, 53>` ([`parity_core::stl_random`], shared
+    /// with ONNX Runtime GenAI's `discrete_distribution`).
     pub(crate) fn uniform_f64(&mut self) -> f64 {
-        let x0 = f64::from(self.next_u32());
-        let x1 = f64::from(self.next_u32());
-        // sum = 0 + x0 * 1; sum += x1 * 2^32 (rounded once, in double).
-        let sum = x0 + x1 * 4_294_967_296.0;
-        let r = sum / 18_446_744_073_709_551_616.0;
-        if r >= 1.0 { 1.0f64.next_down() } else { r }
+        parity_core::stl_random::canonical_f64(&mut self.0)
     }
 
     /// `std::uniform_real_distribution<float>(0.0f, 1.0f)(rng)`.

@@ -1,0 +1,280 @@
+//! ONNX Runtime GenAI's next-token sampling (CPU), as a
+//! [`parity_core::Semantics`] named `onnxruntime-genai`.
+//!
+//! # Reference
+//!
+//! The PyPI wheel `onnxruntime-genai==0.18.0` (CPU) is what the recorded
+//! cases come from (`scripts/reference/onnxruntime-genai/`, fixtures in
+//! `fixtures/onnxruntime-genai/`); the source was read at
+//! microsoft/onnxruntime-genai a0c04eb13 (2026-08-22, 0.16.0-dev), the
+//! newest commit the project can fetch: src/config.h (`struct Search`
+//! defaults), src/config.cpp (`Search_Element`, `SafeDoubleToInt`),
+//! src/generators.cpp (`InitializeSamplingMethod`, `CreateRandomGenerator`),
+//! src/standard_decoding_strategy.cpp, src/search.cpp and
+//! src/sampling_distribution.h (see [`sampler`]).
+//!
+//! # What it computes
+//!
+//! 1. The repetition penalty (transformers' rule, each id of the whole
+//!    sequence once) and the no-repeat n-gram ban.
+//! 2. Greedy — the first index of the maximum — when `do_sample` is false
+//!    (the default), `top_k` is 1 or `temperature` is 0.
+//! 3. Otherwise, with top-k when `top_k` > 1: exactly k by
+//!    `std::partial_sort`, softmax at T over them, then (for 0 < top_p < 1)
+//!    the shortest prefix whose float32 running sum reaches top_p, then
+//!    renormalised. With `top_k` 0: the nucleus over the whole vocabulary
+//!    found by `FindNucleus`, which stops at a tail bound instead of the
+//!    full partition function (above 64 tokens it may keep a few more than
+//!    the exact nucleus) — and with the default `top_p` 0 that nucleus is
+//!    one token (microsoft/onnxruntime-genai #1237).
+//! 4. The draw: `std::discrete_distribution<int>` over the kept
+//!    probabilities on the generator's `std::mt19937(random_seed)`; the
+//!    distribution reported is the share of `[0, 1)` it maps to each token.
+//!
+//! # Hand-written replicas
+//!
+//! The float32 steps in the engine's order, libstdc++'s `partial_sort`
+//! ([`parity_core::stl`]) and `discrete_distribution`
+//! ([`parity_core::stl_random`]) on `std::mt19937`
+//! ([`parity_core::mt19937`]): which of several tied tokens survives and
+//! which token a seed draws depend on them.
+#![deny(missing_docs)]
+
+mod params;
+mod sampler;
+mod seed;
+
+use parity_core::{
+    Against, Context, Described, Distribution, Error, Explanation, Fix, Info, Logits, Precision,
+    Route, Semantics,
+};
+use serde_json::{Map, Value, json};
+
+pub use params::SearchParams;
+
+/// The label of the one way a user sets the search options.
+pub(crate) const ROUTE: &str = "search options (genai_config.json \"search\" / set_search_options)";
+
+/// ONNX Runtime GenAI's CPU sampling step.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct OrtGenAi;
+
+static INFO: Info = Info {
+    name: "onnxruntime-genai",
+    engine: "ONNX Runtime GenAI 0.18.0 (CPU; source read at a0c04eb13)",
+    summary: "greedy unless do_sample; top_k 50 by std::partial_sort (exactly k), softmax at T, top-p inside the top-k; top_k 0 = a bounded nucleus (top_p 0 by default: one token); std::discrete_distribution on std::mt19937",
+    verified_against: "the real onnxruntime-genai 0.18.0 wheel through Generator.set_logits on every SmolLM2 and edge fixture (fixtures/onnxruntime-genai): seeded draws token for token, refused options",
+    params: SearchParams::PARAMS,
+};
+
+/// The step's outcome for a record. The sequence holds int32 ids; ids
+/// outside the vocabulary are skipped by the penalties, as the engine does.
+fn step(logits: &Logits, context: &Context<'_>, p: &SearchParams) -> Result<sampler::Step, Error> {
+    let x = logits.to_f32()?;
+    parity_core::ensure!(!x.is_empty(), "`logits` is empty");
+    let ids = context
+        .input_ids()
+        .iter()
+        .enumerate()
+        .map(|(i, &t)| {
+            i32::try_from(t).map_err(|_| {
+                Error::new(format_args!(
+                    "`input_ids[{i}]` = {t} is not an int32: ONNX Runtime GenAI's sequence holds int32 token ids"
+                ))
+            })
+        })
+        .collect::<Result<Vec<i32>, Error>>()?;
+    sampler::run(&x, &ids, p)
+}
+
+/// The kept ids in the engine's order and their float32 probabilities.
+pub type Categorical = (Vec<i32>, Vec<f32>);
+
+/// What ONNX Runtime GenAI hands `std::discrete_distribution` on this step:
+/// the kept ids in the engine's order and their float32 probabilities, or
+/// `None` when it takes the argmax. Bit for bit what the recorded wheel
+/// and its unmodified sampling code give (`tests/it/recorded.rs`).
+pub fn categorical_input(
+    logits: &Logits,
+    context: &Context<'_>,
+    params: &SearchParams,
+) -> Result<Option<Categorical>, Error> {
+    Ok(match step(logits, context, params)?.outcome {
+        sampler::Outcome::Greedy(_) => None,
+        sampler::Outcome::Sampled { indices, probs } => Some((indices, probs)),
+    })
+}
+
+impl Semantics for OrtGenAi {
+    type Params = SearchParams;
+
+    fn info(&self) -> &'static Info {
+        &INFO
+    }
+
+    fn parse_params(&self, params: &Map<String, Value>) -> Result<SearchParams, Error> {
+        params::parse(params)
+    }
+
+    fn distribution(
+        &self,
+        logits: &Logits,
+        context: &Context<'_>,
+        params: &SearchParams,
+    ) -> Result<Distribution, Error> {
+        let s = step(logits, context, params)?;
+        let n = logits.len();
+        let mut dist = Distribution::new(s.outcome.probabilities(n)?, Precision::F32);
+        if let Some(k) = params.draws {
+            dist = dist.with_tokens(s.outcome.draws(params.random_seed as u32, k));
+        }
+        if let Some(p) = s.penalised {
+            dist = dist.with_penalised(p);
+        }
+        Ok(dist)
+    }
+
+    fn from_generate(&self, kwargs: &Map<String, Value>) -> Option<Result<SearchParams, Error>> {
+        search_for_generate(kwargs).map(|m| params::parse(&m))
+    }
+
+    fn seed(&self) -> &'static [parity_core::RouteSeed] {
+        seed::SEED
+    }
+
+    /// ONNX Runtime GenAI has no HTTP server of its own: what a user sets
+    /// is the search options, in the model's `genai_config.json` or with
+    /// `set_search_options`. The fields of the body that are search
+    /// options are read as such; the rest are not search options.
+    fn from_request(
+        &self,
+        request: &Map<String, Value>,
+        _generation_config: Option<&Map<String, Value>>,
+    ) -> Vec<Route<SearchParams>> {
+        let own = |k: &str| SearchParams::FIELDS.contains(&k) && k != "draws";
+        let body: Map<String, Value> = request
+            .iter()
+            .filter(|(k, _)| own(k))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        let mut route = Route::new(ROUTE, params::parse(&body)).ignoring_all_but(request, own);
+        if !request.contains_key("do_sample") {
+            route = route.note("do_sample false (the default): the argmax, whatever temperature, top_k and top_p say");
+        }
+        if request.contains_key("seed") {
+            route = route.note("the seed is `random_seed`; `seed` is not a search option (set_search_options refuses it)");
+        }
+        vec![route]
+    }
+
+    fn describe(&self, params: &SearchParams) -> Option<Described> {
+        Some(Described::Fields(parity_core::params::non_default(params)))
+    }
+
+    fn explain(&self, row: &Against<'_>, params: &SearchParams) -> Explanation {
+        explain(row, params)
+    }
+}
+
+/// Generate kwargs that have no search option, with a value that acts.
+const NOT_EXPRESSIBLE: &[(&str, f64)] = &[
+    ("min_p", 0.0),
+    ("typical_p", 1.0),
+    ("epsilon_cutoff", 0.0),
+    ("eta_cutoff", 0.0),
+];
+
+/// The search options a user porting `generate(**kwargs)` writes by
+/// reading the kwargs literally (same names; `None` when a kwarg has no
+/// search option and acts).
+fn search_for_generate(kwargs: &Map<String, Value>) -> Option<Map<String, Value>> {
+    for (key, off) in NOT_EXPRESSIBLE {
+        if let Some(v) = kwargs.get(*key).and_then(Value::as_f64)
+            && v != *off
+        {
+            return None;
+        }
+    }
+    let mut out = Map::new();
+    for key in [
+        "do_sample",
+        "top_k",
+        "top_p",
+        "temperature",
+        "repetition_penalty",
+        "no_repeat_ngram_size",
+    ] {
+        if let Some(v) = kwargs.get(key).filter(|v| !v.is_null()) {
+            out.insert(key.into(), v.clone());
+        }
+    }
+    Some(out)
+}
+
+fn kw_f64(kwargs: &Map<String, Value>, key: &str) -> Option<f64> {
+    kwargs.get(key).and_then(Value::as_f64)
+}
+
+fn explain(row: &Against<'_>, p: &SearchParams) -> Explanation {
+    let kw = row.kwargs;
+    let sample = kw
+        .get("do_sample")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    let n = row.logits.len();
+    let mut reasons = Vec::new();
+    let mut fix = None;
+    if sample && p.do_sample && p.temperature != 0.0 && p.top_k == 0 && p.top_p <= 0.0 {
+        reasons.push(
+            "top_k 0 with top_p 0 (its default): ONNX Runtime GenAI samples the nucleus of mass 0, one token, where transformers samples the whole vocabulary (microsoft/onnxruntime-genai #1237)"
+                .to_string(),
+        );
+    }
+    if sample && p.do_sample && p.top_k == 0 && p.top_p >= 1.0 {
+        reasons.push(format!(
+            "top_k 0 with top_p {}: the nucleus search compares float32 sums, so it can stop before the tail (transformers keeps every token)",
+            p.top_p
+        ));
+    }
+    if sample && p.do_sample && p.top_k > 1 && (p.top_k as usize) < n {
+        let k = p.top_k as usize;
+        let mut sorted: Vec<f32> = row.logits.to_vec();
+        sorted.sort_by(|a, b| b.total_cmp(a));
+        if sorted[k - 1] == sorted[k] {
+            reasons.push(format!(
+                "top_k keeps exactly {k}: the logits tie at the k-th value and std::partial_sort decides which survive (transformers keeps every tied token)"
+            ));
+        }
+    }
+    if sample && p.do_sample && p.top_k == 0 && p.top_p > 0.0 && p.top_p < 1.0 && n > 64 {
+        reasons.push(
+            "top_k 0: the nucleus is found with a tail bound, not the full softmax, and may keep a few more tokens than transformers' top-p"
+                .to_string(),
+        );
+    }
+    // The fix for the top_k 0 trap: every token in a top-k of the whole
+    // vocabulary, softmax over all of them.
+    if sample && kw_f64(kw, "top_k") == Some(0.0) {
+        let mut params = search_for_generate(kw).unwrap_or_default();
+        params.insert("top_k".into(), json!(n));
+        let top_p = kw_f64(kw, "top_p").unwrap_or(1.0);
+        if top_p >= 1.0 {
+            params.remove("top_p");
+        }
+        fix = Some(Fix {
+            text: "set top_k to the vocabulary size: the top-k path sorts every token and computes the full softmax".into(),
+            params,
+        });
+    }
+    Explanation { reasons, fix }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn listed_defaults_are_the_parsers() {
+        parity_core::params::defaults_agree(&OrtGenAi).unwrap();
+    }
+}
