@@ -26,6 +26,7 @@ pub fn all(generation_config: Option<&GenerationConfig>) -> Vec<Box<dyn AnySeman
         Box::new(candle_adapter::Candle::EXACT),
         Box::new(spec_sampler::Spec),
         Box::new(llamacpp_sampling::LlamaCpp),
+        Box::new(llamacpp_sampling::LlamaCppPython),
         Box::new(llamacpp_sampling::Ollama::default()),
         Box::new(ollama_sampling::OllamaGo::default()),
         Box::new(mlx_sampling::OllamaMlx::default()),
@@ -36,6 +37,7 @@ pub fn all(generation_config: Option<&GenerationConfig>) -> Vec<Box<dyn AnySeman
         },
         Box::new(mistralrs_sampling::MistralRs),
         Box::new(mlx_sampling::MlxLm),
+        Box::new(onnxruntime_genai_sampling::OrtGenAi),
         Box::new(tutorial_sampling::Tutorial),
     ]
 }

@@ -47,6 +47,7 @@ mod mt;
 pub mod ollama;
 mod params;
 pub mod port;
+mod python;
 mod seed;
 mod served;
 pub mod translate;
@@ -62,6 +63,7 @@ pub use defaults::ServerDefaults;
 pub use ollama::Ollama;
 pub use params::ServerParams;
 pub use port::LlamaCppPort;
+pub use python::PythonParams;
 pub use served::LlamaServer;
 
 /// llama.cpp's sampler chain as llama-server runs it.
@@ -253,4 +255,66 @@ fn explain(row: &Against<'_>, p: &ServerParams) -> Explanation {
         params,
     });
     Explanation { reasons, fix }
+}
+
+/// llama-cpp-python 0.3.36's `Llama.create_completion` and its server
+/// ([`python`]).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LlamaCppPython;
+
+static PYTHON_INFO: Info = Info {
+    name: "llama-cpp-python",
+    engine: "llama-cpp-python 0.3.36 (llama.cpp 0c1e57098), Llama.create_completion and llama_cpp.server",
+    summary: "llama.cpp's samplers in llama-cpp-python's own chain: logit_bias, penalties over the last 64 generated tokens only, then greedy (T = 0), dist (T < 0) or top_k 40, typical, top_p 0.95, min_p 0.05, temperature, dist; the server adds repeat_penalty 1.1",
+    verified_against: "the real chain llama-cpp-python 0.3.36's _init_sampler builds, applied to every SmolLM2 and edge fixture (fixtures/llama-cpp-python): kept sets, probabilities and seeded draws",
+    params: PythonParams::PARAMS,
+};
+
+impl Semantics for LlamaCppPython {
+    type Params = PythonParams;
+
+    fn info(&self) -> &'static Info {
+        &PYTHON_INFO
+    }
+
+    fn parse_params(&self, params: &Map<String, Value>) -> Result<PythonParams, Error> {
+        python::parse(params)
+    }
+
+    fn distribution(
+        &self,
+        logits: &Logits,
+        context: &Context<'_>,
+        params: &PythonParams,
+    ) -> Result<Distribution, Error> {
+        python::distribution(params, logits, context)
+    }
+
+    /// The `create_completion` call a user porting `generate(**kwargs)`
+    /// writes: the same names (`repetition_penalty` as `repeat_penalty`),
+    /// greedy as `temperature` 0; the rest keeps the Python API's defaults.
+    fn from_generate(&self, kwargs: &Map<String, Value>) -> Option<Result<PythonParams, Error>> {
+        let request = request_for_generate(kwargs)?;
+        Some(python::parse(&request))
+    }
+
+    fn seed(&self) -> &'static [parity_core::RouteSeed] {
+        seed::LLAMA_CPP_PYTHON
+    }
+
+    fn from_request(
+        &self,
+        request: &Map<String, Value>,
+        _generation_config: Option<&Map<String, Value>>,
+    ) -> Vec<Route<PythonParams>> {
+        python::routes(request)
+    }
+
+    fn describe(&self, params: &PythonParams) -> Option<Described> {
+        Some(Described::Fields(parity_core::params::non_default(params)))
+    }
+
+    fn explain(&self, row: &Against<'_>, params: &PythonParams) -> Explanation {
+        python::explain(row, params)
+    }
 }

@@ -64,3 +64,32 @@ pub(crate) const OLLAMA: &[RouteSeed] = &[
     ollama("Ollama /v1/chat/completions"),
     ollama("Ollama /v1/completions"),
 ];
+
+const PYTHON_VERSIONS: &str = "llama-cpp-python 0.3.36";
+const PYTHON_SOURCE: &str = "llama_cpp/llama.py:1387-1390 (seed given: set_seed(seed); none: \
+                             set_seed(random.Random(self._seed).randint(0, 2**32))), :316 \
+                             (Llama(seed=...): seed or LLAMA_DEFAULT_SEED), :762/:789 (add_dist(self._seed))";
+const PYTHON_NOTE: &str = "a fresh server process derives the same seed sequence (random.Random of its \
+                           start seed, then of each derived seed), so its first unseeded answers repeat \
+                           across restarts (abetlen/llama-cpp-python #1809); seed -1 reaches dist as \
+                           4294967295, a random seed; params llama_seed replays the derivation";
+
+const fn python(endpoint: &'static str) -> RouteSeed {
+    RouteSeed {
+        endpoint,
+        setup: "",
+        given: SeedRule::PerRequest,
+        absent: SeedRule::FixedAtStart {
+            value: "random.Random(4294967295).randint(0, 2**32)",
+        },
+        versions: PYTHON_VERSIONS,
+        source: PYTHON_SOURCE,
+        note: PYTHON_NOTE,
+    }
+}
+
+/// llama_cpp.server's two routes (names as in `python::routes`).
+pub(crate) const LLAMA_CPP_PYTHON: &[RouteSeed] = &[
+    python("llama_cpp.server /v1/completions"),
+    python("llama_cpp.server /v1/chat/completions"),
+];

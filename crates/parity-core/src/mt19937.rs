@@ -45,6 +45,44 @@ impl Mt19937 {
         Self { state, next: N }
     }
 
+    /// The engine seeded with a key (`init_by_array` of mt19937ar.c, which
+    /// CPython's `random.seed(int)` uses).
+    pub fn from_key(key: &[u32]) -> Self {
+        let mut mt = Self::new(19_650_218);
+        let s = &mut mt.state;
+        let (mut i, mut j) = (1usize, 0usize);
+        let len = key.len().max(1);
+        let word = |j: usize| key.get(j).copied().unwrap_or(0);
+        for _ in 0..N.max(len) {
+            let prev = s[i - 1];
+            s[i] = (s[i] ^ (prev ^ (prev >> 30)).wrapping_mul(1_664_525))
+                .wrapping_add(word(j))
+                .wrapping_add(j as u32);
+            i += 1;
+            j += 1;
+            if i >= N {
+                s[0] = s[N - 1];
+                i = 1;
+            }
+            if j >= len {
+                j = 0;
+            }
+        }
+        for _ in 0..N - 1 {
+            let prev = s[i - 1];
+            s[i] =
+                (s[i] ^ (prev ^ (prev >> 30)).wrapping_mul(1_566_083_941)).wrapping_sub(i as u32);
+            i += 1;
+            if i >= N {
+                s[0] = s[N - 1];
+                i = 1;
+            }
+        }
+        s[0] = 0x8000_0000;
+        mt.next = N;
+        mt
+    }
+
     fn twist(&mut self) {
         let s = &mut self.state;
         for i in 0..N {

@@ -127,7 +127,8 @@ fn strings(v: &Value) -> Vec<&str> {
 /// and mlx-lm differ by TV 0.055 on the cells and about 3522 draws would
 /// tell them apart, so mlx-lm is only "consistent with". Where every
 /// candidate keeps only listed tokens (T 0.7 + min_p 0.1) the cells fix the
-/// distributions and llama.cpp and mlx-lm explain, the rest ruled out.
+/// distributions and llama.cpp, llama-cpp-python (the same samplers, no
+/// generated tokens for its window) and mlx-lm explain, the rest ruled out.
 #[test]
 fn the_mlx_recording_says_what_its_truncated_list_cannot_tell_apart() {
     let doc = replay("mlx.json");
@@ -136,7 +137,13 @@ fn the_mlx_recording_says_what_its_truncated_list_cannot_tell_apart() {
     let t07 = probe_of(&doc, r#"{"temperature":0.7}"#);
     assert!(t07["tail_cell"].as_bool().expect("tail_cell"), "{t07}");
     assert_eq!(strings(&t07["explained_by"]), Vec::<&str>::new(), "{t07}");
-    assert_eq!(strings(&t07["consistent_with"]), ["llama.cpp"], "{t07}");
+    // llama-cpp-python's server is llama.cpp's samplers too; with no
+    // generated tokens its window and repeat_penalty 1.1 do not act.
+    assert_eq!(
+        strings(&t07["consistent_with"]),
+        ["llama.cpp", "llama-cpp-python"],
+        "{t07}"
+    );
     let not_ruled_out = strings(&t07["not_ruled_out"]);
     for label in [
         "hf-rust (transformers generate(**request))",
@@ -175,9 +182,15 @@ fn the_mlx_recording_says_what_its_truncated_list_cannot_tell_apart() {
     assert_eq!(top_p["draws_needed"], 3522, "{top_p}");
     let top_k = probe_of(&doc, r#"{"temperature":1.0,"top_k":20}"#);
     assert_eq!(strings(&top_k["explained_by"]), Vec::<&str>::new());
-    assert_eq!(strings(&top_k["consistent_with"]), ["llama.cpp", "mlx-lm"]);
+    assert_eq!(
+        strings(&top_k["consistent_with"]),
+        ["llama.cpp", "llama-cpp-python", "mlx-lm"]
+    );
     let min_p = probe_of(&doc, r#"{"min_p":0.1,"temperature":0.7}"#);
-    assert_eq!(strings(&min_p["explained_by"]), ["llama.cpp", "mlx-lm"]);
+    assert_eq!(
+        strings(&min_p["explained_by"]),
+        ["llama.cpp", "llama-cpp-python", "mlx-lm"]
+    );
     assert_eq!(
         verdicts(&doc, r#"{"min_p":0.1,"temperature":0.7}"#, "vllm", ""),
         ["ruled out"]
@@ -196,7 +209,10 @@ fn the_mlx_recordings_text_says_consistent_with_not_explained_by() {
         .find(|s| s.starts_with(r#"{"temperature":0.7}"#))
         .expect("T 0.7");
     assert!(t07.contains("  explained by: no candidate alone"), "{t07}");
-    assert!(t07.contains("  consistent with: llama.cpp\n"), "{t07}");
+    assert!(
+        t07.contains("  consistent with: llama.cpp, llama-cpp-python\n"),
+        "{t07}"
+    );
     assert!(
         t07.contains("  not ruled out: hf-rust (transformers generate(**request))"),
         "{t07}"

@@ -6,4 +6,5 @@ mod defaults;
 mod errors;
 mod explain;
 mod ollama;
+mod python;
 mod recorded;

@@ -1,0 +1,435 @@
+//! llama-cpp-python 0.3.36's own sampling: llama.cpp's samplers, chained and
+//! fed by its Python layer, as the semantics `llama-cpp-python`.
+//!
+//! Rules, from the sdist's llama_cpp/llama.py at 0.3.36 (the same sdist
+//! whose vendored llama.cpp 0c1e57098 the `llama.cpp` semantics runs):
+//!
+//! * `_init_sampler` builds one chain per `generate` call: the logits
+//!   processors (`logit_bias` is one, added by `_create_completion`) as a
+//!   custom sampler, then `penalties` with the window
+//!   `last_n_tokens_size` (the `Llama(...)` argument, 64), then: `greedy`
+//!   when `temp == 0`; `dist` alone when `temp < 0`; otherwise `top_k`,
+//!   `typical`, `top_p`, `min_p` (each with `min_keep` 1), `temp`, `dist`.
+//!   No DRY, XTC, top-n-σ or dynamic temperature.
+//! * `sample` calls `llama_sampler_sample`, which accepts only the token it
+//!   sampled: the prompt is never accepted, so the penalties see the
+//!   **generated tokens only** (the last `last_n_tokens_size` of them) —
+//!   llama-server accepts the prompt too. Here that is
+//!   `input_ids[prompt_len..]`: a record without `prompt_len` has no
+//!   generated tokens, so no penalty acts.
+//! * `logit_bias` (`{int(k): float(v)}`) sets `scores[id] = bias + scores[id]`
+//!   in float32 (NumPy 2's rule for a Python float with a float32); a
+//!   negative id counts from the end, as Python indexing does, and an id
+//!   outside the vocabulary raises inside the ctypes callback, which
+//!   ctypes reports and ignores, so then no bias applies at all.
+//! * The seed (`_create_completion`): `seed` given → `set_seed(seed)`; no
+//!   seed → `set_seed(random.Random(self._seed).randint(0, 2**32))`, where
+//!   `self._seed` is `Llama(seed=...)`'s value (`seed or
+//!   LLAMA_DEFAULT_SEED`: 0 and the default both mean 4294967295) or the
+//!   seed the previous completion set. `dist` gets it through ctypes as a
+//!   `uint32_t` (modulo 2^32); 4294967295 (e.g. `seed=-1`) makes llama.cpp
+//!   pick a random seed.
+//!
+//! The server (llama_cpp/server/types.py, app.py) has other defaults:
+//! `repeat_penalty` 1.1, `max_tokens` 16 on `/v1/completions`; see
+//! [`routes`].
+
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::{Map, Value};
+
+use parity_core::params::{Null, from_map, python_int};
+use parity_core::python_random::PyRandom;
+use parity_core::{Context, Distribution, Error, Logits, Precision, Route};
+
+use crate::chain::{Candidates, PenaltyCounts, Sampler, XtcBranch};
+use crate::engine::outcome;
+
+/// `LLAMA_DEFAULT_SEED`.
+const DEFAULT_SEED: u64 = 0xFFFF_FFFF;
+
+/// The most draws one request may ask to replay.
+const MAX_DRAWS: u64 = 10_000_000;
+
+parity_core::params! {
+    /// `Llama.create_completion`'s sampling arguments (its defaults), plus
+    /// the two `Llama(...)` arguments that decide the window and the seed.
+    #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+    #[serde(default, deny_unknown_fields)]
+    pub struct PythonParams {
+        /// `temperature`: 0 is greedy, below 0 samples the untruncated
+        /// softmax, above 0 is applied after top-k/typical/top-p/min-p.
+        pub temperature: f32 = 0.8 => "0 = greedy; < 0 = dist alone (no truncation); applied last",
+        /// `top_k` (≤ 0 off).
+        pub top_k: i32 = 40 => "<= 0 off; exactly k by llama.cpp's sort",
+        /// `top_p`.
+        pub top_p: f32 = 0.95 => "min_keep 1",
+        /// `min_p`.
+        pub min_p: f32 = 0.05 => "min_keep 1",
+        /// `typical_p`.
+        pub typical_p: f32 = 1.0 => "min_keep 1",
+        /// `repeat_penalty`: 1.0 in the Python API (the server's default is
+        /// 1.1).
+        pub repeat_penalty: f32 = 1.0
+            => "over the generated tokens only (the server defaults to 1.1)",
+        /// `frequency_penalty`.
+        pub frequency_penalty: f32 = 0.0 => "over the generated tokens only",
+        /// `presence_penalty`.
+        pub presence_penalty: f32 = 0.0 => "over the generated tokens only",
+        /// `mirostat_mode`: only 0 (mirostat replaces the chain).
+        pub mirostat_mode: i32 = 0 => "only 0 (mirostat is not reproduced)",
+        /// `logit_bias`: `{token id: bias}`.
+        #[serde(deserialize_with = "bias_in")]
+        pub logit_bias: Vec<(i64, f64)> => "{\"id\": bias}; any id out of range drops every bias",
+        /// `seed`: given, it seeds `dist` (modulo 2^32; -1 is random); unset,
+        /// one is derived from the `Llama` object's seed.
+        pub seed: Option<i64>
+            => "null = random.Random(llama_seed).randint(0, 2**32); -1 = random",
+        /// The `Llama` object's seed when the call starts (`Llama(seed=...)`,
+        /// where 0 and unset are 4294967295; after a completion without a
+        /// seed, the seed it derived). Only read when `seed` is unset.
+        pub llama_seed: i64 = 4_294_967_295
+            => "Llama(seed=...) (0 = 4294967295; random.Random takes its abs), or the seed the last unseeded call derived",
+        /// `Llama(last_n_tokens_size=...)`: the penalty window.
+        pub last_n_tokens_size: i32 = 64 => "the penalty window over generated tokens",
+        /// How many successive draws to replay on these logits (this
+        /// crate's; each takes one `dist` number from the chain's
+        /// `std::mt19937`).
+        pub draws: Option<u64> => "draws replayed from the chain's std::mt19937 (this crate's)",
+    }
+}
+
+fn bias_in<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<(i64, f64)>, D::Error> {
+    let map = Map::<String, Value>::deserialize(d)?;
+    let mut out: Vec<(i64, f64)> = Vec::new();
+    for (k, v) in map {
+        // `int(k)` (Python) then `float(v)`; later keys win, as in a dict.
+        let id = python_int(&k).ok_or_else(|| {
+            serde::de::Error::custom(format_args!(
+                "key {k:?} is not an integer: llama-cpp-python's int(k) raises ValueError"
+            ))
+        })?;
+        let bias = v.as_f64().ok_or_else(|| {
+            serde::de::Error::custom(format_args!(
+                "bias {v} for {k:?} is not a number: float(v) raises"
+            ))
+        })?;
+        out.retain(|&(i, _)| i != id);
+        out.push((id, bias));
+    }
+    Ok(out)
+}
+
+impl PythonParams {
+    /// The seed `dist` gets (as `uint32_t`), `None` when llama.cpp draws a
+    /// random one.
+    pub fn chain_seed(&self) -> Option<u32> {
+        let s = match self.seed {
+            Some(s) => s.rem_euclid(1 << 32) as u64,
+            None => {
+                // random.seed(n) seeds with abs(n) (Modules/_randommodule.c).
+                let start = if self.llama_seed == 0 {
+                    DEFAULT_SEED
+                } else {
+                    self.llama_seed.unsigned_abs()
+                };
+                (PyRandom::new(u128::from(start)).randint(0, 1 << 32) % (1 << 32)) as u64
+            }
+        };
+        (s != DEFAULT_SEED).then_some(s as u32)
+    }
+}
+
+/// Reads the arguments.
+pub(crate) fn parse(params: &Map<String, Value>) -> Result<PythonParams, Error> {
+    let p: PythonParams = from_map(
+        params,
+        "llama-cpp-python",
+        PythonParams::FIELDS,
+        Null::Unset,
+    )?;
+    parity_core::ensure!(
+        p.mirostat_mode == 0,
+        "`mirostat_mode` = {}: mirostat replaces the sampler chain and is not reproduced",
+        p.mirostat_mode
+    );
+    if let Some(n) = p.draws {
+        parity_core::ensure!(
+            n <= MAX_DRAWS,
+            "`draws` = {n}: at most {MAX_DRAWS} draws are replayed"
+        );
+    }
+    Ok(p)
+}
+
+/// What the chain does on these logits: `None` for the argmax (`greedy`),
+/// else the chain without its final `dist`.
+fn chain(
+    p: &PythonParams,
+    logits: &[f32],
+    generated: &[i32],
+) -> Result<Option<Vec<Sampler>>, Error> {
+    // llama_sampler_init_penalties checks nothing (src/llama-sampler.cpp);
+    // only common_sampler_init, which llama-server uses, refuses a penalty <= 0.
+    let n = logits.len() as i64;
+    let mut out = Vec::new();
+    // The logit_bias processor: all or nothing (an IndexError drops it).
+    if !p.logit_bias.is_empty() && p.logit_bias.iter().all(|&(id, _)| -n <= id && id < n) {
+        let biases = p
+            .logit_bias
+            .iter()
+            .map(|&(id, b)| ((if id < 0 { id + n } else { id }) as i32, b as f32))
+            .collect();
+        out.push(Sampler::LogitBias(biases));
+    }
+    let last_n = p.last_n_tokens_size.max(0) as usize;
+    let neutral =
+        p.repeat_penalty == 1.0 && p.frequency_penalty == 0.0 && p.presence_penalty == 0.0;
+    if last_n != 0 && !neutral {
+        out.push(Sampler::Penalties {
+            counts: PenaltyCounts::new(generated, last_n),
+            repeat: p.repeat_penalty,
+            freq: p.frequency_penalty,
+            present: p.presence_penalty,
+        });
+    }
+    if p.temperature == 0.0 {
+        return Ok(None);
+    }
+    if p.temperature > 0.0 {
+        if p.top_k > 0 {
+            out.push(Sampler::TopK(p.top_k));
+        }
+        if p.typical_p < 1.0 {
+            out.push(Sampler::Typical {
+                p: p.typical_p,
+                min_keep: 1,
+            });
+        }
+        if p.top_p < 1.0 {
+            out.push(Sampler::TopP {
+                p: p.top_p,
+                min_keep: 1,
+            });
+        }
+        if p.min_p > 0.0 {
+            out.push(Sampler::MinP {
+                p: p.min_p,
+                min_keep: 1,
+            });
+        }
+        if p.temperature != 1.0 {
+            out.push(Sampler::TempExt {
+                temp: p.temperature,
+                delta: 0.0,
+                exponent: 1.0,
+            });
+        }
+    }
+    Ok(Some(out))
+}
+
+/// The distribution, with the draws and the penalised logits.
+pub(crate) fn distribution(
+    p: &PythonParams,
+    logits: &Logits,
+    context: &Context<'_>,
+) -> Result<Distribution, Error> {
+    let x = logits.to_f32()?;
+    parity_core::ensure!(!x.is_empty(), "`logits` is empty");
+    let n_vocab = x.len();
+    for (i, &t) in context.prompt().iter().enumerate() {
+        parity_core::ensure!(
+            t >= 0 && (t as u64) < n_vocab as u64,
+            "`input_ids[{i}]` = {t} is not a token id of this {n_vocab}-token vocabulary: llama.cpp's decode refuses the prompt"
+        );
+    }
+    // Accepted ids the vocabulary does not hold count in the window but
+    // match no candidate, as in llama.cpp's penalties.
+    let offset = context.prompt_len();
+    let generated: Vec<i32> = context
+        .generated()
+        .iter()
+        .enumerate()
+        .map(|(i, &t)| {
+            i32::try_from(t).map_err(|_| {
+                Error::new(format_args!(
+                    "`input_ids[{}]` = {t} is not a llama_token (int32)",
+                    offset + i
+                ))
+            })
+        })
+        .collect::<Result<_, _>>()?;
+    let samplers = chain(p, &x, &generated)?;
+    let pre = |chain: &[Sampler]| {
+        let mut cur = Candidates::from_logits(&x);
+        for s in chain
+            .iter()
+            .filter(|s| matches!(s, Sampler::LogitBias(_) | Sampler::Penalties { .. }))
+        {
+            s.apply(&mut cur, XtcBranch::Skipped);
+        }
+        cur
+    };
+    let (mut dist, tokens) = match &samplers {
+        None => {
+            // greedy: the first maximum of the penalised array (id order)
+            let all: Vec<Sampler> = chain(
+                &PythonParams {
+                    temperature: 1.0,
+                    ..p.clone()
+                },
+                &x,
+                &generated,
+            )?
+            .unwrap_or_default();
+            let cur = pre(&all);
+            let mut best = 0;
+            for i in 1..cur.data.len() {
+                if cur.data[i].logit > cur.data[best].logit {
+                    best = i;
+                }
+            }
+            let token = cur.data[best].id as usize;
+            (
+                Distribution::one_hot(n_vocab, token, Precision::F32),
+                p.draws.map(|k| vec![token as i64; k as usize]),
+            )
+        }
+        Some(c) => {
+            let out = outcome(c, &x);
+            let tokens = match p.draws {
+                None => None,
+                Some(k) => {
+                    let seed = p.chain_seed().ok_or_else(|| {
+                        Error::new("`draws` needs a seed: this one is 4294967295 (LLAMA_DEFAULT_SEED), for which llama.cpp picks a random seed")
+                    })?;
+                    Some(out.draws(seed, k as usize))
+                }
+            };
+            (out.distribution(n_vocab), tokens)
+        }
+    };
+    if let Some(t) = tokens {
+        dist = dist.with_tokens(t);
+    }
+    let all = samplers.clone().unwrap_or_default();
+    if all.iter().any(|s| matches!(s, Sampler::Penalties { .. })) {
+        dist = dist.with_penalised(pre(&all).data.iter().map(|t| t.logit).collect());
+    }
+    Ok(dist)
+}
+
+/// llama_cpp.server's request fields that sample (types.py
+/// `CreateCompletionRequest` / `CreateChatCompletionRequest` at 0.3.36), with
+/// the server's defaults; `create_completion` gets them as keyword
+/// arguments (app.py: `body.model_dump(exclude={"n", "best_of",
+/// "logit_bias_type", "user", "min_tokens"})`).
+const SERVER_FIELDS: &[&str] = &[
+    "temperature",
+    "top_p",
+    "min_p",
+    "top_k",
+    "repeat_penalty",
+    "presence_penalty",
+    "frequency_penalty",
+    "mirostat_mode",
+    "logit_bias",
+    "seed",
+];
+
+/// The server's defaults where they differ from `create_completion`'s.
+fn server_defaults() -> Map<String, Value> {
+    let mut m = Map::new();
+    m.insert("repeat_penalty".into(), Value::from(1.1));
+    m
+}
+
+/// llama_cpp.server's two routes: the same fields and defaults on
+/// `/v1/completions` and `/v1/chat/completions` (the chat handler formats
+/// the prompt and calls `create_completion` with them); `typical_p` and
+/// other fields it does not declare are ignored (pydantic drops them).
+pub(crate) fn routes(request: &Map<String, Value>) -> Vec<Route<PythonParams>> {
+    let own = |k: &str| SERVER_FIELDS.contains(&k);
+    ["llama_cpp.server /v1/completions", "llama_cpp.server /v1/chat/completions"]
+        .into_iter()
+        .map(|endpoint| {
+            let mut body = server_defaults();
+            for (k, v) in request {
+                if own(k) && !v.is_null() {
+                    body.insert(k.clone(), v.clone());
+                }
+            }
+            let mut route = Route::new(endpoint, parse(&body)).ignoring_all_but(request, own);
+            if !request.contains_key("repeat_penalty") {
+                route = route.note("repeat_penalty 1.1 (the server's default; the Python API's is 1.0), over generated tokens only");
+            }
+            if request.get("seed").is_none_or(Value::is_null) {
+                route = route.note("no seed: random.Random(the server Llama's seed).randint(0, 2**32), the same sequence of seeds in every fresh server process");
+            }
+            route
+        })
+        .collect()
+}
+
+/// Why llama-cpp-python differs from transformers on a row, in words.
+pub(crate) fn explain(
+    row: &parity_core::Against<'_>,
+    p: &PythonParams,
+) -> parity_core::Explanation {
+    let kw = row.kwargs;
+    let sample = kw
+        .get("do_sample")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    let mut reasons = Vec::new();
+    if sample && p.temperature > 0.0 {
+        let filters = p.top_p < 1.0 || p.min_p > 0.0 || p.typical_p < 1.0;
+        if p.temperature != 1.0 && filters {
+            reasons.push(format!(
+                "temperature {} is applied last: top-p/min-p/typical see the untempered distribution (transformers applies temperature first)",
+                p.temperature
+            ));
+        }
+        let mut added = Vec::new();
+        if !kw.contains_key("top_k") && p.top_k > 0 {
+            added.push(format!("top_k {} (transformers: 50)", p.top_k));
+        }
+        if !kw.contains_key("top_p") && p.top_p < 1.0 {
+            added.push(format!("top_p {}", p.top_p));
+        }
+        if !kw.contains_key("min_p") && p.min_p > 0.0 {
+            added.push(format!("min_p {}", p.min_p));
+        }
+        if !kw.contains_key("temperature") && p.temperature != 1.0 {
+            added.push(format!("temperature {} (transformers: 1)", p.temperature));
+        }
+        if !added.is_empty() {
+            reasons.push(format!(
+                "arguments the call leaves out get create_completion's defaults: {}",
+                added.join(", ")
+            ));
+        }
+        if p.top_k > 0 {
+            let k = p.top_k as usize;
+            let mut sorted: Vec<f32> = row.logits.to_vec();
+            sorted.sort_by(|a, b| b.total_cmp(a));
+            if k < sorted.len() && sorted[k - 1] == sorted[k] {
+                reasons.push(format!(
+                    "top_k keeps exactly {k}: the logits tie at the k-th value and llama.cpp cuts the tie by its sort order (transformers keeps every tied token)"
+                ));
+            }
+        }
+    }
+    let penalised =
+        p.repeat_penalty != 1.0 || p.frequency_penalty != 0.0 || p.presence_penalty != 0.0;
+    let n = row.context.input_ids().len();
+    let generated = row.context.generated().len();
+    let window = (p.last_n_tokens_size.max(0) as usize).min(generated);
+    if penalised && window < n {
+        reasons.push(format!(
+            "the penalties see only the last {} generated tokens ({window} here): llama-cpp-python never accepts the prompt into its chain, transformers penalises all {n} ids",
+            p.last_n_tokens_size
+        ));
+    }
+    parity_core::Explanation { reasons, fix: None }
+}
