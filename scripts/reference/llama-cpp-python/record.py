@@ -764,8 +764,11 @@ def server_request_cases(server: Server) -> list[dict]:
         for name, body in bodies:
             res = server.resolve(route, body)
             prefix = "completions" if route == "/v1/completions" else "chat"
-            case = {"name": f"{prefix}_{name}", "kind": "server_request", "route": route,
-                    "body": body, "status": res["status"]}
+            case = {"name": f"{prefix}_{name}", "kind": "server_request", "route": route, "body": body}
+            if "init" not in res:
+                # a body that reached _init_sampler was answered by the recorder's own
+                # interruption: only a real refusal has a status worth recording
+                case["status"] = res["status"]
             calls = dict(res["calls"])
             if route == "/v1/completions" and "__call__" in calls:
                 case["kwargs"] = calls["__call__"]
