@@ -311,7 +311,7 @@ impl Semantics for LlamaCppPython {
     }
 
     fn describe(&self, params: &PythonParams) -> Option<Described> {
-        Some(Described::Fields(parity_core::params::non_default(params)))
+        Some(Described::Fields(params.describe()))
     }
 
     fn explain(&self, row: &Against<'_>, params: &PythonParams) -> Explanation {

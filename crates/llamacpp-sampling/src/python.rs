@@ -87,7 +87,7 @@ parity_core::params! {
         /// The `Llama` object's seed when the call starts (`Llama(seed=...)`,
         /// where 0 and unset are 4294967295; after a completion without a
         /// seed, the seed it derived). Only read when `seed` is unset.
-        pub llama_seed: i64 = 4_294_967_295
+        pub llama_seed: i64 ["4294967295"] = 4_294_967_295
             => "Llama(seed=...) (0 = 4294967295; random.Random takes its abs), or the seed the last unseeded call derived",
         /// `Llama(last_n_tokens_size=...)`: the penalty window.
         pub last_n_tokens_size: i32 = 64 => "the penalty window over generated tokens",
@@ -319,12 +319,87 @@ pub(crate) fn distribution(
     Ok(dist)
 }
 
-/// llama_cpp.server's request fields that sample (types.py
-/// `CreateCompletionRequest` / `CreateChatCompletionRequest` at 0.3.36), with
-/// the server's defaults; `create_completion` gets them as keyword
-/// arguments (app.py: `body.model_dump(exclude={"n", "best_of",
-/// "logit_bias_type", "user", "min_tokens"})`).
-const SERVER_FIELDS: &[&str] = &[
+/// Which of llama_cpp.server's two request models.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ServerRoute {
+    /// `CreateCompletionRequest`.
+    Completions,
+    /// `CreateChatCompletionRequest`.
+    Chat,
+}
+
+impl ServerRoute {
+    fn endpoint(self) -> &'static str {
+        match self {
+            ServerRoute::Completions => "llama_cpp.server /v1/completions",
+            ServerRoute::Chat => "llama_cpp.server /v1/chat/completions",
+        }
+    }
+}
+
+/// A number as pydantic v2 reads it in lax mode: a JSON number or a string
+/// holding one (`"0.7"`); anything else is `float_parsing`.
+fn lax_float(v: &Value) -> Option<f64> {
+    match v {
+        Value::Number(n) => n.as_f64(),
+        Value::String(s) => s.trim().parse::<f64>().ok().filter(|x| x.is_finite()),
+        _ => None,
+    }
+}
+
+/// An integer as pydantic v2 reads it in lax mode: an integer, a float
+/// with no fractional part (`40.0`), or a string of digits (`"7"`).
+fn lax_int(v: &Value) -> Result<i64, &'static str> {
+    match v {
+        Value::Number(n) => match (n.as_i64(), n.as_f64()) {
+            (Some(i), _) => Ok(i),
+            (None, Some(x)) if x.fract() == 0.0 && x.abs() < 9.2e18 => Ok(x as i64),
+            (None, Some(_)) => Err(
+                "int_from_float: Input should be a valid integer, got a number with a fractional part",
+            ),
+            _ => Err("int_parsing: Input should be a valid integer"),
+        },
+        Value::String(s) => python_int(s).ok_or(
+            "int_parsing: Input should be a valid integer, unable to parse string as an integer",
+        ),
+        _ => Err("int_type: Input should be a valid integer"),
+    }
+}
+
+/// One bounded field of the request models (server/types.py at 0.3.36):
+/// its name, whether it is an integer, its bounds, and its default.
+struct Field {
+    name: &'static str,
+    int: bool,
+    ge: Option<f64>,
+    le: Option<f64>,
+}
+
+const fn field(name: &'static str, int: bool, ge: Option<f64>, le: Option<f64>) -> Field {
+    Field { name, int, ge, le }
+}
+
+/// The sampling fields both request models declare, with their pydantic
+/// bounds (server/types.py:25-101), and `max_tokens`/`min_tokens`, which
+/// are checked though they do not sample.
+const FIELDS: &[Field] = &[
+    field("temperature", false, None, None),
+    field("top_p", false, Some(0.0), Some(1.0)),
+    field("min_p", false, Some(0.0), Some(1.0)),
+    field("top_k", true, Some(0.0), None),
+    field("repeat_penalty", false, Some(0.0), None),
+    field("presence_penalty", false, Some(-2.0), Some(2.0)),
+    field("frequency_penalty", false, Some(-2.0), Some(2.0)),
+    field("mirostat_mode", true, Some(0.0), Some(2.0)),
+    field("mirostat_tau", false, Some(0.0), Some(10.0)),
+    field("mirostat_eta", false, Some(0.001), Some(1.0)),
+    field("seed", true, None, None),
+    field("min_tokens", true, Some(0.0), None),
+];
+
+/// The fields of a body the server reads into `create_completion`'s
+/// sampling arguments.
+const SAMPLING: &[&str] = &[
     "temperature",
     "top_p",
     "min_p",
@@ -333,40 +408,230 @@ const SERVER_FIELDS: &[&str] = &[
     "presence_penalty",
     "frequency_penalty",
     "mirostat_mode",
+    "mirostat_tau",
+    "mirostat_eta",
     "logit_bias",
+    "logit_bias_type",
     "seed",
+    "min_tokens",
 ];
 
-/// The server's defaults where they differ from `create_completion`'s.
-fn server_defaults() -> Map<String, Value> {
-    let mut m = Map::new();
-    m.insert("repeat_penalty".into(), Value::from(1.1));
-    m
-}
-
-/// llama_cpp.server's two routes: the same fields and defaults on
-/// `/v1/completions` and `/v1/chat/completions` (the chat handler formats
-/// the prompt and calls `create_completion` with them); `typical_p` and
-/// other fields it does not declare are ignored (pydantic drops them).
-pub(crate) fn routes(request: &Map<String, Value>) -> Vec<Route<PythonParams>> {
-    let own = |k: &str| SERVER_FIELDS.contains(&k);
-    ["llama_cpp.server /v1/completions", "llama_cpp.server /v1/chat/completions"]
-        .into_iter()
-        .map(|endpoint| {
-            let mut body = server_defaults();
-            for (k, v) in request {
-                if own(k) && !v.is_null() {
-                    body.insert(k.clone(), v.clone());
+/// The server's answer to a body: the `create_completion` arguments, or
+/// the validation error pydantic raises (the first field it names).
+fn server_params(route: ServerRoute, body: &Map<String, Value>) -> Result<PythonParams, Error> {
+    let refuse = |field: &str, v: &Value, why: &str| {
+        Err(Error::new(format_args!(
+            "`{field}` = {v}: llama_cpp.server refuses the request ({why})"
+        )))
+    };
+    let mut args = Map::new();
+    args.insert("repeat_penalty".into(), Value::from(1.1));
+    for f in FIELDS {
+        let Some(v) = body.get(f.name) else { continue };
+        if v.is_null() {
+            match f.name {
+                "seed" => continue,
+                "presence_penalty" | "frequency_penalty" => {
+                    return Err(Error::new(format_args!(
+                        "`{}` = null: llama_cpp.server passes None on to llama_sampler_init_penalties, which ctypes refuses (a 500)",
+                        f.name
+                    )));
+                }
+                _ => return refuse(f.name, v, "a number is required"),
+            }
+        }
+        let x = if f.int {
+            match lax_int(v) {
+                Ok(i) => i as f64,
+                Err(why) => return refuse(f.name, v, why),
+            }
+        } else {
+            match lax_float(v) {
+                Some(x) => x,
+                None => return refuse(f.name, v, "float_parsing: Input should be a valid number"),
+            }
+        };
+        if let Some(ge) = f.ge
+            && x < ge
+        {
+            return refuse(
+                f.name,
+                v,
+                &format!("greater_than_equal: Input should be greater than or equal to {ge}"),
+            );
+        }
+        if let Some(le) = f.le
+            && x > le
+        {
+            return refuse(
+                f.name,
+                v,
+                &format!("less_than_equal: Input should be less than or equal to {le}"),
+            );
+        }
+        match f.name {
+            "mirostat_tau" | "mirostat_eta" => {}
+            "min_tokens" if x > 0.0 => {
+                return Err(Error::new(format_args!(
+                    "`min_tokens` = {v}: its MinTokensLogitsProcessor needs the model's EOS id; not reproduced"
+                )));
+            }
+            "min_tokens" => {}
+            _ if f.int => {
+                args.insert(f.name.into(), Value::from(x as i64));
+            }
+            _ => {
+                args.insert(f.name.into(), Value::from(x));
+            }
+        }
+    }
+    // max_tokens: ge 0 on /v1/completions, unbounded on chat (types.py:118-120, 213-216)
+    if let Some(v) = body.get("max_tokens").filter(|v| !v.is_null()) {
+        match lax_int(v) {
+            Ok(i) if i < 0 && route == ServerRoute::Completions => {
+                return refuse(
+                    "max_tokens",
+                    v,
+                    "greater_than_equal: Input should be greater than or equal to 0",
+                );
+            }
+            Ok(_) => {}
+            Err(why) => return refuse("max_tokens", v, why),
+        }
+    }
+    // logprobs: an int >= 0 on /v1/completions, a bool on chat (types.py:131-135, 217-220)
+    if let Some(v) = body.get("logprobs").filter(|v| !v.is_null()) {
+        match route {
+            ServerRoute::Completions => match lax_int(v) {
+                Ok(i) if i < 0 => {
+                    return refuse(
+                        "logprobs",
+                        v,
+                        "greater_than_equal: Input should be greater than or equal to 0",
+                    );
+                }
+                Ok(_) => {}
+                Err(why) => return refuse("logprobs", v, why),
+            },
+            ServerRoute::Chat => {
+                let ok = match v {
+                    Value::Bool(_) => true,
+                    Value::Number(n) => n.as_f64().is_some_and(|x| x == 0.0 || x == 1.0),
+                    Value::String(t) => matches!(
+                        t.to_ascii_lowercase().as_str(),
+                        "0" | "1"
+                            | "true"
+                            | "false"
+                            | "t"
+                            | "f"
+                            | "yes"
+                            | "no"
+                            | "y"
+                            | "n"
+                            | "on"
+                            | "off"
+                    ),
+                    _ => false,
+                };
+                if !ok {
+                    return refuse(
+                        "logprobs",
+                        v,
+                        "bool_parsing: Input should be a valid boolean, unable to interpret input",
+                    );
                 }
             }
-            let mut route = Route::new(endpoint, parse(&body)).ignoring_all_but(request, own);
+        }
+    }
+    // chat messages: one of the message models by role (llama_types.py)
+    if route == ServerRoute::Chat
+        && let Some(Value::Array(messages)) = body.get("messages")
+    {
+        for (i, m) in messages.iter().enumerate() {
+            let role = m.get("role").and_then(Value::as_str);
+            let known = match role {
+                Some("system" | "user" | "assistant") => true,
+                Some("tool") => m.get("tool_call_id").is_some(),
+                Some("function") => m.get("name").is_some(),
+                _ => false,
+            };
+            if !known {
+                return Err(Error::new(format_args!(
+                    "`messages[{i}].role` = {}: llama_cpp.server refuses the request (literal_error: no message model takes it)",
+                    m.get("role").unwrap_or(&Value::Null)
+                )));
+            }
+        }
+    }
+    match body.get("logit_bias_type") {
+        None | Some(Value::Null) => {}
+        Some(Value::String(t)) if t == "input_ids" => {}
+        Some(v @ Value::String(t)) if t == "tokens" => {
+            return Err(Error::new(format_args!(
+                "`logit_bias_type` = {v}: the keys are tokenized with the model's tokenizer; not reproduced"
+            )));
+        }
+        Some(v) => {
+            return refuse(
+                "logit_bias_type",
+                v,
+                "literal_error: Input should be 'input_ids' or 'tokens'",
+            );
+        }
+    }
+    match body.get("logit_bias") {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(m)) => {
+            let mut out = Map::new();
+            for (k, b) in m {
+                match lax_float(b) {
+                    Some(b) => {
+                        out.insert(k.clone(), Value::from(b));
+                    }
+                    None => {
+                        return refuse(
+                            "logit_bias",
+                            b,
+                            "float_parsing: Input should be a valid number",
+                        );
+                    }
+                }
+            }
+            args.insert("logit_bias".into(), Value::Object(out));
+        }
+        Some(v) => {
+            return refuse(
+                "logit_bias",
+                v,
+                "dict_type: Input should be a valid dictionary",
+            );
+        }
+    }
+    parse(&args)
+}
+
+/// llama_cpp.server's two routes (server/app.py:303-357, 408-526): each
+/// body's sampling fields validated by its request model (pydantic, lax:
+/// numeric strings and integral floats pass, bounds are refused), the
+/// server's defaults filled in (`repeat_penalty` 1.1), everything the
+/// models do not declare (`typical_p`, `tfs_z`, …) ignored, and the result
+/// passed to `create_completion` as keyword arguments. The chat handler
+/// formats the prompt and calls `create_completion` with the same ones.
+pub(crate) fn routes(request: &Map<String, Value>) -> Vec<Route<PythonParams>> {
+    let own = |k: &str| SAMPLING.contains(&k);
+    [ServerRoute::Completions, ServerRoute::Chat]
+        .into_iter()
+        .map(|route| {
+            let mut r = Route::new(route.endpoint(), server_params(route, request))
+                .ignoring_all_but(request, own);
             if !request.contains_key("repeat_penalty") {
-                route = route.note("repeat_penalty 1.1 (the server's default; the Python API's is 1.0), over generated tokens only");
+                r = r.note("repeat_penalty 1.1: the server's default (the Python API's is 1.0)");
             }
+            r = r.note("the penalties see only the last 64 generated tokens: the prompt is never accepted into the chain (llama-server's window includes it)");
             if request.get("seed").is_none_or(Value::is_null) {
-                route = route.note("no seed: random.Random(the server Llama's seed).randint(0, 2**32), the same sequence of seeds in every fresh server process");
+                r = r.note("no seed: random.Random(the server Llama's seed).randint(0, 2**32), the same sequence of seeds in every fresh server process");
             }
-            route
+            r
         })
         .collect()
 }
@@ -432,4 +697,28 @@ pub(crate) fn explain(
         ));
     }
     parity_core::Explanation { reasons, fix: None }
+}
+
+impl PythonParams {
+    /// The fields that differ from `create_completion`'s defaults, floats
+    /// as their shortest float32 text.
+    pub fn describe(&self) -> Map<String, Value> {
+        let mut m = parity_core::params::non_default(self);
+        for (k, v) in m.iter_mut() {
+            let float = matches!(
+                k.as_str(),
+                "temperature"
+                    | "top_p"
+                    | "min_p"
+                    | "typical_p"
+                    | "repeat_penalty"
+                    | "frequency_penalty"
+                    | "presence_penalty"
+            );
+            if float && let Some(x) = v.as_f64() {
+                *v = parity_core::jsonl::f32_value(x as f32);
+            }
+        }
+        m
+    }
 }

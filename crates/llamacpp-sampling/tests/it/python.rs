@@ -311,3 +311,125 @@ fn every_recorded_seed_derivation_replays() {
     }
     assert!(n >= 18, "{n} seed derivations");
 }
+
+/// The route's params for a recorded server request, or its error.
+fn route_params(case: &Value) -> Result<PythonParams, String> {
+    let endpoint = format!(
+        "llama_cpp.server {}",
+        case["route"].as_str().expect("route")
+    );
+    let body = match &case["body"] {
+        Value::Object(m) => m.clone(),
+        _ => return Err("not an object".into()),
+    };
+    let routes = LlamaCppPython.from_request(&body, None);
+    let route = routes
+        .into_iter()
+        .find(|r| r.endpoint == endpoint)
+        .expect("the route is modelled");
+    route.params.map_err(|e| e.to_string())
+}
+
+#[test]
+fn every_recorded_server_request_resolves_as_the_server_did() {
+    let (_, cases) = load();
+    let mut n = 0;
+    let mut failed = Vec::new();
+    for c in cases.iter().filter(|c| c["kind"] == "server_request") {
+        let name = c["name"].as_str().unwrap_or("?");
+        let got = route_params(c);
+        let kw = &c["init_sampler_kwargs"];
+        n += 1;
+        if kw.is_null() {
+            if got.is_ok() {
+                failed.push(format!(
+                    "{name}: accepted; the server answered {}",
+                    c["error"]
+                ));
+            }
+            continue;
+        }
+        let p = match got {
+            Ok(p) => p,
+            // accepted by the server, refused here as not reproduced
+            Err(e) if e.contains("not reproduced") => continue,
+            Err(e) => {
+                failed.push(format!("{name}: {e}"));
+                continue;
+            }
+        };
+        let want = |k: &str| kw[k].as_f64().expect(k) as f32;
+        let same = p.temperature == want("temp")
+            && p.top_k as f32 == want("top_k")
+            && p.top_p == want("top_p")
+            && p.min_p == want("min_p")
+            && p.typical_p == want("typical_p")
+            && p.repeat_penalty == want("repeat_penalty")
+            && p.frequency_penalty == want("frequency_penalty")
+            && p.presence_penalty == want("presence_penalty");
+        if !same {
+            failed.push(format!("{name}: {p:?} vs {kw}"));
+        }
+        // a given seed is the chain's (init_sampler_seed is the Llama's
+        // stored seed, set from the request)
+        if let Some(s) = c["body"].get("seed").filter(|s| !s.is_null())
+            && lax_seed(s) != c["init_sampler_seed"].as_i64()
+        {
+            failed.push(format!("{name}: seed {s} read as {:?}", p.seed));
+        }
+    }
+    assert!(failed.is_empty(), "{failed:#?}");
+    assert!(n > 50, "{n} server requests");
+}
+
+fn lax_seed(s: &Value) -> Option<i64> {
+    s.as_i64()
+        .or_else(|| s.as_str().and_then(|t| t.parse().ok()))
+}
+
+#[test]
+fn listed_defaults_are_the_parsers() {
+    parity_core::params::defaults_agree(&LlamaCppPython).unwrap();
+}
+
+/// Hostile params are refused naming the field, never a panic or a
+/// silently wrong number (docs/robustness.md).
+#[test]
+fn hostile_params_are_refused_by_name() {
+    let logits = Logits::from_f32(&[3.0, 2.0, 2.0, 1.0]);
+    let run = |params: Value| -> Result<parity_core::Distribution, String> {
+        let ids = [0i64, 1];
+        let ctx = Context::new(&ids, Some(1)).map_err(|e| e.to_string())?;
+        let p = LlamaCppPython
+            .parse_params(params.as_object().expect("object"))
+            .map_err(|e| e.to_string())?;
+        LlamaCppPython
+            .distribution(&logits, &ctx, &p)
+            .map_err(|e| e.to_string())
+    };
+    let err = run(json!({"temprature": 0.7})).unwrap_err();
+    assert!(err.contains("unknown field `temprature`"), "{err}");
+    let err = run(json!({"mirostat_mode": 2})).unwrap_err();
+    assert!(err.contains("not reproduced"), "{err}");
+    let err = run(json!({"logit_bias": {"x": 1.0}})).unwrap_err();
+    assert!(err.contains("int(k) raises"), "{err}");
+    let err = run(json!({"draws": 5, "seed": -1})).unwrap_err();
+    assert!(err.contains("random seed"), "{err}");
+    let err = run(json!({"draws": u64::MAX, "seed": 1})).unwrap_err();
+    assert!(err.contains("at most"), "{err}");
+    // an id outside the vocabulary in a bias drops every bias, as the
+    // ctypes callback's IndexError does
+    let with = run(json!({"logit_bias": {"0": -100, "9": 5.0}, "temperature": 1.0, "top_k": 0, "top_p": 1.0, "min_p": 0.0})).unwrap();
+    let without = run(json!({"temperature": 1.0, "top_k": 0, "top_p": 1.0, "min_p": 0.0})).unwrap();
+    assert_eq!(with.probs(), without.probs());
+    // the prompt is never penalised: only the generated id 1 is
+    let d = run(
+        json!({"repeat_penalty": 2.0, "temperature": 1.0, "top_k": 0, "top_p": 1.0, "min_p": 0.0}),
+    )
+    .unwrap();
+    assert!(
+        d.probs()[0] > d.probs()[1] && d.probs()[2] > d.probs()[1],
+        "{:?}",
+        d.probs()
+    );
+}
