@@ -202,43 +202,19 @@ fn explain(row: &Against<'_>, p: &ServerParams) -> Explanation {
             )
         })
     });
-    if sample && p.temp > 0.0 && p.temp != 1.0 && filters_active && temp_last {
-        reasons.push(format!(
-            "temperature {} is applied last: top-p/min-p/typical see the untempered distribution (transformers applies temperature first)",
-            p.temp
-        ));
-    }
-    if sample {
-        let mut added = Vec::new();
-        if !kw.contains_key("top_k") && p.top_k > 0 {
-            added.push(format!("top_k {} (transformers: 50)", p.top_k));
-        }
-        if !kw.contains_key("top_p") && p.top_p < 1.0 {
-            added.push(format!("top_p {}", p.top_p));
-        }
-        if !kw.contains_key("min_p") && p.min_p > 0.0 {
-            added.push(format!("min_p {}", p.min_p));
-        }
-        if !kw.contains_key("temperature") && p.temp != 1.0 {
-            added.push(format!("temperature {} (transformers: 1)", p.temp));
-        }
-        if !added.is_empty() {
-            reasons.push(format!(
-                "fields the request leaves out get the engine's defaults: {}",
-                added.join(", ")
-            ));
-        }
-    }
-    if p.top_k > 0 {
-        let k = p.top_k as usize;
-        let mut sorted: Vec<f32> = row.logits.to_vec();
-        sorted.sort_by(|a, b| b.total_cmp(a));
-        if k < sorted.len() && sorted[k - 1] == sorted[k] {
-            reasons.push(format!(
-                "top_k keeps exactly {k}: the logits tie at the k-th value and llama.cpp cuts the tie by its sort order (transformers keeps every tied token)"
-            ));
-        }
-    }
+    reasons.extend(chain_reasons(
+        row,
+        &ChainSetting {
+            sample,
+            temp: p.temp,
+            top_k: p.top_k,
+            top_p: p.top_p,
+            min_p: p.min_p,
+            temp_last_acts: sample && p.temp > 0.0 && filters_active && temp_last,
+            ties_checked: true,
+            left_out: "fields the request leaves out get the engine's defaults",
+        },
+    ));
     let rep = kw_f64(kw, "repetition_penalty").unwrap_or(1.0);
     let n = row.context.input_ids().len();
     if rep != 1.0 && p.penalty_last_n >= 0 && (p.penalty_last_n as usize) < n {
@@ -317,4 +293,63 @@ impl Semantics for LlamaCppPython {
     fn explain(&self, row: &Against<'_>, params: &PythonParams) -> Explanation {
         python::explain(row, params)
     }
+}
+
+/// What a llama.cpp chain was set up with, for [`chain_reasons`].
+pub(crate) struct ChainSetting {
+    /// transformers samples (`do_sample`).
+    pub(crate) sample: bool,
+    pub(crate) temp: f32,
+    pub(crate) top_k: i32,
+    pub(crate) top_p: f32,
+    pub(crate) min_p: f32,
+    /// Temperature comes after top-p/min-p/typical and they act.
+    pub(crate) temp_last_acts: bool,
+    /// Whether top-k runs (to look for a tie at its cut).
+    pub(crate) ties_checked: bool,
+    /// How the engine's defaults reach absent fields, in words.
+    pub(crate) left_out: &'static str,
+}
+
+/// The reasons every chain of llama.cpp's samplers differs from
+/// transformers for: temperature last, defaults for absent fields, exactly
+/// k kept on a tie.
+pub(crate) fn chain_reasons(row: &Against<'_>, c: &ChainSetting) -> Vec<String> {
+    let kw = row.kwargs;
+    let mut reasons = Vec::new();
+    if c.temp_last_acts && c.temp != 1.0 {
+        reasons.push(format!(
+            "temperature {} is applied last: top-p/min-p/typical see the untempered distribution (transformers applies temperature first)",
+            c.temp
+        ));
+    }
+    if c.sample {
+        let mut added = Vec::new();
+        if !kw.contains_key("top_k") && c.top_k > 0 {
+            added.push(format!("top_k {} (transformers: 50)", c.top_k));
+        }
+        if !kw.contains_key("top_p") && c.top_p < 1.0 {
+            added.push(format!("top_p {}", c.top_p));
+        }
+        if !kw.contains_key("min_p") && c.min_p > 0.0 {
+            added.push(format!("min_p {}", c.min_p));
+        }
+        if !kw.contains_key("temperature") && c.temp != 1.0 {
+            added.push(format!("temperature {} (transformers: 1)", c.temp));
+        }
+        if !added.is_empty() {
+            reasons.push(format!("{}: {}", c.left_out, added.join(", ")));
+        }
+    }
+    if c.ties_checked && c.top_k > 0 {
+        let k = c.top_k as usize;
+        let mut sorted: Vec<f32> = row.logits.to_vec();
+        sorted.sort_by(|a, b| b.total_cmp(a));
+        if k < sorted.len() && sorted[k - 1] == sorted[k] {
+            reasons.push(format!(
+                "top_k keeps exactly {k}: the logits tie at the k-th value and llama.cpp cuts the tie by its sort order (transformers keeps every tied token)"
+            ));
+        }
+    }
+    reasons
 }

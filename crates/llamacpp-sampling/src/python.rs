@@ -646,45 +646,20 @@ pub(crate) fn explain(
         .get("do_sample")
         .and_then(Value::as_bool)
         .unwrap_or(false);
-    let mut reasons = Vec::new();
-    if sample && p.temperature > 0.0 {
-        let filters = p.top_p < 1.0 || p.min_p > 0.0 || p.typical_p < 1.0;
-        if p.temperature != 1.0 && filters {
-            reasons.push(format!(
-                "temperature {} is applied last: top-p/min-p/typical see the untempered distribution (transformers applies temperature first)",
-                p.temperature
-            ));
-        }
-        let mut added = Vec::new();
-        if !kw.contains_key("top_k") && p.top_k > 0 {
-            added.push(format!("top_k {} (transformers: 50)", p.top_k));
-        }
-        if !kw.contains_key("top_p") && p.top_p < 1.0 {
-            added.push(format!("top_p {}", p.top_p));
-        }
-        if !kw.contains_key("min_p") && p.min_p > 0.0 {
-            added.push(format!("min_p {}", p.min_p));
-        }
-        if !kw.contains_key("temperature") && p.temperature != 1.0 {
-            added.push(format!("temperature {} (transformers: 1)", p.temperature));
-        }
-        if !added.is_empty() {
-            reasons.push(format!(
-                "arguments the call leaves out get create_completion's defaults: {}",
-                added.join(", ")
-            ));
-        }
-        if p.top_k > 0 {
-            let k = p.top_k as usize;
-            let mut sorted: Vec<f32> = row.logits.to_vec();
-            sorted.sort_by(|a, b| b.total_cmp(a));
-            if k < sorted.len() && sorted[k - 1] == sorted[k] {
-                reasons.push(format!(
-                    "top_k keeps exactly {k}: the logits tie at the k-th value and llama.cpp cuts the tie by its sort order (transformers keeps every tied token)"
-                ));
-            }
-        }
-    }
+    let filters = p.top_p < 1.0 || p.min_p > 0.0 || p.typical_p < 1.0;
+    let mut reasons = crate::chain_reasons(
+        row,
+        &crate::ChainSetting {
+            sample: sample && p.temperature > 0.0,
+            temp: p.temperature,
+            top_k: p.top_k,
+            top_p: p.top_p,
+            min_p: p.min_p,
+            temp_last_acts: sample && p.temperature > 0.0 && filters,
+            ties_checked: sample && p.temperature > 0.0,
+            left_out: "arguments the call leaves out get create_completion's defaults",
+        },
+    );
     let penalised =
         p.repeat_penalty != 1.0 || p.frequency_penalty != 0.0 || p.presence_penalty != 0.0;
     let n = row.context.input_ids().len();
