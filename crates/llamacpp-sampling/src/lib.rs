@@ -274,6 +274,14 @@ impl Semantics for LlamaCppPython {
         Some(python::parse(&request))
     }
 
+    fn translate(
+        &self,
+        kwargs: &Map<String, Value>,
+        _options: &parity_core::TranslateOptions,
+    ) -> Option<Result<parity_core::Translation, Error>> {
+        Some(Ok(python::translation(kwargs)))
+    }
+
     fn seed(&self) -> &'static [parity_core::RouteSeed] {
         seed::LLAMA_CPP_PYTHON
     }

@@ -35,7 +35,7 @@
 //! [`routes`].
 
 use serde::{Deserialize, Deserializer, Serialize};
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 
 use parity_core::params::{Null, from_map, python_int};
 use parity_core::python_random::PyRandom;
@@ -695,5 +695,142 @@ impl PythonParams {
             }
         }
         m
+    }
+}
+
+/// The recipe, in words.
+const PY_RECIPE: &str = "every filter sent with transformers' values (create_completion's own defaults are top_k 40, top_p 0.95, min_p 0.05, temperature 0.8); exact except where top_k cuts a tie or a top-p/min-p decision sits on a float rounding boundary";
+
+/// The `create_completion` arguments that reproduce transformers for these
+/// resolved kwargs, or why none do: llama-cpp-python's chain is fixed
+/// (temperature after top-p/min-p/typical) and its penalties never see the
+/// prompt, so a temperature other than 1 with any of those filters, and any
+/// repetition penalty, cannot be matched.
+fn matching_call(kwargs: &Map<String, Value>) -> Result<Map<String, Value>, Vec<String>> {
+    let mut blocked = crate::translate::unmatched(kwargs);
+    let f = |key: &str| kwargs.get(key).and_then(Value::as_f64);
+    let sample = kwargs.get("do_sample").and_then(Value::as_bool) == Some(true);
+    if let Some(r) = f("repetition_penalty").filter(|&r| r != 1.0) {
+        blocked.push(format!(
+            "repetition_penalty = {r}: llama-cpp-python penalises only the tokens it generated (never the prompt), transformers the whole sequence"
+        ));
+    }
+    let t = f("temperature").unwrap_or(1.0);
+    let (top_p, min_p, typical) = (
+        f("top_p").unwrap_or(1.0),
+        f("min_p").unwrap_or(0.0),
+        f("typical_p").unwrap_or(1.0),
+    );
+    if sample && t != 1.0 && (top_p < 1.0 || min_p > 0.0 || typical < 1.0) {
+        blocked.push(format!(
+            "temperature {t} with top_p/min_p/typical_p: llama-cpp-python's chain applies the temperature after them, transformers before"
+        ));
+    }
+    if !blocked.is_empty() {
+        return Err(blocked);
+    }
+    let mut m = Map::new();
+    if sample {
+        m.insert("temperature".into(), json!(t));
+        m.insert(
+            "top_k".into(),
+            json!(kwargs.get("top_k").and_then(Value::as_i64).unwrap_or(50)),
+        );
+        m.insert("top_p".into(), json!(top_p));
+        m.insert("min_p".into(), json!(min_p));
+        m.insert("typical_p".into(), json!(typical));
+    } else {
+        m.insert("temperature".into(), json!(0.0));
+    }
+    m.insert("repeat_penalty".into(), json!(1.0));
+    Ok(m)
+}
+
+/// `compare translate --to llama-cpp-python`: the `create_completion` call
+/// (and the llama_cpp.server body) that reproduces transformers, proven on
+/// the bundled fixtures by `compare`, or what cannot be matched.
+pub(crate) fn translation(kwargs: &Map<String, Value>) -> parity_core::Translation {
+    use parity_core::TranslationLine::{Plain, Wrapped};
+    match matching_call(kwargs) {
+        Ok(call) => {
+            let args: Vec<String> = call.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            let mut json = Map::new();
+            json.insert("create_completion".into(), Value::Object(call.clone()));
+            json.insert("unmatched".into(), json!([]));
+            json.insert("recipe".into(), json!(PY_RECIPE));
+            let mut lines = vec![Wrapped {
+                label: "llama-cpp-python: ".into(),
+                text: format!("llm.create_completion(prompt, {})", args.join(", ")),
+            }];
+            if call
+                .get("typical_p")
+                .and_then(Value::as_f64)
+                .is_some_and(|t| t < 1.0)
+            {
+                lines.push(Plain(
+                    "  (llama_cpp.server has no typical_p field: only the Python API can send it)"
+                        .into(),
+                ));
+            }
+            lines.push(Wrapped {
+                label: "why: ".into(),
+                text: PY_RECIPE.into(),
+            });
+            parity_core::Translation {
+                lines,
+                json,
+                params: Some(call),
+            }
+        }
+        Err(unmatched) => {
+            let mut json = Map::new();
+            json.insert("create_completion".into(), Value::Null);
+            json.insert("unmatched".into(), json!(unmatched));
+            json.insert("recipe".into(), json!(PY_RECIPE));
+            let mut lines = vec![Plain(
+                "llama-cpp-python cannot reproduce these kwargs:".into(),
+            )];
+            lines.extend(unmatched.iter().map(|u| Plain(format!("  {u}"))));
+            parity_core::Translation {
+                lines,
+                json,
+                params: None,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn map(v: Value) -> Map<String, Value> {
+        v.as_object().cloned().expect("object")
+    }
+
+    #[test]
+    fn a_temperature_alone_translates_with_every_filter_explicit() {
+        let call = matching_call(&map(
+            json!({"do_sample": true, "temperature": 0.7, "top_k": 0}),
+        ))
+        .expect("matchable");
+        assert_eq!(
+            Value::Object(call),
+            json!({"temperature": 0.7, "top_k": 0, "top_p": 1.0, "min_p": 0.0,
+                   "typical_p": 1.0, "repeat_penalty": 1.0})
+        );
+    }
+
+    #[test]
+    fn the_fixed_order_and_the_generated_only_penalty_block() {
+        let e = matching_call(&map(
+            json!({"do_sample": true, "temperature": 0.7, "top_p": 0.9, "repetition_penalty": 1.2}),
+        ))
+        .unwrap_err();
+        assert_eq!(e.len(), 2, "{e:?}");
+        assert!(e[0].starts_with("repetition_penalty = 1.2"), "{e:?}");
+        assert!(e[1].contains("applies the temperature after"), "{e:?}");
+        // T = 1 with top_p is fine: the order does not matter then
+        assert!(matching_call(&map(json!({"do_sample": true, "top_p": 0.9}))).is_ok());
     }
 }

@@ -138,6 +138,14 @@ impl Semantics for OrtGenAi {
         search_for_generate(kwargs).map(|m| params::parse(&m))
     }
 
+    fn translate(
+        &self,
+        kwargs: &Map<String, Value>,
+        _options: &parity_core::TranslateOptions,
+    ) -> Option<Result<parity_core::Translation, Error>> {
+        Some(Ok(translation(kwargs)))
+    }
+
     fn seed(&self) -> &'static [parity_core::RouteSeed] {
         seed::SEED
     }
@@ -221,6 +229,119 @@ fn search_for_generate(kwargs: &Map<String, Value>) -> Option<Map<String, Value>
     Some(out)
 }
 
+/// The recipe, in words.
+const RECIPE: &str = "do_sample, top_k, top_p, temperature and repetition_penalty sent with transformers' values (ONNX Runtime GenAI's own defaults: do_sample false, top_p 0); both penalise the whole sequence and measure top-p inside the renormalised top-k; exact except where top_k cuts a tie (exactly k here) and float32 rounding at a top-p boundary";
+
+/// The search options that reproduce transformers for these resolved
+/// kwargs, or why none do: what ONNX Runtime GenAI has no option for, and
+/// `top_k` 0 while sampling (its nucleus path stops at a tail bound, and
+/// the full-vocabulary top-k needs the vocabulary size).
+fn matching_search(kwargs: &Map<String, Value>) -> Result<Map<String, Value>, Vec<String>> {
+    let mut blocked: Vec<String> = NOT_EXPRESSIBLE
+        .iter()
+        .filter_map(|(key, off)| {
+            let v = kw_f64(kwargs, key)?;
+            (v != *off).then(|| format!("{key} = {v}: ONNX Runtime GenAI has no such option"))
+        })
+        .collect();
+    let chains: Vec<&str> = hf_sampling::NOT_IN_SAMPLER_CHAINS
+        .iter()
+        .copied()
+        .filter(|k| *k != "no_repeat_ngram_size" && !NOT_EXPRESSIBLE.iter().any(|(n, _)| n == k))
+        .collect();
+    blocked.extend(
+        hf_sampling::Acting::of(kwargs).blocked(&chains, "ONNX Runtime GenAI has no such option"),
+    );
+    let sample = kwargs.get("do_sample").and_then(Value::as_bool) == Some(true);
+    let top_k = kwargs.get("top_k").and_then(Value::as_i64).unwrap_or(50);
+    if sample && top_k == 0 {
+        blocked.push("top_k = 0: ONNX Runtime GenAI's nucleus path stops at a tail bound (and keeps one token at top_p 0); send top_k = the model's vocabulary size for the full softmax".into());
+    }
+    if !blocked.is_empty() {
+        return Err(blocked);
+    }
+    let mut m = Map::new();
+    if sample {
+        m.insert("do_sample".into(), json!(true));
+        m.insert("top_k".into(), json!(top_k));
+        m.insert(
+            "top_p".into(),
+            json!(kw_f64(kwargs, "top_p").unwrap_or(1.0)),
+        );
+        m.insert(
+            "temperature".into(),
+            json!(kw_f64(kwargs, "temperature").unwrap_or(1.0)),
+        );
+    }
+    m.insert(
+        "repetition_penalty".into(),
+        json!(kw_f64(kwargs, "repetition_penalty").unwrap_or(1.0)),
+    );
+    if let Some(n) = kwargs
+        .get("no_repeat_ngram_size")
+        .and_then(Value::as_i64)
+        .filter(|&n| n > 0)
+    {
+        m.insert("no_repeat_ngram_size".into(), json!(n));
+    }
+    Ok(m)
+}
+
+/// `compare translate --to onnxruntime-genai`: the search options (as
+/// `set_search_options` and as `genai_config.json`'s `"search"`), proven
+/// on the bundled fixtures by `compare`, or what cannot be matched.
+fn translation(kwargs: &Map<String, Value>) -> parity_core::Translation {
+    use parity_core::TranslationLine::{Plain, Wrapped};
+    match matching_search(kwargs) {
+        Ok(search) => {
+            let args: Vec<String> = search
+                .iter()
+                .map(|(k, v)| match v {
+                    Value::Bool(b) => format!("{k}={}", if *b { "True" } else { "False" }),
+                    v => format!("{k}={v}"),
+                })
+                .collect();
+            let mut json = Map::new();
+            json.insert("search".into(), Value::Object(search.clone()));
+            json.insert("unmatched".into(), json!([]));
+            json.insert("recipe".into(), json!(RECIPE));
+            parity_core::Translation {
+                lines: vec![
+                    Wrapped {
+                        label: "onnxruntime-genai: ".into(),
+                        text: format!("params.set_search_options({})", args.join(", ")),
+                    },
+                    Wrapped {
+                        label: "genai_config.json \"search\": ".into(),
+                        text: Value::Object(search.clone()).to_string().replace(',', ", "),
+                    },
+                    Wrapped {
+                        label: "why: ".into(),
+                        text: RECIPE.into(),
+                    },
+                ],
+                json,
+                params: Some(search),
+            }
+        }
+        Err(unmatched) => {
+            let mut json = Map::new();
+            json.insert("search".into(), Value::Null);
+            json.insert("unmatched".into(), json!(unmatched));
+            json.insert("recipe".into(), json!(RECIPE));
+            let mut lines = vec![Plain(
+                "ONNX Runtime GenAI cannot reproduce these kwargs:".into(),
+            )];
+            lines.extend(unmatched.iter().map(|u| Plain(format!("  {u}"))));
+            parity_core::Translation {
+                lines,
+                json,
+                params: None,
+            }
+        }
+    }
+}
+
 fn kw_f64(kwargs: &Map<String, Value>, key: &str) -> Option<f64> {
     kwargs.get(key).and_then(Value::as_f64)
 }
@@ -282,6 +403,38 @@ fn explain(row: &Against<'_>, p: &SearchParams) -> Explanation {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn map(v: Value) -> Map<String, Value> {
+        v.as_object().cloned().expect("object")
+    }
+
+    #[test]
+    fn sampling_kwargs_translate_to_explicit_search_options() {
+        let s = matching_search(&map(
+            json!({"do_sample": true, "temperature": 0.7, "top_p": 0.9}),
+        ))
+        .expect("matchable");
+        assert_eq!(
+            Value::Object(s),
+            json!({"do_sample": true, "top_k": 50, "top_p": 0.9, "temperature": 0.7,
+                   "repetition_penalty": 1.0})
+        );
+        // greedy: the defaults already are
+        let s = matching_search(&map(json!({"do_sample": false}))).expect("greedy");
+        assert_eq!(Value::Object(s), json!({"repetition_penalty": 1.0}));
+    }
+
+    #[test]
+    fn top_k_zero_and_options_it_lacks_block() {
+        let e = matching_search(&map(
+            json!({"do_sample": true, "top_k": 0, "min_p": 0.1, "eta_cutoff": 0.001}),
+        ))
+        .unwrap_err();
+        assert_eq!(e.len(), 3, "{e:?}");
+        assert!(e[0].starts_with("min_p = 0.1"), "{e:?}");
+        assert!(e[1].starts_with("eta_cutoff = 0.001"), "{e:?}");
+        assert!(e[2].starts_with("top_k = 0"), "{e:?}");
+    }
 
     #[test]
     fn listed_defaults_are_the_parsers() {
