@@ -161,17 +161,19 @@ pub(crate) fn parse(params: &Map<String, Value>) -> Result<PythonParams, Error> 
     Ok(p)
 }
 
-/// What the chain does on these logits: `None` for the argmax (`greedy`),
-/// else the chain without its final `dist`.
-fn chain(
-    p: &PythonParams,
-    logits: &[f32],
-    generated: &[i32],
-) -> Result<Option<Vec<Sampler>>, Error> {
+/// The chain `_init_sampler` builds, in two parts: the logit-bias processor
+/// and the penalties, which every branch runs first, then the filters and
+/// temperature before `dist` (`None`: `greedy`, the argmax).
+struct Chain {
+    pre: Vec<Sampler>,
+    tail: Option<Vec<Sampler>>,
+}
+
+fn chain(p: &PythonParams, n_vocab: usize, generated: &[i32]) -> Chain {
     // llama_sampler_init_penalties checks nothing (src/llama-sampler.cpp);
     // only common_sampler_init, which llama-server uses, refuses a penalty <= 0.
-    let n = logits.len() as i64;
-    let mut out = Vec::new();
+    let n = n_vocab as i64;
+    let mut pre = Vec::new();
     // The logit_bias processor: all or nothing (an IndexError drops it).
     if !p.logit_bias.is_empty() && p.logit_bias.iter().all(|&(id, _)| -n <= id && id < n) {
         let biases = p
@@ -179,13 +181,13 @@ fn chain(
             .iter()
             .map(|&(id, b)| ((if id < 0 { id + n } else { id }) as i32, b as f32))
             .collect();
-        out.push(Sampler::LogitBias(biases));
+        pre.push(Sampler::LogitBias(biases));
     }
     let last_n = p.last_n_tokens_size.max(0) as usize;
     let neutral =
         p.repeat_penalty == 1.0 && p.frequency_penalty == 0.0 && p.presence_penalty == 0.0;
     if last_n != 0 && !neutral {
-        out.push(Sampler::Penalties {
+        pre.push(Sampler::Penalties {
             counts: PenaltyCounts::new(generated, last_n),
             repeat: p.repeat_penalty,
             freq: p.frequency_penalty,
@@ -193,8 +195,9 @@ fn chain(
         });
     }
     if p.temperature == 0.0 {
-        return Ok(None);
+        return Chain { pre, tail: None };
     }
+    let mut out = Vec::new();
     if p.temperature > 0.0 {
         if p.top_k > 0 {
             out.push(Sampler::TopK(p.top_k));
@@ -225,7 +228,10 @@ fn chain(
             });
         }
     }
-    Ok(Some(out))
+    Chain {
+        pre,
+        tail: Some(out),
+    }
 }
 
 /// The distribution, with the draws and the penalised logits.
@@ -259,30 +265,16 @@ pub(crate) fn distribution(
             })
         })
         .collect::<Result<_, _>>()?;
-    let samplers = chain(p, &x, &generated)?;
-    let pre = |chain: &[Sampler]| {
-        let mut cur = Candidates::from_logits(&x);
-        for s in chain
-            .iter()
-            .filter(|s| matches!(s, Sampler::LogitBias(_) | Sampler::Penalties { .. }))
-        {
-            s.apply(&mut cur, XtcBranch::Skipped);
-        }
-        cur
-    };
-    let (mut dist, tokens) = match &samplers {
+    let Chain { pre, tail } = chain(p, n_vocab, &generated);
+    // The logits after the bias and the penalties: what greedy scans, and
+    // what `penalised` reports.
+    let mut cur = Candidates::from_logits(&x);
+    for s in &pre {
+        s.apply(&mut cur, XtcBranch::Skipped);
+    }
+    let (mut dist, tokens) = match tail {
         None => {
             // greedy: the first maximum of the penalised array (id order)
-            let all: Vec<Sampler> = chain(
-                &PythonParams {
-                    temperature: 1.0,
-                    ..p.clone()
-                },
-                &x,
-                &generated,
-            )?
-            .unwrap_or_default();
-            let cur = pre(&all);
             let mut best = 0;
             for i in 1..cur.data.len() {
                 if cur.data[i].logit > cur.data[best].logit {
@@ -295,8 +287,9 @@ pub(crate) fn distribution(
                 p.draws.map(|k| vec![token as i64; k as usize]),
             )
         }
-        Some(c) => {
-            let out = outcome(c, &x);
+        Some(tail) => {
+            let all: Vec<Sampler> = pre.iter().cloned().chain(tail).collect();
+            let out = outcome(&all, &x);
             let tokens = match p.draws {
                 None => None,
                 Some(k) => {
@@ -312,9 +305,8 @@ pub(crate) fn distribution(
     if let Some(t) = tokens {
         dist = dist.with_tokens(t);
     }
-    let all = samplers.clone().unwrap_or_default();
-    if all.iter().any(|s| matches!(s, Sampler::Penalties { .. })) {
-        dist = dist.with_penalised(pre(&all).data.iter().map(|t| t.logit).collect());
+    if pre.iter().any(|s| matches!(s, Sampler::Penalties { .. })) {
+        dist = dist.with_penalised(cur.data.iter().map(|t| t.logit).collect());
     }
     Ok(dist)
 }
@@ -787,15 +779,11 @@ pub(crate) fn translation(kwargs: &Map<String, Value>) -> parity_core::Translati
             json.insert("create_completion".into(), Value::Null);
             json.insert("unmatched".into(), json!(unmatched));
             json.insert("recipe".into(), json!(PY_RECIPE));
-            let mut lines = vec![Plain(
+            parity_core::Translation::cannot(
                 "llama-cpp-python cannot reproduce these kwargs:".into(),
-            )];
-            lines.extend(unmatched.iter().map(|u| Plain(format!("  {u}"))));
-            parity_core::Translation {
-                lines,
+                &unmatched,
                 json,
-                params: None,
-            }
+            )
         }
     }
 }
