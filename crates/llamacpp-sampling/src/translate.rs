@@ -162,13 +162,11 @@ pub fn translation(
             json.insert("llama_cli_flags".into(), Value::Null);
             json.insert("unmatched".into(), json!(unmatched));
             json.insert("recipe".into(), json!(RECIPE));
-            let mut lines = vec![Plain("llama.cpp cannot reproduce these kwargs:".into())];
-            lines.extend(unmatched.iter().map(|u| Plain(format!("  {u}"))));
-            parity_core::Translation {
-                lines,
+            parity_core::Translation::cannot(
+                "llama.cpp cannot reproduce these kwargs:".into(),
+                &unmatched,
                 json,
-                params: None,
-            }
+            )
         }
     }
 }

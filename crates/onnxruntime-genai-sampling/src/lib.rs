@@ -291,7 +291,7 @@ fn matching_search(kwargs: &Map<String, Value>) -> Result<Map<String, Value>, Ve
 /// `set_search_options` and as `genai_config.json`'s `"search"`), proven
 /// on the bundled fixtures by `compare`, or what cannot be matched.
 fn translation(kwargs: &Map<String, Value>) -> parity_core::Translation {
-    use parity_core::TranslationLine::{Plain, Wrapped};
+    use parity_core::TranslationLine::Wrapped;
     match matching_search(kwargs) {
         Ok(search) => {
             let args: Vec<String> = search
@@ -329,15 +329,11 @@ fn translation(kwargs: &Map<String, Value>) -> parity_core::Translation {
             json.insert("search".into(), Value::Null);
             json.insert("unmatched".into(), json!(unmatched));
             json.insert("recipe".into(), json!(RECIPE));
-            let mut lines = vec![Plain(
+            parity_core::Translation::cannot(
                 "ONNX Runtime GenAI cannot reproduce these kwargs:".into(),
-            )];
-            lines.extend(unmatched.iter().map(|u| Plain(format!("  {u}"))));
-            parity_core::Translation {
-                lines,
+                &unmatched,
                 json,
-                params: None,
-            }
+            )
         }
     }
 }

@@ -310,6 +310,25 @@ pub struct Translation {
     pub params: Option<Map<String, Value>>,
 }
 
+impl Translation {
+    /// The translation of kwargs an engine cannot reproduce: `heading`, then
+    /// each reason on its own indented line; `json` says the same for
+    /// machines; no params to prove.
+    pub fn cannot(heading: String, unmatched: &[String], json: Map<String, Value>) -> Self {
+        let mut lines = vec![TranslationLine::Plain(heading)];
+        lines.extend(
+            unmatched
+                .iter()
+                .map(|u| TranslationLine::Plain(format!("  {u}"))),
+        );
+        Self {
+            lines,
+            json,
+            params: None,
+        }
+    }
+}
+
 /// Why a semantics differs from transformers on one row, and how to fix it.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Explanation {

@@ -86,12 +86,8 @@ fn fixture_logits(cases: &[Case]) -> HashMap<String, (Vec<f32>, Vec<i64>)> {
     out
 }
 
-/// The search options without the seed (each draw sets its own).
-fn params(search: &Map<String, Value>) -> Map<String, Value> {
-    search.clone()
-}
-
-/// Draws `n` successive tokens as the engine's generator does on one step.
+/// One token as the engine's generator draws it on one step (the argmax
+/// draws nothing).
 fn draw(input: &Option<(Vec<i32>, Vec<f32>)>, argmax: usize, rng: &mut Mt19937) -> i64 {
     match input {
         None => argmax as i64,
@@ -136,7 +132,7 @@ fn every_recorded_case_replays() {
         let ids = c.input_ids.clone().unwrap_or_else(|| fixture_ids.clone());
         let ctx = Context::new(&ids, None).expect("context");
         let x = Logits::from_f32(raw);
-        let parsed = OrtGenAi.parse_params(&params(&c.search));
+        let parsed = OrtGenAi.parse_params(&c.search);
         if let Some(err) = &c.error {
             t.refused += 1;
             // The steps of multi-step refusals fail at their first step.
@@ -266,7 +262,7 @@ fn every_recorded_case_replays() {
                 }
                 // the semantics' own `draws` replay, on the first seed
                 if let Some(d) = c.draws.first() {
-                    let mut m = params(&c.search);
+                    let mut m = c.search.clone();
                     m.insert("random_seed".into(), json!(d.seed));
                     m.insert("draws".into(), json!(1));
                     let q = OrtGenAi.parse_params(&m).expect("parses");
