@@ -7,6 +7,15 @@
 //! Batch work releases the GIL and runs on every core (rayon). Errors are
 //! `ValueError`s whose text is what `compare` prints after `error: `.
 
+/// The extension's allocator: mimalloc. A `check` row at V = 151,936 builds
+/// and drops about 10 MB of vectors; glibc hands that memory back to the
+/// kernel after each row (its trim threshold follows the largest block
+/// freed), so the next row faults in and zeroes every page again, about a
+/// third of the row's time on one core (docs/performance.md). mimalloc keeps
+/// freed pages for the next row.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use numpy::{PyArray1, PyArrayDyn, PyArrayMethods, PyReadonlyArrayDyn, PyUntypedArrayMethods};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;

@@ -30,7 +30,7 @@ use parity_core::fragile::{Fragile, FragileKind, near};
 
 use crate::error::HfError;
 use crate::params::GenerationParams;
-use crate::processors::{Processor, TopPSort, eta_threshold};
+use crate::processors::{Processor, TopPSort, eta_threshold, kth_largest, near_window};
 use crate::torch;
 
 /// The fragile decisions transformers' chain makes on `logits` for a step
@@ -67,7 +67,7 @@ pub(crate) fn chain(
             Processor::TopK { top_k } => found.extend(check_top_k(scores, *top_k)),
             Processor::TopP { top_p } => {
                 // The warper's own sort, checked and then cut (one sort, not two).
-                let sorted = TopPSort::new(scores);
+                let sorted = TopPSort::new(scores, *top_p);
                 found.extend(check_top_p(&sorted, scores, *top_p));
                 sorted.apply(scores, *top_p);
                 continue;
@@ -147,9 +147,9 @@ fn check_top_k(scores: &[f32], top_k: usize) -> Option<Fragile> {
     if k == 0 || k == scores.len() {
         return None;
     }
-    let mut sorted = scores.to_vec();
-    sorted.sort_unstable_by(|a, b| b.total_cmp(a));
-    let (kth, next) = (sorted[k - 1], sorted[k]);
+    let (kth, Some(next)) = kth_largest(scores, k) else {
+        return None;
+    };
     if next == f32::NEG_INFINITY {
         return None;
     }
@@ -175,16 +175,17 @@ fn check_top_k(scores: &[f32], top_k: usize) -> Option<Fragile> {
 /// `TopPLogitsWarper`: a cumulative mass within the ulps of `1 - p`, and a
 /// tie across the cut.
 fn check_top_p(sort: &TopPSort, scores: &[f32], top_p: f64) -> Vec<Fragile> {
-    let (order, sorted, cum) = (&sort.order, &sort.sorted, &sort.cum);
+    let (sorted, cum) = (&sort.sorted, &sort.cum);
     let threshold = (1.0 - top_p) as f32;
-    let last = order.len().saturating_sub(1);
+    let last = sorted.len().saturating_sub(1);
+    let window = near_window(threshold);
     let mut by_margin: BTreeMap<u64, Vec<usize>> = BTreeMap::new();
     for pos in 0..last {
-        if sorted[pos] == f32::NEG_INFINITY {
-            continue;
-        }
-        if let Some(margin) = near(cum[pos], threshold) {
-            by_margin.entry(margin).or_default().push(order[pos]);
+        if let Some(margin) = sort.reports(pos, threshold, window) {
+            by_margin
+                .entry(margin)
+                .or_default()
+                .push(sort.token(pos, scores));
         }
     }
     let mut found: Vec<Fragile> = by_margin
@@ -315,6 +316,54 @@ mod tests {
         let f = fragile(&[3.0, 2.0, 4.0, 1.0], &[2], 1, &params).expect("fragile");
         assert_eq!(f.len(), 1);
         assert_eq!((&f[0].tokens, f[0].penalised), (&vec![1, 2], true));
+    }
+
+    /// The radix order with the replay only where ties decide gives what
+    /// torch's own order gives: the same cut and the same fragile report,
+    /// on tie-heavy scores long enough for the introsort to reorder ties.
+    fn same_as_torch_order(
+        scores: &[f32],
+        top_p: f64,
+    ) -> Result<(), proptest::test_runner::TestCaseError> {
+        let fast = TopPSort::new(scores, top_p);
+        let torch = TopPSort::torch_order(scores);
+        proptest::prop_assert_eq!(
+            check_top_p(&fast, scores, top_p),
+            check_top_p(&torch, scores, top_p)
+        );
+        let (mut a, mut b) = (scores.to_vec(), scores.to_vec());
+        fast.apply(&mut a, top_p);
+        torch.apply(&mut b, top_p);
+        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        proptest::prop_assert_eq!(bits(&a), bits(&b));
+        Ok(())
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn top_p_sort_is_torch_order_where_it_matters(
+            ints in proptest::collection::vec(-6i8..6, 1..400),
+            neg_inf in proptest::collection::vec(proptest::bool::weighted(0.2), 400),
+            scale in 0.05f32..2.0,
+            top_p in 0.01f64..0.999,
+        ) {
+            let scores: Vec<f32> = ints
+                .iter()
+                .zip(&neg_inf)
+                .map(|(&x, &gone)| if gone { f32::NEG_INFINITY } else { x as f32 * scale })
+                .collect();
+            if scores.iter().any(|s| s.is_finite()) {
+                same_as_torch_order(&scores, top_p)?;
+            }
+        }
+
+        #[test]
+        fn top_p_sort_is_torch_order_on_continuous_scores(
+            scores in proptest::collection::vec(-8.0f32..8.0, 1..400),
+            top_p in 0.01f64..0.999,
+        ) {
+            same_as_torch_order(&scores, top_p)?;
+        }
     }
 
     #[test]

