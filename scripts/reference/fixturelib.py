@@ -53,7 +53,7 @@ def require_transformers(wanted: str | None, allowed=tuple(TRANSFORMERS_VENVS)) 
     have = transformers.__version__
     want = wanted or have
     if want not in allowed:
-        raise SystemExit(f"{PROGRAM}: transformers {want} is not one this recorder knows ({', '.join(allowed)})")
+        raise SystemExit(f"{PROGRAM}: records transformers {', '.join(allowed)}, not {want}")
     if have != want:
         venv = TRANSFORMERS_VENVS.get(want, ".venv")
         raise SystemExit(f"{PROGRAM}: --transformers {want}, but this Python has transformers {have}; run "

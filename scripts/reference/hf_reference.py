@@ -478,7 +478,8 @@ GENCONFIG_CONTEXTS = {
 SAMPLING_ATTRS = ("do_sample", "temperature", "top_k", "top_p", "min_p", "typical_p", "epsilon_cutoff",
                   "eta_cutoff", "repetition_penalty", "num_beams")
 # Numeric attributes of the processors whose values decide the step.
-PROCESSOR_ATTRS = ("temperature", "top_k", "top_p", "min_p", "mass", "epsilon", "penalty", "min_tokens_to_keep")
+PROCESSOR_ATTRS = ("temperature", "top_h", "top_k", "top_p", "min_p", "mass", "epsilon", "penalty",
+                   "min_tokens_to_keep")
 
 GENCONFIG_FILES: dict[str, dict | None] = {
     # no generation_config.json: the model's own (from its config)

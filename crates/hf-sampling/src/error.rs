@@ -159,6 +159,35 @@ pub enum HfError {
         /// The id.
         id: i64,
     },
+    /// transformers 4.57.6's `RepetitionPenaltyLogitsProcessor` gathers the
+    /// scores at every input id, and an id `>= V` is out of range (5.23.0
+    /// ignores such ids).
+    #[error(
+        "index {id} is out of bounds for dimension 1 with size {vocab} (input_ids[{position}]: \
+         transformers 4.57.6's repetition penalty gathers every input id; 5.23.0 ignores ids >= V)"
+    )]
+    InputIdOutOfRange {
+        /// Position in `input_ids`.
+        position: usize,
+        /// The id.
+        id: i64,
+        /// V.
+        vocab: usize,
+    },
+    /// A processor this crate models for transformers 5.23.0 only, asked
+    /// for under another version.
+    #[error(
+        "`{key}` (={value}): hf-sampling models transformers {version}'s sampling kwargs only; \
+         this processor is modelled (and recorded) for 5.23.0"
+    )]
+    NotModelled {
+        /// The kwarg.
+        key: String,
+        /// Its value as JSON.
+        value: String,
+        /// The version asked for.
+        version: &'static str,
+    },
     /// `generation_config.json` is not valid JSON. The parser's message is the
     /// error's source, not part of this message, so that a caller printing the
     /// chain (`anyhow`'s `{:#}`) does not show it twice.

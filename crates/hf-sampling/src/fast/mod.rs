@@ -146,6 +146,10 @@ impl Plan {
         };
         for p in params.processors()? {
             match p {
+                // 4.57.6 raises for an id >= V ([`crate::process`] checks).
+                Processor::RepetitionPenalty { .. } if params.transformers.is_4x() => {
+                    plan.reference_only = true;
+                }
                 Processor::RepetitionPenalty { penalty } => plan.penalty = Some(penalty as f32),
                 Processor::Temperature { temperature } => {
                     plan.temperature = Some(temperature as f32);
