@@ -284,6 +284,104 @@ pub(crate) fn merge_object_4x(
     Ok(out)
 }
 
+/// The keys of a model's generation_config.json that `GenerationConfig.to_diff_dict()`
+/// drops under `version`, with their values: 4.57.6 drops every value equal
+/// to `GenerationConfig()`'s (`generation/configuration_utils.py` lines
+/// 1004–1025), so a file's `top_k: 50` or `temperature: 1.0` is gone when a
+/// server re-reads the model's defaults through it (huggingface/datatrove PR
+/// #481); 5.23.0's `GenerationConfig()` holds `None`, so only the file's
+/// `null`s go. `transformers_version` is always kept (as the running
+/// version's: `to_dict()` writes its own, line 1045).
+pub fn dropped_by_to_diff_dict(
+    version: TransformersVersion,
+    file: &Map<String, Value>,
+) -> Vec<(String, Value)> {
+    file.iter()
+        .filter(|(k, v)| {
+            *k != "transformers_version"
+                && match version {
+                    TransformersVersion::V4_57 => py_eq(v, &class_default_4x(k)),
+                    TransformersVersion::V5_23 => v.is_null(),
+                }
+        })
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
+/// Where transformers 4.57.6 and 5.23.0 sample differently for the same
+/// settings and model file, in words: for each way of passing the settings
+/// ([`Passed`]), the sampling values (or the error) of each version when
+/// they differ, and what 4.57.6's `to_diff_dict()` drops from the file.
+/// Empty when the two agree. `settings` are generate's (a `transformers`
+/// or `passed` key in them is replaced).
+pub fn differences(
+    settings: &Map<String, Value>,
+    config: Option<&crate::GenerationConfig>,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    for (passed, call) in [
+        (Passed::Kwargs, "generate(**kwargs)"),
+        (
+            Passed::GenerationConfig,
+            "generate(generation_config=GenerationConfig(**kwargs))",
+        ),
+    ] {
+        let at = |v: TransformersVersion| {
+            let mut s = settings.clone();
+            s.insert(VERSION_KEY.into(), Value::from(v.as_str()));
+            s.insert(
+                PASSED_KEY.into(),
+                serde_json::to_value(passed).unwrap_or(Value::Null),
+            );
+            crate::resolve(&s, config)
+        };
+        let describe = |r: &Result<crate::GenerationParams, HfError>| match r {
+            Ok(p) => describe_values(p),
+            Err(e) => format!("raises ({e})"),
+        };
+        let (old, new) = (
+            at(TransformersVersion::V4_57),
+            at(TransformersVersion::V5_23),
+        );
+        let same = match (&old, &new) {
+            (Ok(a), Ok(b)) => a.sampling_map() == b.sampling_map(),
+            (Err(_), Err(_)) => true,
+            _ => false,
+        };
+        if !same {
+            out.push(format!(
+                "transformers 4.57.6 and 5.23.0 differ for {call}: 4.57.6 samples with {}; \
+                 5.23.0 with {}",
+                describe(&old),
+                describe(&new)
+            ));
+        }
+    }
+    if let Some(config) = config {
+        let dropped = dropped_by_to_diff_dict(TransformersVersion::V4_57, config.values());
+        if !dropped.is_empty() {
+            let list: Vec<String> = dropped.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            out.push(format!(
+                "transformers 4.57.6's GenerationConfig.to_diff_dict() drops {} from the model's \
+                 generation config (equal to GenerationConfig()'s class defaults): a server that \
+                 re-reads the model's defaults through it loses them; 5.23.0 keeps them",
+                list.join(", ")
+            ));
+        }
+    }
+    out
+}
+
+/// `do_sample` and every value that adds a processor, as `key value`.
+fn describe_values(p: &crate::GenerationParams) -> String {
+    let values = p.sampling_values();
+    let mut parts: Vec<String> = values.iter().map(|(k, v)| format!("{k} {v}")).collect();
+    if p.do_sample && p.top_k.is_none() {
+        parts.push("top_k off".into());
+    }
+    parts.join(", ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -313,6 +411,22 @@ mod tests {
             Some(&file),
         );
         assert_eq!(zero.expect("merge")["do_sample"], json!(false));
+    }
+
+    #[test]
+    fn the_versions_differences_are_named() {
+        let config = crate::GenerationConfig::from_json_str(
+            r#"{"do_sample": true, "top_k": 50, "top_p": 0.9, "temperature": 0.6}"#,
+        )
+        .expect("config");
+        let got = differences(&map(json!({"top_k": null})), Some(&config));
+        // kwargs: both read top_k=None as off. The object: 4.x keeps None
+        // (off), 5.x fills the file's 50. And 4.x's to_diff_dict drops top_k 50.
+        assert_eq!(got.len(), 2, "{got:#?}");
+        assert!(got[0].contains("GenerationConfig(**kwargs)"), "{}", got[0]);
+        assert!(got[0].contains("top_k off; 5.23.0 with"), "{}", got[0]);
+        assert!(got[1].contains("drops top_k=50"), "{}", got[1]);
+        assert!(differences(&map(json!({"do_sample": true})), None).is_empty());
     }
 
     #[test]

@@ -248,6 +248,40 @@ fn replay(version: &str) -> (Tally, Vec<String>) {
     (tally, failures)
 }
 
+/// What each version's `to_diff_dict()` kept of each recorded file: the
+/// file's keys minus [`hf_sampling::version::dropped_by_to_diff_dict`].
+#[test]
+fn to_diff_dict_drops_what_each_version_drops() {
+    use hf_sampling::TransformersVersion;
+    let mut checked = 0;
+    for (version, v) in [
+        ("4.57.6", TransformersVersion::V4_57),
+        ("5.23.0", TransformersVersion::V5_23),
+    ] {
+        let fx = fixture(version);
+        for (name, file) in fx["files"].as_object().expect("files") {
+            let Some(contents) = file["contents"].as_object() else {
+                continue;
+            };
+            let kept = file["to_diff_dict"].as_object().expect("to_diff_dict");
+            let dropped = hf_sampling::version::dropped_by_to_diff_dict(v, contents);
+            // `to_dict()` writes the running version's (4.57.6 line 1045).
+            for (key, value) in contents
+                .iter()
+                .filter(|(k, _)| *k != "transformers_version")
+            {
+                let gone = dropped.iter().any(|(k, _)| k == key);
+                assert_eq!(kept.get(key).is_none(), gone, "{version} {name}: {key}");
+                if !gone {
+                    assert_eq!(kept.get(key), Some(value), "{version} {name}: {key}");
+                }
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked > 40, "{checked}");
+}
+
 #[test]
 fn every_recorded_case_of_both_versions_replays() {
     let mut all = Vec::new();
