@@ -6,11 +6,12 @@
 //! values, give the same scores bit for bit, the softmax transformers drew
 //! from bit for bit (torch's AVX2 kernel, as recorded) and within 1e-6 with
 //! [`hf_sampling::process`]'s own (AVX512) softmax, or reject what
-//! transformers rejected, for the same reason.
+//! transformers rejected, for the same reason; [`HfSampler`] keeps the same
+//! tokens or refuses too.
 
 use std::path::PathBuf;
 
-use hf_sampling::{CpuCapability, GenerationConfig, GenerationParams, process, resolve};
+use hf_sampling::{CpuCapability, GenerationConfig, GenerationParams, HfSampler, process, resolve};
 use serde_json::{Map, Value};
 
 /// |Δp| between `process`'s AVX512 softmax and the recorded AVX2 one.
@@ -180,6 +181,25 @@ fn replay(version: &str) -> (Tally, Vec<String>) {
             let out = process(&logits, &ids, &p)?;
             Ok((p, names, out))
         });
+        // The fast path agrees: the same kept set, or the same refusal.
+        if let Ok(p) = resolve(&settings, config.as_ref()) {
+            let fast = HfSampler::new(&p)
+                .and_then(|mut s| s.distribution(&logits, &ids).map(|d| d.kept.to_vec()));
+            match (&out, fast) {
+                (Ok((_, _, o)), Ok(kept)) => {
+                    let want: Vec<u32> = o.kept.iter().map(|&i| i as u32).collect();
+                    if kept != want {
+                        failures.push(format!("{ctx}: HfSampler kept {kept:?}, process {want:?}"));
+                    }
+                }
+                (Err(_), Err(_)) => {}
+                (o, f) => failures.push(format!(
+                    "{ctx}: HfSampler {:?}, process {:?}",
+                    f.map(|k| k.len()),
+                    o.as_ref().map(|(_, _, o)| o.kept.len())
+                )),
+            }
+        }
         match (case.get("error").and_then(Value::as_str), out) {
             (Some(err), Err(e)) => {
                 tally.rejected += 1;
