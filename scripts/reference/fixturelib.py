@@ -53,11 +53,13 @@ def require_transformers(wanted: str | None, allowed=tuple(TRANSFORMERS_VENVS)) 
     have = transformers.__version__
     want = wanted or have
     if want not in allowed:
-        raise SystemExit(f"{PROGRAM}: records transformers {', '.join(allowed)}, not {want}")
+        log(f"error: records transformers {', '.join(allowed)}, not {want}")
+        raise SystemExit(2)
     if have != want:
         venv = TRANSFORMERS_VENVS.get(want, ".venv")
-        raise SystemExit(f"{PROGRAM}: --transformers {want}, but this Python has transformers {have}; run "
-                         f"scripts/reference/{venv}/bin/python (made by scripts/reference/setup.sh {want})")
+        log(f"error: --transformers {want}, but this Python has transformers {have}; run "
+            f"scripts/reference/{venv}/bin/python (made by scripts/reference/setup.sh {want})")
+        raise SystemExit(2)
     return want
 SEED = 1234  # generate() samples a token we throw away; seeded so runs repeat.
 
