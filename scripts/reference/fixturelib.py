@@ -38,9 +38,10 @@ from safetensors.torch import save_file  # noqa: E402
 FORMAT = "sampling-parity-fixture/1"
 
 # The transformers versions the recorders know, each with the venv that
-# holds it (scripts/reference/setup.sh makes both): 5.23.0 records every
-# fixture, 4.57.6 (the last 4.x on PyPI) the generation-config cases.
-TRANSFORMERS_VENVS = {"5.23.0": ".venv", "4.57.6": ".venv-tf4"}
+# holds it (scripts/reference/setup.sh [VERSION] makes each): 5.23.0 records
+# every fixture; 4.57.6 (the last 4.x on PyPI) and 5.0.0 (the first 5.x) the
+# generation-config cases.
+TRANSFORMERS_VENVS = {"5.23.0": ".venv", "4.57.6": ".venv-tf4", "5.0.0": ".venv-tf500"}
 
 
 def require_transformers(wanted: str | None, allowed=tuple(TRANSFORMERS_VENVS)) -> str:

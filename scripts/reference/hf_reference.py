@@ -718,10 +718,10 @@ def parse_args() -> argparse.Namespace:
                     help=f"folder holding {MODEL_NAME} (see scripts/fetch-model.sh)")
     ap.add_argument("--only", choices=("all", "model", "edge", "genconfig"), default="all",
                     help="which fixtures to (re)generate or check; 'model' includes vocab.json; 'genconfig' is "
-                         "genconfig/transformers-<version>.json, the only one recorded from 4.57.6")
+                         "genconfig/transformers-<version>.json, the only one recorded from 4.57.6 and 5.0.0")
     ap.add_argument("--transformers", choices=tuple(fixturelib.TRANSFORMERS_VENVS), default=None,
                     help="the transformers version to record from (default: the one installed); it must be the "
-                         "installed one: scripts/reference/.venv has 5.23.0, .venv-tf4 4.57.6")
+                         "installed one: scripts/reference/.venv has 5.23.0, .venv-tf4 4.57.6, .venv-tf500 5.0.0")
     ap.add_argument("--check", action="store_true",
                     help="regenerate into a temporary folder and compare with --out-dir instead of writing")
     ap.add_argument("--tolerance", type=float, default=1e-3,

@@ -4,7 +4,8 @@
 # Makes scripts/reference/.venv (git-ignored) and installs the exact versions in
 # scripts/reference/requirements.txt (transformers 5.23.0). `setup.sh 4.57.6`
 # makes scripts/reference/.venv-tf4 from requirements-tf4.txt instead
-# (transformers 4.57.6, for fixtures/genconfig/transformers-4.57.6.json).
+# (transformers 4.57.6, for fixtures/genconfig/transformers-4.57.6.json), and
+# `setup.sh 5.0.0` makes .venv-tf500 from requirements-tf500.txt (the first 5.x).
 # Only people who regenerate fixtures need this: CI and the Rust tests read
 # the committed fixtures and never run Python.
 #
@@ -14,6 +15,7 @@
 #
 # Usage: scripts/reference/setup.sh          (works from any cwd; idempotent)
 #        scripts/reference/setup.sh 4.57.6   (the transformers 4.x venv)
+#        scripts/reference/setup.sh 5.0.0    (the first 5.x)
 #        PYTHON=python3.11 scripts/reference/setup.sh
 set -euo pipefail
 
@@ -21,7 +23,8 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 case "${1:-5.23.0}" in
     5.23.0) venv="$here/.venv"; requirements="$here/requirements.txt" ;;
     4.57.6) venv="$here/.venv-tf4"; requirements="$here/requirements-tf4.txt" ;;
-    *) echo "setup.sh: transformers ${1} is not one the recorders know (5.23.0, 4.57.6)" >&2; exit 2 ;;
+    5.0.0) venv="$here/.venv-tf500"; requirements="$here/requirements-tf500.txt" ;;
+    *) echo "setup.sh: transformers ${1} is not one the recorders know (5.23.0, 4.57.6, 5.0.0)" >&2; exit 2 ;;
 esac
 python="${PYTHON:-python3}"
 

@@ -159,12 +159,13 @@ pub enum HfError {
         /// The id.
         id: i64,
     },
-    /// transformers 4.57.6's `RepetitionPenaltyLogitsProcessor` gathers the
-    /// scores at every input id, and an id `>= V` is out of range (5.23.0
-    /// ignores such ids).
+    /// transformers 4.57.6's and 5.0.0's `RepetitionPenaltyLogitsProcessor`
+    /// gathers the scores at every input id, and an id `>= V` is out of
+    /// range (5.18.0 and later ignore such ids).
     #[error(
         "index {id} is out of bounds for dimension 1 with size {vocab} (input_ids[{position}]: \
-         transformers 4.57.6's repetition penalty gathers every input id; 5.23.0 ignores ids >= V)"
+         transformers {version}'s repetition penalty gathers every input id; 5.18.0 and later \
+         ignore ids >= V)"
     )]
     InputIdOutOfRange {
         /// Position in `input_ids`.
@@ -173,6 +174,8 @@ pub enum HfError {
         id: i64,
         /// V.
         vocab: usize,
+        /// The version asked for.
+        version: &'static str,
     },
     /// A processor this crate models for transformers 5.23.0 only, asked
     /// for under another version.

@@ -223,9 +223,9 @@ fn run(
     if let Some((position, &id)) = input_ids.iter().enumerate().find(|(_, id)| **id < 0) {
         return Err(HfError::NegativeInputId { position, id });
     }
-    // transformers 4.57.6: `torch.gather(scores, 1, input_ids)`
-    // (generation/logits_process.py line 402) without 5.x's clamp.
-    if params.transformers.is_4x()
+    // transformers 4.57.6 and 5.0.0: `torch.gather(scores, 1, input_ids)`
+    // (4.57.6 generation/logits_process.py line 402) without 5.18.0's clamp.
+    if params.transformers.penalty_gathers_every_id()
         && processors
             .iter()
             .any(|p| matches!(p, Processor::RepetitionPenalty { .. }))
@@ -238,6 +238,7 @@ fn run(
             position,
             id,
             vocab: logits.len(),
+            version: params.transformers.as_str(),
         });
     }
     if params.do_sample {

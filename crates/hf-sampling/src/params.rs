@@ -63,7 +63,7 @@ parity_core::params! {
         /// [`crate::version`]). Not a sampling key.
         #[serde(skip)]
         pub transformers: TransformersVersion ["\"5.23.0\""]
-            => "\"5.23.0\" (every rule) or \"4.57.6\": GenerationConfig() holds 50/1.0/1.0, a file's null is a value, the object route's class-default merge, no top_h, the penalty gathers ids >= V (raises)",
+            => "\"5.23.0\" (every rule), \"5.0.0\" (the penalty raises for ids >= V) or \"4.57.6\" (also: GenerationConfig() holds 50/1.0/1.0, a file's null is a value, the object route's class-default merge, no top_h)",
         /// How the settings reach `generate()` (this crate's param, not a
         /// kwarg). Not a sampling key.
         #[serde(skip)]
@@ -382,16 +382,13 @@ pub(crate) fn is_generate_kwarg(key: &str) -> bool {
         || UNSUPPORTED_KEYS.iter().any(|(k, _)| *k == key)
 }
 
-/// [`is_generate_kwarg`] for `version`: 4.57.6's `GenerationConfig` lacks
-/// [`version::ONLY_5X`]'s keys and has `return_legacy_cache` (ignored).
+/// [`is_generate_kwarg`] for `version`: 4.57.6's and 5.0.0's
+/// `GenerationConfig` lack some of 5.23.0's keys
+/// ([`TransformersVersion::lacks`]); 4.57.6 has `return_legacy_cache`
+/// (ignored).
 fn is_kwarg_of(version: TransformersVersion, key: &str) -> bool {
-    match version {
-        TransformersVersion::V5_23 => is_generate_kwarg(key),
-        TransformersVersion::V4_57 => {
-            key == "return_legacy_cache"
-                || (is_generate_kwarg(key) && !version::ONLY_5X.contains(&key))
-        }
-    }
+    (version.is_4x() && key == "return_legacy_cache")
+        || (is_generate_kwarg(key) && !version.lacks(key))
 }
 
 /// The processors beyond the sampling kwargs, which this crate models for
@@ -442,7 +439,7 @@ pub fn resolve(
         // file, then the defaults (generation/utils.py lines 2108–2109).
         // A key the version does not know is a custom attribute no
         // processor reads.
-        (TransformersVersion::V5_23, Passed::GenerationConfig) => {
+        (TransformersVersion::V5_0 | TransformersVersion::V5_23, Passed::GenerationConfig) => {
             let mut set = settings;
             set.retain(|k, v| !v.is_null() && is_kwarg_of(transformers, k));
             resolve_kwargs(transformers, &set, config)?
@@ -537,7 +534,7 @@ fn resolve_kwargs(
         transformers,
         ..GenerationParams::default()
     };
-    if transformers.is_4x() {
+    if transformers != TransformersVersion::V5_23 {
         let acting = p.acting();
         if let Some(key) = CONSTRAINT_PROCESSORS.iter().find(|k| acting.acts(k)) {
             return Err(HfError::NotModelled {

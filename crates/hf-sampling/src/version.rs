@@ -2,7 +2,11 @@
 //! `generate()`: the two params that pick a rule set, and the 4.x merge of
 //! a `GenerationConfig` object with the model's generation config.
 //!
-//! Every rule of this crate holds for transformers 5.23.0. For 4.57.6 (the
+//! Every rule of this crate holds for transformers 5.23.0. 5.0.0 (the first
+//! 5.x) differs from it only by the repetition penalty on ids `>= V` (it
+//! raises, as 4.57.6 does; the clamp arrived in 5.18.0) and by lacking five
+//! keys ([`TransformersVersion::lacks`]): 254 of the 258 recorded cases
+//! agree (`fixtures/genconfig/transformers-5.0.0.json`). For 4.57.6 (the
 //! last 4.x on PyPI) the rules that differ, each read in that wheel and
 //! recorded from it (`fixtures/genconfig/transformers-4.57.6.json`, made by
 //! `scripts/reference/hf_reference.py --only genconfig --transformers
@@ -41,7 +45,8 @@
 //!
 //! What is the same, checked: `_get_logits_processor`'s order and
 //! conditions (4.57.6 `generation/utils.py` lines 1090–1311 against 5.23.0's
-//! 1410–1660 differ only by `TopHLogitsWarper` and the penalty's padding),
+//! 1410–1660 differ, for a decoder-only model given input ids, only by
+//! `TopHLogitsWarper` and the penalty's padding),
 //! the constructors' validation of temperature, top-k, top-p, min-p,
 //! typical, epsilon and eta, and their arithmetic: the sampling processors'
 //! `__call__` bodies are the same code (min-p keeps its top token by
@@ -52,8 +57,8 @@
 //!
 //! The processors beyond the sampling kwargs (n-gram bans, bad words,
 //! sequence bias, forced and suppressed tokens, length rules) are modelled
-//! for 5.23.0 only: under 4.57.6 [`crate::resolve`] refuses them
-//! ([`HfError::NotModelled`]); 4.57.6 differs there (a sequence bias on id 0
+//! for 5.23.0 only: under 4.57.6 and 5.0.0 [`crate::resolve`] refuses them
+//! ([`HfError::NotModelled`]); both differ there (a sequence bias on id 0
 //! raises, a forced token that is also suppressed is accepted).
 
 use serde::{Deserialize, Serialize};
@@ -76,6 +81,11 @@ pub enum TransformersVersion {
     /// merge (see the module docs).
     #[serde(rename = "4.57.6")]
     V4_57,
+    /// 5.0.0 (the first 5.x): 5.23.0's generation-config rules, but the
+    /// repetition penalty gathers every input id (an id `>= V` raises, as in
+    /// 4.57.6) and five of 5.23.0's keys do not exist yet.
+    #[serde(rename = "5.0.0")]
+    V5_0,
     /// 5.23.0: every rule of this crate.
     #[default]
     #[serde(rename = "5.23.0")]
@@ -83,29 +93,51 @@ pub enum TransformersVersion {
 }
 
 impl TransformersVersion {
-    /// Both, oldest first.
-    pub const ALL: [Self; 2] = [Self::V4_57, Self::V5_23];
+    /// Every version modelled, oldest first.
+    pub const ALL: [Self; 3] = [Self::V4_57, Self::V5_0, Self::V5_23];
 
     /// The version as transformers prints it (`"4.57.6"`).
     pub fn as_str(self) -> &'static str {
         match self {
             Self::V4_57 => "4.57.6",
+            Self::V5_0 => "5.0.0",
             Self::V5_23 => "5.23.0",
         }
     }
 
-    /// A 4.x release.
+    /// A 4.x release: `GenerationConfig()` holds real values, and 4.x's
+    /// generation-config rules apply.
     pub fn is_4x(self) -> bool {
         self == Self::V4_57
+    }
+
+    /// `RepetitionPenaltyLogitsProcessor` gathers the scores at every input
+    /// id, so an id `>= V` raises: 4.57.6 (`generation/logits_process.py`
+    /// line 402) and 5.x before 5.18.0 (5.17.0's file has no clamp, 5.18.0's
+    /// has `input_ids.clamp(max=vocab_size)`; recorded for 5.0.0).
+    pub fn penalty_gathers_every_id(self) -> bool {
+        self != Self::V5_23
+    }
+
+    /// Whether this version's `GenerationConfig` has `key` among the keys
+    /// 5.23.0's has: 4.57.6 lacks [`ONLY_5X`], 5.0.0 all of them but
+    /// `top_h` (`vars(GenerationConfig())` of each).
+    pub(crate) fn lacks(self, key: &str) -> bool {
+        match self {
+            Self::V4_57 => ONLY_5X.contains(&key),
+            Self::V5_0 => key != "top_h" && ONLY_5X.contains(&key),
+            Self::V5_23 => false,
+        }
     }
 
     fn parse(v: &Value) -> Result<Self, HfError> {
         match v.as_str() {
             Some("4.57.6") => Ok(Self::V4_57),
+            Some("5.0.0") => Ok(Self::V5_0),
             Some("5.23.0") => Ok(Self::V5_23),
             _ => Err(HfError::WrongType {
                 key: VERSION_KEY.into(),
-                expected: "\"4.57.6\" or \"5.23.0\"",
+                expected: "\"4.57.6\", \"5.0.0\" or \"5.23.0\"",
                 value: v.to_string(),
             }),
         }
@@ -301,7 +333,7 @@ pub fn dropped_by_to_diff_dict(
             *k != "transformers_version"
                 && match version {
                     TransformersVersion::V4_57 => py_eq(v, &class_default_4x(k)),
-                    TransformersVersion::V5_23 => v.is_null(),
+                    TransformersVersion::V5_0 | TransformersVersion::V5_23 => v.is_null(),
                 }
         })
         .map(|(k, v)| (k.clone(), v.clone()))

@@ -1,7 +1,7 @@
-//! Every recorded (generation_config.json, settings, route) case of both
-//! transformers versions (`fixtures/genconfig/transformers-*.json`, recorded
+//! Every recorded (generation_config.json, settings, route) case of every
+//! transformers version modelled (`fixtures/genconfig/transformers-*.json`, recorded
 //! by `scripts/reference/hf_reference.py --only genconfig --transformers V`
-//! from the real 4.57.6 and 5.23.0 packages): hf-rust with `transformers`
+//! from the real 4.57.6, 5.0.0 and 5.23.0 packages): hf-rust with `transformers`
 //! and `passed` set as recorded must build the same processors with the same
 //! values, give the same scores bit for bit, the softmax transformers drew
 //! from bit for bit (torch's AVX2 kernel, as recorded) and within 1e-6 with
@@ -274,10 +274,8 @@ fn replay(version: &str) -> (Tally, Vec<String>) {
 fn to_diff_dict_drops_what_each_version_drops() {
     use hf_sampling::TransformersVersion;
     let mut checked = 0;
-    for (version, v) in [
-        ("4.57.6", TransformersVersion::V4_57),
-        ("5.23.0", TransformersVersion::V5_23),
-    ] {
+    for v in TransformersVersion::ALL {
+        let version = v.as_str();
         let fx = fixture(version);
         for (name, file) in fx["files"].as_object().expect("files") {
             let Some(contents) = file["contents"].as_object() else {
@@ -303,9 +301,9 @@ fn to_diff_dict_drops_what_each_version_drops() {
 }
 
 #[test]
-fn every_recorded_case_of_both_versions_replays() {
+fn every_recorded_case_of_every_version_replays() {
     let mut all = Vec::new();
-    for version in ["4.57.6", "5.23.0"] {
+    for version in hf_sampling::TransformersVersion::ALL.map(|v| v.as_str()) {
         let (tally, failures) = replay(version);
         eprintln!("genconfig {version}: {tally:?}");
         assert!(

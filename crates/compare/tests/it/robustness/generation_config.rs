@@ -236,7 +236,7 @@ fn the_transformers_version_is_a_checked_param() {
     assert_eq!(o.status.code(), Some(1), "{}", text_lossy(&o.stderr));
     let stdout = text_lossy(&o.stdout);
     for want in [
-        r#"`transformers` must be \"4.57.6\" or \"5.23.0\", but is \"4.46\""#,
+        r#"`transformers` must be \"4.57.6\", \"5.0.0\" or \"5.23.0\", but is \"4.46\""#,
         r#"`passed` must be \"kwargs\" or \"generation_config\", but is \"object\""#,
         "`no_repeat_ngram_size` (=2): hf-sampling models transformers 4.57.6's sampling kwargs only",
         "index 8 is out of bounds for dimension 1 with size 8",
