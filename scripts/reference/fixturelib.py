@@ -36,6 +36,32 @@ from safetensors import safe_open  # noqa: E402
 from safetensors.torch import save_file  # noqa: E402
 
 FORMAT = "sampling-parity-fixture/1"
+
+# The transformers versions the recorders know, each with the venv that
+# holds it (scripts/reference/setup.sh [VERSION] makes each): 5.23.0 records
+# every fixture; 4.57.6 (the last 4.x on PyPI) and 5.0.0 (the first 5.x) the
+# generation-config cases.
+TRANSFORMERS_VENVS = {"5.23.0": ".venv", "4.57.6": ".venv-tf4", "5.0.0": ".venv-tf500"}
+
+
+def require_transformers(wanted: str | None, allowed=tuple(TRANSFORMERS_VENVS)) -> str:
+    """The running transformers version, checked against `--transformers`.
+
+    A fixture names the version it was recorded from, so a recorder run from
+    the wrong venv must stop rather than write (or check) another version's
+    file. Exits with status 2 and the venv to use.
+    """
+    have = transformers.__version__
+    want = wanted or have
+    if want not in allowed:
+        log(f"error: records transformers {', '.join(allowed)}, not {want}")
+        raise SystemExit(2)
+    if have != want:
+        venv = TRANSFORMERS_VENVS.get(want, ".venv")
+        log(f"error: --transformers {want}, but this Python has transformers {have}; run "
+            f"scripts/reference/{venv}/bin/python (made by scripts/reference/setup.sh {want})")
+        raise SystemExit(2)
+    return want
 SEED = 1234  # generate() samples a token we throw away; seeded so runs repeat.
 
 # The 13 settings of the issue, in run order. Names follow the seed article.

@@ -322,9 +322,14 @@ def main() -> int:
     ap.add_argument("--model-dir", type=Path, default=ref.REPO / ".cache" / "models")
     ap.add_argument("--only", choices=("all", "edge", "model"), default="all")
     ap.add_argument("--check", action="store_true", help="regenerate into a temporary folder and compare")
+    ap.add_argument("--transformers", choices=("5.23.0",), default=None,
+                    help="the version these fixtures are recorded from (it must be the installed one); run "
+                         "from .venv-tf4 (4.57.6) these settings regenerate bit for bit except where "
+                         "docs/hf-sampling.md says 4.x differs, but the committed files are 5.23.0's")
     args = ap.parse_args()
     torch.set_num_threads(1)
     ref.install_notice_collector()
+    ref.require_transformers(args.transformers, allowed=("5.23.0",))
 
     def generate_into(d: Path) -> None:
         if args.only in ("all", "edge"):

@@ -47,12 +47,14 @@ from fixturelib import (  # noqa: E402
     check_verdict,
     common_metadata,
     compare_fixture,
+    generate_once,
     greedy_answer,
     gguf_tokens,
     install_notice_collector,
     log,
     print_notices,
     record_context,
+    require_transformers,
     same_bits,
     sha256_file,
     templated_prompt_ids,
@@ -67,9 +69,11 @@ from transformers import (  # noqa: E402
     AutoModelForCausalLM,
     AutoTokenizer,
     GenerationMixin,
-    PreTrainedConfig,
     PreTrainedModel,
 )
+
+# 4.x spells it PretrainedConfig (renamed in 5.0).
+PreTrainedConfig = getattr(transformers, "PreTrainedConfig", None) or transformers.PretrainedConfig
 from transformers.modeling_outputs import CausalLMOutputWithPast  # noqa: E402
 
 fixturelib.PROGRAM = "hf_reference"
@@ -448,6 +452,212 @@ def make_edge_fixtures(out_dir: Path) -> None:
 
 
 # --------------------------------------------------------------------------
+# Generation-config fixtures: a model file and generate's settings, per version
+# --------------------------------------------------------------------------
+#
+# What transformers makes of (the model's generation_config.json, the caller's
+# settings) differs between 4.x and 5.x, so these cases are recorded from each
+# version's own package (`--transformers`), one file per version:
+# fixtures/genconfig/transformers-<version>.json. Each case loads the file the
+# way `from_pretrained` does (`GenerationConfig.from_pretrained(folder)`),
+# makes it the model's generation config, runs the one generate call with the
+# settings passed either as kwargs (`generate(**kwargs)`) or as an object
+# (`generate(generation_config=GenerationConfig(**kwargs))`, as trl does), and
+# stores what generate built: the config `_get_logits_processor` was given,
+# the processors with their values, the scores and their softmax.
+
+GENCONFIG_FORMAT = "sampling-parity-genconfig/1"
+# V = 64 (> 50, so transformers' default top-k 50 cuts something), seeded.
+GENCONFIG_LOGITS = np.random.default_rng(4576).normal(0.0, 2.0, size=64).astype(np.float32)
+GENCONFIG_CONTEXTS = {
+    "ids": [3, 17, 17, 42, 5],
+    # ids >= V: 5.x clamps them away, 4.x's torch.gather raises.
+    "ids_oob": [3, 64, 200, 17],
+}
+# The attributes of generate's GenerationConfig that decide one sampling step.
+SAMPLING_ATTRS = ("do_sample", "temperature", "top_k", "top_p", "min_p", "typical_p", "epsilon_cutoff",
+                  "eta_cutoff", "repetition_penalty", "num_beams")
+# Numeric attributes of the processors whose values decide the step.
+PROCESSOR_ATTRS = ("temperature", "top_h", "top_k", "top_p", "min_p", "mass", "epsilon", "penalty",
+                   "min_tokens_to_keep")
+
+GENCONFIG_FILES: dict[str, dict | None] = {
+    # no generation_config.json: the model's own (from its config)
+    "none": None,
+    # values equal to 4.x's class defaults: to_diff_dict() drops them there
+    "class_defaults": {"do_sample": True, "temperature": 1.0, "top_k": 50, "top_p": 1.0, "repetition_penalty": 1.0},
+    # a Llama-style file: top_k 50 stated, equal to 4.x's class default
+    "t06_k50_p09": {"do_sample": True, "temperature": 0.6, "top_k": 50, "top_p": 0.9},
+    # a Qwen-style file
+    "t07_k20_p08": {"do_sample": True, "temperature": 0.7, "top_k": 20, "top_p": 0.8, "repetition_penalty": 1.05},
+    # null in the file: 4.x keeps None, 5.x reads it as unset
+    "nulls": {"do_sample": True, "top_k": None, "temperature": None},
+    "min_p": {"do_sample": True, "min_p": 0.1},
+    "greedy_t07": {"do_sample": False, "temperature": 0.7, "top_k": 20},
+    "sample_t0": {"do_sample": True, "temperature": 0.0},
+    # saved by an old transformers: 4.x's object route takes no model defaults
+    "old_k20": {"do_sample": True, "top_k": 20, "transformers_version": "4.45.0"},
+}
+
+GENCONFIG_KWARGS: dict[str, dict] = {
+    "none": {},
+    "sample": {"do_sample": True},
+    "greedy": {"do_sample": False},
+    "k_null": {"do_sample": True, "top_k": None},
+    "k0": {"do_sample": True, "top_k": 0},
+    "k50": {"do_sample": True, "top_k": 50},
+    "explicit_defaults": {"do_sample": True, "temperature": 1.0, "top_k": 50, "top_p": 1.0},
+    "t0": {"temperature": 0.0},
+    "sample_t0": {"do_sample": True, "temperature": 0.0},
+    "t07_k40_p09": {"do_sample": True, "temperature": 0.7, "top_k": 40, "top_p": 0.9},
+    "minp005": {"do_sample": True, "min_p": 0.05},
+    "minp0": {"do_sample": True, "top_k": 0, "min_p": 0.0},
+    "minp15": {"do_sample": True, "min_p": 1.5},
+    "greedy_minp": {"do_sample": False, "min_p": 0.05},
+    "typ09": {"do_sample": True, "top_k": 0, "typical_p": 0.9},
+    "eps": {"do_sample": True, "top_k": 0, "epsilon_cutoff": 3e-4},
+    "eta": {"do_sample": True, "top_k": 0, "eta_cutoff": 2e-3},
+    "rep13": {"do_sample": True, "temperature": 0.8, "repetition_penalty": 1.3},
+    "top_h": {"do_sample": True, "top_h": 0.5},
+}
+
+# (file, kwargs, how the settings are passed, context)
+def genconfig_cases() -> list[tuple[str, str, str, str]]:
+    cases = []
+    for f in GENCONFIG_FILES:
+        for k in GENCONFIG_KWARGS:
+            cases.append((f, k, "kwargs", "ids"))
+    object_kwargs = ("none", "sample", "k_null", "k0", "k50", "explicit_defaults", "sample_t0", "t07_k40_p09",
+                     "minp005")
+    for f in GENCONFIG_FILES:
+        for k in object_kwargs:
+            cases.append((f, k, "generation_config", "ids"))
+    for f in ("none", "t07_k20_p08"):
+        for k in ("rep13", "greedy", "none"):
+            cases.append((f, k, "kwargs", "ids_oob"))
+    return cases
+
+
+def jsonable(v):
+    """A processor or config value as JSON: floats exact (repr), non-finite as strings."""
+    if isinstance(v, torch.Tensor):
+        v = v.tolist()
+    if isinstance(v, bool) or v is None or isinstance(v, (int, str)):
+        return v
+    if isinstance(v, float):
+        return v if np.isfinite(v) else str(v)
+    if isinstance(v, (list, tuple)):
+        return [jsonable(x) for x in v]
+    return repr(v)
+
+
+def f32_list(t: torch.Tensor) -> list:
+    return [float(x) if np.isfinite(x) else str(float(x)) for x in t.tolist()]
+
+
+def genconfig_model(file: dict | None, folder: Path):
+    """The fixed-logits model with `file` as its generation_config.json, loaded
+    as from_pretrained loads it. Returns (model, the loaded config's to_diff_dict())."""
+    model = edge_model(GENCONFIG_LOGITS)
+    if file is None:
+        loaded = model.generation_config
+    else:
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "generation_config.json").write_text(json.dumps(file), encoding="utf-8")
+        loaded = transformers.GenerationConfig.from_pretrained(str(folder))
+    diff = loaded.to_diff_dict()
+    loaded_attrs = {a: jsonable(getattr(loaded, a, None)) for a in SAMPLING_ATTRS}
+    # No KV cache (the model has no layers): set after reading what was loaded.
+    loaded.use_cache = False
+    model.generation_config = loaded
+    return model, diff, loaded_attrs
+
+
+def run_genconfig_case(model, ids: torch.Tensor, kwargs: dict, passed: str) -> dict:
+    seen: dict = {}
+    inner = model._get_logits_processor
+
+    def spy(*args, **kw):
+        config = kw.get("generation_config", args[0] if args else None)
+        seen["config"] = {a: jsonable(getattr(config, a, None)) for a in SAMPLING_ATTRS}
+        out = inner(*args, **kw)
+        seen["processors"] = [
+            {"name": type(p).__name__,
+             **{a: jsonable(getattr(p, a)) for a in PROCESSOR_ATTRS if hasattr(p, a)}}
+            for p in out
+        ]
+        return out
+
+    model._get_logits_processor = spy
+    try:
+        if passed == "kwargs":
+            logits, scores = generate_once(model, ids, kwargs)
+        else:
+            # use_cache=False beside it: the model has no layers for a cache
+            # (4.x's object route can leave the object's use_cache True)
+            config = transformers.GenerationConfig(**kwargs)
+            logits, scores = generate_once(model, ids, {"generation_config": config, "use_cache": False})
+    except (ValueError, RuntimeError, TypeError, IndexError) as e:
+        err = f"{type(e).__name__}: {e}"
+        return {"error": err, **({"config": seen["config"]} if "config" in seen else {})}
+    finally:
+        del model._get_logits_processor
+    if not same_bits(logits, model.fixed_logits):
+        raise SystemExit("genconfig: generate's raw logits are not the model's logits")
+    out = {"config": seen["config"], "processors": seen["processors"], "scores": f32_list(scores)}
+    if seen["config"]["do_sample"]:
+        # what _sample draws from: softmax of the scores, in f32
+        out["probs"] = f32_list(torch.nn.functional.softmax(scores, dim=-1))
+    else:
+        out["greedy"] = int(torch.argmax(scores))
+    return out
+
+
+def make_genconfig_fixture(out_dir: Path, version: str) -> None:
+    files = {}
+    cases = []
+    with tempfile.TemporaryDirectory(prefix="genconfig-") as tmp:
+        for fname, file in GENCONFIG_FILES.items():
+            NOTICES.context = f"genconfig/{fname}"
+            _, diff, loaded = genconfig_model(file, Path(tmp) / fname)
+            files[fname] = {"contents": file, "loaded": loaded, "to_diff_dict": jsonable_dict(diff)}
+        for fname, kname, passed, ctx in genconfig_cases():
+            name = f"{fname}.{kname}.{passed}.{ctx}"
+            NOTICES.context = f"genconfig/{name}"
+            model, _, _ = genconfig_model(GENCONFIG_FILES[fname], Path(tmp) / fname)
+            ids = torch.tensor([GENCONFIG_CONTEXTS[ctx]], dtype=torch.int64)
+            result = run_genconfig_case(model, ids, GENCONFIG_KWARGS[kname], passed)
+            if "error" in result:
+                log(f"  {name}: rejected -> {result['error'].splitlines()[0][:140]}")
+            cases.append({"name": name, "file": fname, "kwargs": GENCONFIG_KWARGS[kname], "passed": passed,
+                          "context": ctx, **result})
+    doc = {
+        "format": GENCONFIG_FORMAT,
+        "transformers_version": transformers.__version__,
+        "torch_version": torch.__version__,
+        "recorded_by": f"scripts/reference/hf_reference.py --only genconfig --transformers {version}",
+        "description": "generation_config.json contents x generate settings (as kwargs or as a GenerationConfig "
+                       "object) on fixed logits: the config _get_logits_processor got, the processors and their "
+                       "values, the processed scores and their softmax (f32), or transformers' error",
+        "class_defaults": {a: jsonable(getattr(transformers.GenerationConfig(), a, None)) for a in SAMPLING_ATTRS},
+        "logits": f32_list(torch.from_numpy(GENCONFIG_LOGITS)),
+        "contexts": GENCONFIG_CONTEXTS,
+        "files": files,
+        "cases": cases,
+    }
+    path = out_dir / "genconfig" / f"transformers-{version}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # One case per line, so a regenerated file's diff names its cases.
+    head = json.dumps({k: v for k, v in doc.items() if k != "cases"}, indent=1)
+    lines = ",\n".join(json.dumps(c, separators=(",", ":")) for c in cases)
+    path.write_text(f'{head[:-2]},\n "cases": [\n{lines}\n ]\n}}\n', encoding="utf-8")
+    n_err = sum(1 for c in cases if "error" in c)
+    log(f"  wrote {path} ({len(cases)} cases, {n_err} rejected)")
+
+
+def jsonable_dict(d: dict) -> dict:
+    return {k: jsonable(v) for k, v in sorted(d.items())}
+
 
 # --------------------------------------------------------------------------
 # --check: regenerate and compare
@@ -463,7 +673,9 @@ def run_check(args, generate_into) -> int:
                    and p.suffix in (".safetensors", ".json")}
         rel_new = {p.relative_to(tmp_dir).as_posix() for p in tmp_dir.rglob("*") if p.is_file()}
         # Only this script's folders: fixtures/own/ is record_fixture.py's.
-        mine = {"all": ("smollm2/", "edge/"), "model": ("smollm2/",), "edge": ("edge/",)}[args.only]
+        mine = {"all": ("smollm2/", "edge/", f"genconfig/transformers-{args.transformers}.json"),
+                "model": ("smollm2/",), "edge": ("edge/",),
+                "genconfig": (f"genconfig/transformers-{args.transformers}.json",)}[args.only]
         rel_old = {r for r in rel_old if r.startswith(mine)}
         for rel in sorted(rel_old - rel_new):
             report.fail(f"{rel}: committed but not regenerated (stale file?)")
@@ -474,10 +686,25 @@ def run_check(args, generate_into) -> int:
             if rel.endswith(".json"):
                 if a.read_bytes() != b.read_bytes():
                     report.fail(f"{rel}: content differs")
+                    if rel.startswith("genconfig/"):
+                        for line in json_diff(a, b)[:20]:
+                            report.fail(f"{rel}: {line}")
                 continue
             compare_fixture(rel, a, b, args.tolerance, report)
         return check_verdict(report, len(rel_old & rel_new), args.strict)
 
+
+
+def json_diff(a: Path, b: Path) -> list[str]:
+    """The genconfig cases whose recorded results differ, by name."""
+    old, new = json.loads(a.read_text()), json.loads(b.read_text())
+    out = [f"top-level {k!r} differs" for k in sorted(set(old) | set(new)) if k != "cases" and old.get(k) != new.get(k)]
+    cases_old = {c["name"]: c for c in old.get("cases", [])}
+    cases_new = {c["name"]: c for c in new.get("cases", [])}
+    for name in sorted(set(cases_old) | set(cases_new)):
+        if cases_old.get(name) != cases_new.get(name):
+            out.append(f"case {name} differs")
+    return out
 
 
 def parse_args() -> argparse.Namespace:
@@ -489,8 +716,12 @@ def parse_args() -> argparse.Namespace:
                     help="fixture root (gets smollm2/ and edge/ subfolders)")
     ap.add_argument("--model-dir", type=Path, default=REPO / ".cache" / "models",
                     help=f"folder holding {MODEL_NAME} (see scripts/fetch-model.sh)")
-    ap.add_argument("--only", choices=("all", "model", "edge"), default="all",
-                    help="which fixtures to (re)generate or check; 'model' includes vocab.json")
+    ap.add_argument("--only", choices=("all", "model", "edge", "genconfig"), default="all",
+                    help="which fixtures to (re)generate or check; 'model' includes vocab.json; 'genconfig' is "
+                         "genconfig/transformers-<version>.json, the only one recorded from 4.57.6 and 5.0.0")
+    ap.add_argument("--transformers", choices=tuple(fixturelib.TRANSFORMERS_VENVS), default=None,
+                    help="the transformers version to record from (default: the one installed); it must be the "
+                         "installed one: scripts/reference/.venv has 5.23.0, .venv-tf4 4.57.6, .venv-tf500 5.0.0")
     ap.add_argument("--check", action="store_true",
                     help="regenerate into a temporary folder and compare with --out-dir instead of writing")
     ap.add_argument("--tolerance", type=float, default=1e-3,
@@ -506,6 +737,10 @@ def main() -> int:
     args.out_dir = args.out_dir.resolve()
     torch.set_num_threads(args.threads)
     install_notice_collector()
+    args.transformers = require_transformers(args.transformers)
+    if args.transformers != "5.23.0" and args.only != "genconfig":
+        raise SystemExit(f"hf_reference: the {args.only} fixtures are transformers 5.23.0's; from "
+                         f"{args.transformers} only --only genconfig is recorded")
     log(f"torch {torch.__version__}, transformers {transformers.__version__}, threads {torch.get_num_threads()}")
 
     def generate_into(out_dir: Path) -> None:
@@ -517,6 +752,9 @@ def main() -> int:
         if args.only in ("all", "edge"):
             log("edge fixtures")
             make_edge_fixtures(out_dir)
+        if args.only in ("all", "genconfig"):
+            log(f"generation-config cases (transformers {args.transformers})")
+            make_genconfig_fixture(out_dir, args.transformers)
 
     if args.check:
         rc = run_check(args, generate_into)
@@ -530,6 +768,12 @@ def main() -> int:
             generate_into(tmp_dir)
             for sub in sorted(p.name for p in tmp_dir.iterdir()):
                 dest = args.out_dir / sub
+                if sub == "genconfig":
+                    # one file per transformers version: replace only this one's
+                    dest.mkdir(exist_ok=True)
+                    for f in (tmp_dir / sub).iterdir():
+                        shutil.move(str(f), str(dest / f.name))
+                    continue
                 if dest.exists():
                     shutil.rmtree(dest)
                 shutil.move(str(tmp_dir / sub), str(dest))

@@ -372,6 +372,12 @@ def run_check(args: argparse.Namespace) -> int:
         raise UsageError(f"{path}: no such fixture file")
     _, meta = read_fixture(path)
     recipe = recipe_from_metadata(path, meta)
+    # Checked before loading too: another version's scores can only differ.
+    recorded_with = meta.get("transformers_version")
+    if recorded_with != transformers.__version__:
+        venv = fixturelib.TRANSFORMERS_VENVS.get(recorded_with or "", ".venv")
+        raise UsageError(f"{path} was recorded with transformers {recorded_with}, this Python has "
+                         f"{transformers.__version__}: check it with scripts/reference/{venv}/bin/python")
     model_path = Path(args.model_path or recipe["model"])
     # Checked before loading: a check against other weights can only fail,
     # and the regenerated metadata would only say so after a long run.
@@ -432,6 +438,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--tolerance", type=float, default=1e-3,
                     help="--check: max |diff| of logits still reported as CPU low-bit noise, not a failure")
     ap.add_argument("--strict", action="store_true", help="--check: fail on any bit difference, even low-bit noise")
+    ap.add_argument("--transformers", choices=tuple(fixturelib.TRANSFORMERS_VENVS), default=None,
+                    help="the transformers version to record with (default: the installed one); it must be the "
+                         "installed one: scripts/reference/.venv has 5.23.0, .venv-tf4 4.57.6 (setup.sh 4.57.6)")
     args = ap.parse_args(argv)
     if args.check:
         recording_only = [flag for flag, given in (
@@ -454,6 +463,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def main() -> int:
     args = parse_args()
     install_notice_collector()
+    fixturelib.require_transformers(args.transformers)
     log(f"torch {torch.__version__}, transformers {transformers.__version__}")
     try:
         rc = run_check(args) if args.check else run_record(args)

@@ -159,6 +159,38 @@ pub enum HfError {
         /// The id.
         id: i64,
     },
+    /// transformers 4.57.6's and 5.0.0's `RepetitionPenaltyLogitsProcessor`
+    /// gathers the scores at every input id, and an id `>= V` is out of
+    /// range (5.18.0 and later ignore such ids).
+    #[error(
+        "index {id} is out of bounds for dimension 1 with size {vocab} (input_ids[{position}]: \
+         transformers {version}'s repetition penalty gathers every input id; 5.18.0 and later \
+         ignore ids >= V)"
+    )]
+    InputIdOutOfRange {
+        /// Position in `input_ids`.
+        position: usize,
+        /// The id.
+        id: i64,
+        /// V.
+        vocab: usize,
+        /// The version asked for.
+        version: &'static str,
+    },
+    /// A processor this crate models for transformers 5.23.0 only, asked
+    /// for under another version.
+    #[error(
+        "`{key}` (={value}): hf-sampling models transformers {version}'s sampling kwargs only; \
+         this processor is modelled (and recorded) for 5.23.0"
+    )]
+    NotModelled {
+        /// The kwarg.
+        key: String,
+        /// Its value as JSON.
+        value: String,
+        /// The version asked for.
+        version: &'static str,
+    },
     /// `generation_config.json` is not valid JSON. The parser's message is the
     /// error's source, not part of this message, so that a caller printing the
     /// chain (`anyhow`'s `{:#}`) does not show it twice.

@@ -3,7 +3,8 @@
 //!
 //! # Reference
 //!
-//! transformers **5.23.0** (with torch 2.15.0 on CPU):
+//! transformers **5.23.0** (with torch 2.15.0 on CPU), and **4.57.6** where
+//! the `transformers` param asks for it ([`version`] lists what differs):
 //! - `transformers/generation/utils.py`: `_prepare_generation_config`
 //!   (kwargs > model `generation_config.json` > defaults),
 //!   `_get_logits_processor` (which processors, in which order), `_sample`
@@ -73,6 +74,7 @@ mod semantics;
 mod serve;
 mod torch;
 mod torch_rng;
+pub mod version;
 
 pub use acting::{Act, Acting, NOT_IN_SAMPLER_CHAINS};
 pub use constraints::Constraints;
@@ -91,6 +93,7 @@ pub use request::{
 pub use semantics::{Hf, HfRust, Recorded, Source, provenance, rules};
 pub use serve::{Refusal, ServeEndpoint, ServeReading, serve_request};
 pub use torch_rng::{CpuCapability, TorchGenerator, TorchSampleError};
+pub use version::{Passed, TransformersVersion};
 
 /// torch's CPU operations, replayed bit for bit, for other engines that run
 /// torch on CPU (vLLM): `torch.sort`'s order (a hand-written replica of
@@ -219,6 +222,24 @@ fn run(
     }
     if let Some((position, &id)) = input_ids.iter().enumerate().find(|(_, id)| **id < 0) {
         return Err(HfError::NegativeInputId { position, id });
+    }
+    // transformers 4.57.6 and 5.0.0: `torch.gather(scores, 1, input_ids)`
+    // (4.57.6 generation/logits_process.py line 402) without 5.18.0's clamp.
+    if params.transformers.penalty_gathers_every_id()
+        && processors
+            .iter()
+            .any(|p| matches!(p, Processor::RepetitionPenalty { .. }))
+        && let Some((position, &id)) = input_ids
+            .iter()
+            .enumerate()
+            .find(|(_, id)| usize::try_from(**id).is_ok_and(|i| i >= logits.len()))
+    {
+        return Err(HfError::InputIdOutOfRange {
+            position,
+            id,
+            vocab: logits.len(),
+            version: params.transformers.as_str(),
+        });
     }
     if params.do_sample {
         if let Some(index) = logits.iter().position(|&x| x == f32::INFINITY) {

@@ -1,7 +1,8 @@
 //! Parameter resolution: generate kwargs > `generation_config.json` > transformers defaults.
 //!
 //! Mirrors `GenerationMixin._prepare_generation_config` (transformers 5.23.0,
-//! `generation/utils.py`): a fresh config takes the model's
+//! `generation/utils.py`; 4.57.6's where the `transformers` param says so,
+//! see [`crate::version`]): a fresh config takes the model's
 //! `generation_config.json` values where still unset, then
 //! `GenerationConfig._get_default_generation_params()` where still unset, then
 //! `generation_config.update(**kwargs)` sets every kwarg, `None` included.
@@ -20,6 +21,7 @@ use serde_json::{Map, Value};
 use crate::constraints::{self, Constraints};
 use crate::error::HfError;
 use crate::pyfmt::{float_repr, value_str};
+use crate::version::{self, Passed, TransformersVersion};
 
 parity_core::params! {
     /// Resolved transformers generation parameters (after kwargs >
@@ -57,11 +59,22 @@ parity_core::params! {
         /// mode too.
         pub repetition_penalty: f64 = 1.0
             => "RepetitionPenaltyLogitsProcessor over every input id, greedy too",
+        /// Which transformers' rules (this crate's param, not a kwarg; see
+        /// [`crate::version`]). Not a sampling key.
+        #[serde(skip)]
+        pub transformers: TransformersVersion ["\"5.23.0\""]
+            => "\"5.23.0\" (every rule), \"5.0.0\" (the penalty raises for ids >= V) or \"4.57.6\" (also: GenerationConfig() holds 50/1.0/1.0, a file's null is a value, the object route's class-default merge, no top_h)",
+        /// How the settings reach `generate()` (this crate's param, not a
+        /// kwarg). Not a sampling key.
+        #[serde(skip)]
+        pub passed: Passed ["\"kwargs\""]
+            => "\"kwargs\" (generate(**settings)) or \"generation_config\" (generate(generation_config=GenerationConfig(**settings)), as trl passes them)",
         /// Every other processor's kwargs (bad words, n-gram bans, min length,
         /// forced and suppressed tokens, ...) and the generation state they read
         /// (`eos_token_id`, `max_length`, `max_new_tokens`); default: none set.
         /// Not a sampling key (declared last: [`SAMPLING_KEYS`] and
-        /// [`SAMPLING_PARAMS`] leave it out).
+        /// [`SAMPLING_PARAMS`] leave it out, [`SAMPLING_KEYS`] the two
+        /// before it too).
         #[serde(skip)]
         pub constraints: Constraints => "",
     }
@@ -76,10 +89,13 @@ const fn all_but_last<T>(s: &'static [T]) -> &'static [T] {
     }
 }
 
-/// The sampling keys this crate models, in declaration order.
-pub(crate) const SAMPLING_KEYS: &[&str] = all_but_last(GenerationParams::FIELDS);
+/// The sampling keys this crate models, in declaration order (all but
+/// `transformers`, `passed` and `constraints`).
+pub(crate) const SAMPLING_KEYS: &[&str] =
+    all_but_last(all_but_last(all_but_last(GenerationParams::FIELDS)));
 
-/// The sampling keys as `compare semantics` lists them.
+/// The params as `compare semantics` lists them: the sampling keys, the
+/// version and the route.
 pub(crate) const SAMPLING_PARAMS: &[ParamInfo] = all_but_last(GenerationParams::PARAMS);
 
 /// `GenerationConfig` attributes that cannot change one step's distribution
@@ -338,6 +354,12 @@ impl GenerationParams {
             out.insert("top_k".into(), Value::from(0));
         }
         out.retain(|_, v| !v.is_null());
+        if self.transformers != TransformersVersion::default() {
+            out.insert(
+                version::VERSION_KEY.into(),
+                Value::from(self.transformers.as_str()),
+            );
+        }
         out
     }
 
@@ -360,6 +382,32 @@ pub(crate) fn is_generate_kwarg(key: &str) -> bool {
         || UNSUPPORTED_KEYS.iter().any(|(k, _)| *k == key)
 }
 
+/// [`is_generate_kwarg`] for `version`: 4.57.6's and 5.0.0's
+/// `GenerationConfig` lack some of 5.23.0's keys
+/// ([`TransformersVersion::lacks`]); 4.57.6 has `return_legacy_cache`
+/// (ignored).
+fn is_kwarg_of(version: TransformersVersion, key: &str) -> bool {
+    (version.is_4x() && key == "return_legacy_cache")
+        || (is_generate_kwarg(key) && !version.lacks(key))
+}
+
+/// The processors beyond the sampling kwargs, which this crate models for
+/// transformers 5.23.0 only ([`HfError::NotModelled`] under 4.57.6).
+const CONSTRAINT_PROCESSORS: &[&str] = &[
+    "sequence_bias",
+    "no_repeat_ngram_size",
+    "bad_words_ids",
+    "min_length",
+    "min_new_tokens",
+    "forced_bos_token_id",
+    "forced_eos_token_id",
+    "remove_invalid_values",
+    "exponential_decay_length_penalty",
+    "suppress_tokens",
+    "begin_suppress_tokens",
+    "renormalize_logits",
+];
+
 /// Resolve generate kwargs against an optional model `generation_config.json`
 /// and transformers' defaults, validating as transformers does.
 ///
@@ -374,14 +422,48 @@ pub(crate) fn is_generate_kwarg(key: &str) -> bool {
 /// - Unknown kwargs with a non-null value are rejected
 ///   ([`HfError::UnknownKwarg`]), mirroring transformers' `model_kwargs` check;
 ///   unknown `null` kwargs are ignored, as transformers ignores them.
+///
+/// The settings may also hold this crate's two picks: `transformers`
+/// (`"5.23.0"`, the default, or `"4.57.6"`) and `passed` (`"kwargs"`, the
+/// default, or `"generation_config"`, for
+/// `generate(generation_config=GenerationConfig(**settings))`); see
+/// [`crate::version`] for what each changes.
 pub fn resolve(
+    kwargs: &Map<String, Value>,
+    config: Option<&GenerationConfig>,
+) -> Result<GenerationParams, HfError> {
+    let (transformers, passed, settings) = version::split(kwargs)?;
+    let mut p = match (transformers, passed) {
+        (_, Passed::Kwargs) => resolve_kwargs(transformers, &settings, config)?,
+        // 5.23.0: the object's `None`s are unset, filled from the model's
+        // file, then the defaults (generation/utils.py lines 2108–2109).
+        // A key the version does not know is a custom attribute no
+        // processor reads.
+        (TransformersVersion::V5_0 | TransformersVersion::V5_23, Passed::GenerationConfig) => {
+            let mut set = settings;
+            set.retain(|k, v| !v.is_null() && is_kwarg_of(transformers, k));
+            resolve_kwargs(transformers, &set, config)?
+        }
+        (TransformersVersion::V4_57, Passed::GenerationConfig) => {
+            let mut set = settings;
+            set.retain(|k, _| is_kwarg_of(transformers, k));
+            let merged = version::merge_object_4x(&set, config.map(GenerationConfig::values))?;
+            resolve_kwargs(transformers, &merged, None)?
+        }
+    };
+    p.passed = passed;
+    Ok(p)
+}
+
+fn resolve_kwargs(
+    transformers: TransformersVersion,
     kwargs: &Map<String, Value>,
     config: Option<&GenerationConfig>,
 ) -> Result<GenerationParams, HfError> {
     // Unknown kwargs first: transformers raises for them whatever the rest is.
     for (key, value) in kwargs {
         ensure!(
-            is_generate_kwarg(key) || value.is_null(),
+            is_kwarg_of(transformers, key) || value.is_null(),
             HfError::UnknownKwarg {
                 key: key.clone(),
                 value: value.to_string(),
@@ -390,8 +472,19 @@ pub fn resolve(
     }
 
     // kwargs > config (non-null) > defaults; `None` = unset everywhere.
+    // 4.57.6 builds the model's config as `GenerationConfig(**file)`, so a
+    // sampling key's `null` there is a value (`top_k: null` is off).
+    let raw_nulls = transformers.is_4x();
     let get = |key: &str| -> Option<&Value> {
-        kwargs.get(key).or_else(|| config.and_then(|c| c.get(key)))
+        kwargs.get(key).or_else(|| {
+            config.and_then(|c| {
+                if raw_nulls && SAMPLING_KEYS.contains(&key) {
+                    c.values().get(key)
+                } else {
+                    c.get(key)
+                }
+            })
+        })
     };
     // Set and not `None` (what the processors' `is not None` tests see).
     let set = |key: &str| get(key).filter(|v| !v.is_null());
@@ -438,8 +531,19 @@ pub fn resolve(
     let mut p = GenerationParams {
         do_sample,
         constraints: Constraints::parse(get, do_sample)?,
+        transformers,
         ..GenerationParams::default()
     };
+    if transformers != TransformersVersion::V5_23 {
+        let acting = p.acting();
+        if let Some(key) = CONSTRAINT_PROCESSORS.iter().find(|k| acting.acts(k)) {
+            return Err(HfError::NotModelled {
+                key: (*key).into(),
+                value: get(key).map_or_else(|| "null".into(), Value::to_string),
+                version: transformers.as_str(),
+            });
+        }
+    }
 
     // RepetitionPenaltyLogitsProcessor is built in greedy mode too: added
     // when `repetition_penalty is not None and != 1.0`; requires

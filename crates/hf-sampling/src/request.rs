@@ -21,7 +21,9 @@
 //!   (HTTP 422) the fields `generate()` would accept, such as `top_k`.
 //!
 //! [`routes`] is both as compare routes: the reference first, then one per
-//! serve endpoint.
+//! serve endpoint. The reference notes where transformers 4.57.6 would
+//! sample differently for the same request and model file
+//! ([`crate::version::differences`]).
 
 use parity_core::{REQUEST_FIELDS_NOT_SAMPLING, Route};
 use serde_json::{Map, Value};
@@ -182,6 +184,11 @@ pub fn routes(
         resolve(&kwargs, config).map_err(parity_core::Error::new),
     );
     generate.notes = notes;
+    // The reference is 5.23.0's; where 4.57.6 reads the same request and
+    // model file differently, say so.
+    generate
+        .notes
+        .extend(crate::version::differences(&kwargs, config));
     let mut out = vec![generate];
     out.extend(
         ServeEndpoint::ALL

@@ -19,10 +19,12 @@ const PARAMS: &[ParamInfo] = crate::params::SAMPLING_PARAMS;
 
 static HF_RUST: Info = Info {
     name: "hf-rust",
-    engine: "transformers 5.23.0 / torch 2.15.0 (CPU), re-implemented",
+    engine: "transformers 5.23.0 / torch 2.15.0 (CPU), re-implemented; 4.57.6 or 5.0.0 with transformers=\"4.57.6\" or \"5.0.0\"",
     summary: "generate()'s logits processors and softmax in f32, replaying torch's sort and SLEEF softmax",
     verified_against: "scores bit-identical to real generate() output_scores on 29 fixtures x 441 \
-                       settings and 320 committed random cross-check runs; same accept/reject",
+                       settings and 320 committed random cross-check runs; same accept/reject; \
+                       fixtures/genconfig: 258 (model file, settings, route) cases recorded from \
+                       each of 4.57.6, 5.0.0 and 5.23.0, processors, values and scores bit for bit",
     params: PARAMS,
 };
 

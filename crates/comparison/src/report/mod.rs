@@ -127,6 +127,13 @@ fn run_with(
         // Best effort: stderr is for people; the JSON carries it too.
         let _ = w.write(text::wrap_width(), progress.notes());
     }
+    // transformers' side of the rows is 5.23.0's; where 4.57.6 reads the
+    // same kwargs and model file differently, say so (stderr only).
+    if let Some(kwargs) = &kwargs {
+        for d in hf_sampling::version::differences(kwargs, config.as_ref()) {
+            let _ = text::wrapped(progress.notes(), text::wrap_width(), "note: ", 6, &d);
+        }
+    }
     let pairs = select::pairs(&args.pairs, registry)?;
     let pairs = match &kwargs {
         Some(_) => select::computed_reference(pairs, registry),

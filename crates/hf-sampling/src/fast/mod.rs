@@ -146,6 +146,12 @@ impl Plan {
         };
         for p in params.processors()? {
             match p {
+                // 4.57.6 and 5.0.0 raise for an id >= V ([`crate::process`] checks).
+                Processor::RepetitionPenalty { .. }
+                    if params.transformers.penalty_gathers_every_id() =>
+                {
+                    plan.reference_only = true;
+                }
                 Processor::RepetitionPenalty { penalty } => plan.penalty = Some(penalty as f32),
                 Processor::Temperature { temperature } => {
                     plan.temperature = Some(temperature as f32);

@@ -5,6 +5,7 @@ mod crosscheck;
 mod draw;
 mod fast;
 mod fixtures;
+mod genconfig;
 mod processors;
 mod request_serve;
 mod resolve;

@@ -190,3 +190,57 @@ fn translate_kwargs_malformed_and_wrong_types() {
         );
     }
 }
+
+/// hf-rust's `transformers` param: 4.57.6 reads a file's `null` as a value
+/// (`top_k: null` is off, where 5.23.0 uses 50), and a bad pick, a
+/// constraint processor under 4.57.6 or an id >= V with a penalty under
+/// 4.57.6 is an error of its record, in words (status 1).
+#[test]
+fn the_transformers_version_is_a_checked_param() {
+    let path = config_file("config-nulls-4x", r#"{"do_sample": true, "top_k": null}"#);
+    let p = path.to_str().expect("utf-8");
+    let logits: Vec<String> = (0..60)
+        .map(|i| format!("{}", f64::from(i) / 10.0))
+        .collect();
+    let record = |params: &str| {
+        format!(
+            r#"{{"logits": [{}], "input_ids": [1, 8], "params": {params}}}"#,
+            logits.join(", ")
+        )
+    };
+    let kept = |params: &str| {
+        let o = run(
+            &["dist", "--semantics", "hf-rust", "--generation-config", p],
+            record(params).into_bytes(),
+        );
+        assert_eq!(o.status.code(), Some(0), "{}", text_lossy(&o.stderr));
+        let a: Value = serde_json::from_str(text_lossy(&o.stdout).trim()).expect("JSON");
+        probs(&a).iter().filter(|&&x| x > 0.0).count()
+    };
+    assert_eq!(kept("{}"), 50);
+    assert_eq!(kept(r#"{"transformers": "5.23.0"}"#), 50);
+    assert_eq!(kept(r#"{"transformers": "4.57.6"}"#), 60);
+    let input = [
+        r#"{"transformers": "4.46"}"#,
+        r#"{"passed": "object"}"#,
+        r#"{"transformers": "4.57.6", "no_repeat_ngram_size": 2}"#,
+    ]
+    .iter()
+    .map(|params| record(params))
+    .chain(std::iter::once(
+        r#"{"logits": [1, 2, 3, 4, 5, 6, 7, 8], "input_ids": [1, 8], "params": {"transformers": "4.57.6", "repetition_penalty": 1.3}}"#.to_string(),
+    ))
+    .collect::<Vec<_>>()
+    .join("\n");
+    let o = run(&["dist", "--semantics", "hf-rust"], input.into_bytes());
+    assert_eq!(o.status.code(), Some(1), "{}", text_lossy(&o.stderr));
+    let stdout = text_lossy(&o.stdout);
+    for want in [
+        r#"`transformers` must be \"4.57.6\", \"5.0.0\" or \"5.23.0\", but is \"4.46\""#,
+        r#"`passed` must be \"kwargs\" or \"generation_config\", but is \"object\""#,
+        "`no_repeat_ngram_size` (=2): hf-sampling models transformers 4.57.6's sampling kwargs only",
+        "index 8 is out of bounds for dimension 1 with size 8",
+    ] {
+        assert!(stdout.contains(want), "{want}\n{stdout}");
+    }
+}
