@@ -56,12 +56,17 @@ impl Logits {
     /// The logits as f32, as transformers and candle hold them: `-inf`, or
     /// finite values that fit in f32. Errors name the index and quote the value.
     pub fn to_f32(&self) -> Result<Vec<f32>, Error> {
+        // One plain pass (it vectorises), the error path only when it fails.
+        let fits = |x: f64| (x as f32).is_finite() || x == f64::NEG_INFINITY;
+        if self.0.iter().all(|&x| fits(x)) {
+            return Ok(self.0.iter().map(|&x| x as f32).collect());
+        }
         self.0
             .iter()
             .enumerate()
             .map(|(i, &x)| {
                 let y = x as f32;
-                if y.is_finite() || x == f64::NEG_INFINITY {
+                if fits(x) {
                     Ok(y)
                 } else if x.is_nan() {
                     Err(Error::new(format_args!(
