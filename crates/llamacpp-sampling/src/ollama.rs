@@ -172,11 +172,11 @@ impl Endpoint {
     }
 }
 
-/// The options that reach llama-server's sampler: the first ten of
+/// The options that reach llama-server's sampler: the sampling ones of
 /// [`api::OPTIONS`] (every field of Ollama's `Options`, the same from
 /// v0.30.0 to v0.33.0-rc2).
 fn sampling() -> impl Iterator<Item = &'static str> {
-    api::OPTIONS[..10].iter().map(|o| o.name)
+    api::OPTIONS.iter().filter(|o| o.sampling).map(|o| o.name)
 }
 
 /// The sampling fields of Ollama's `ChatCompletionRequest` and

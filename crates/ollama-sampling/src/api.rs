@@ -25,19 +25,19 @@ pub enum Kind {
 
 /// Every field of `api.Options` by JSON name, in the struct's order, at
 /// fb3076099 (v0.33.0-rc2; the same from v0.30.0). The first ten shape
-/// sampling. `draft_num_predict` is newer than the Go engine's f63eea3d2
+/// sampling ([`Field::sampling`]). `draft_num_predict` is newer than the Go engine's f63eea3d2
 /// ([`Field::since_go_engine`] says which are older).
 pub const OPTIONS: &[Field] = &[
-    Field::new("temperature", Kind::Float),
-    Field::new("top_k", Kind::Int),
-    Field::new("top_p", Kind::Float),
-    Field::new("min_p", Kind::Float),
-    Field::new("typical_p", Kind::Float),
-    Field::new("repeat_last_n", Kind::Int),
-    Field::new("repeat_penalty", Kind::Float),
-    Field::new("presence_penalty", Kind::Float),
-    Field::new("frequency_penalty", Kind::Float),
-    Field::new("seed", Kind::Int),
+    Field::sampling("temperature", Kind::Float),
+    Field::sampling("top_k", Kind::Int),
+    Field::sampling("top_p", Kind::Float),
+    Field::sampling("min_p", Kind::Float),
+    Field::sampling("typical_p", Kind::Float),
+    Field::sampling("repeat_last_n", Kind::Int),
+    Field::sampling("repeat_penalty", Kind::Float),
+    Field::sampling("presence_penalty", Kind::Float),
+    Field::sampling("frequency_penalty", Kind::Float),
+    Field::sampling("seed", Kind::Int),
     Field::new("num_keep", Kind::Int),
     Field::new("num_predict", Kind::Int),
     Field::new("stop", Kind::Strings),
@@ -50,6 +50,7 @@ pub const OPTIONS: &[Field] = &[
     Field {
         name: "draft_num_predict",
         kind: Kind::Int,
+        sampling: false,
         since_go_engine: false,
     },
 ];
@@ -61,6 +62,8 @@ pub struct Field {
     pub name: &'static str,
     /// How `FromMap` reads it.
     pub kind: Kind,
+    /// Whether it shapes sampling (the sampler's options and its seed).
+    pub sampling: bool,
     /// Whether the Go engine's Ollama (f63eea3d2) has it.
     pub since_go_engine: bool,
 }
@@ -70,7 +73,16 @@ impl Field {
         Self {
             name,
             kind,
+            sampling: false,
             since_go_engine: true,
+        }
+    }
+
+    /// A field that shapes sampling.
+    const fn sampling(name: &'static str, kind: Kind) -> Self {
+        Self {
+            sampling: true,
+            ..Self::new(name, kind)
         }
     }
 }
@@ -80,9 +92,9 @@ pub fn option(name: &str) -> Option<&'static Field> {
     OPTIONS.iter().find(|o| o.name == name)
 }
 
-/// Whether `name` is one of the ten options that shape sampling.
+/// Whether `name` is one of the options that shape sampling.
 pub fn is_sampling(name: &str) -> bool {
-    OPTIONS[..10].iter().any(|o| o.name == name)
+    option(name).is_some_and(|o| o.sampling)
 }
 
 /// What `FromMap` makes of one non-null value: Go's `int64(value)` or
@@ -178,6 +190,31 @@ impl std::fmt::Display for Release {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn the_sampling_options_are_the_samplers_and_its_seed() {
+        let sampling: Vec<&str> = OPTIONS
+            .iter()
+            .filter(|o| o.sampling)
+            .map(|o| o.name)
+            .collect();
+        assert_eq!(
+            sampling,
+            [
+                "temperature",
+                "top_k",
+                "top_p",
+                "min_p",
+                "typical_p",
+                "repeat_last_n",
+                "repeat_penalty",
+                "presence_penalty",
+                "frequency_penalty",
+                "seed"
+            ]
+        );
+        assert!(is_sampling("seed") && !is_sampling("num_ctx") && !is_sampling("nope"));
+    }
 
     #[test]
     fn from_map_reads_as_go_does() {
