@@ -392,21 +392,18 @@ fn is_kwarg_of(version: TransformersVersion, key: &str) -> bool {
 }
 
 /// The processors beyond the sampling kwargs, which this crate models for
-/// transformers 5.23.0 only ([`HfError::NotModelled`] under 4.57.6).
-const CONSTRAINT_PROCESSORS: &[&str] = &[
-    "sequence_bias",
-    "no_repeat_ngram_size",
-    "bad_words_ids",
-    "min_length",
-    "min_new_tokens",
-    "forced_bos_token_id",
-    "forced_eos_token_id",
-    "remove_invalid_values",
-    "exponential_decay_length_penalty",
-    "suppress_tokens",
-    "begin_suppress_tokens",
-    "renormalize_logits",
-];
+/// transformers 5.23.0 only ([`HfError::NotModelled`] under 4.57.6 and
+/// 5.0.0): every key [`Constraints`] reads but the generation state
+/// (`eos_token_id`, `max_length`, `max_new_tokens`) and `top_h` (a 5.x
+/// sampling key, unknown to 4.57.6).
+fn constraint_processors() -> impl Iterator<Item = &'static str> {
+    constraints::KEYS.iter().copied().filter(|k| {
+        !matches!(
+            *k,
+            "eos_token_id" | "max_length" | "max_new_tokens" | "top_h"
+        )
+    })
+}
 
 /// Resolve generate kwargs against an optional model `generation_config.json`
 /// and transformers' defaults, validating as transformers does.
@@ -536,9 +533,9 @@ fn resolve_kwargs(
     };
     if transformers != TransformersVersion::V5_23 {
         let acting = p.acting();
-        if let Some(key) = CONSTRAINT_PROCESSORS.iter().find(|k| acting.acts(k)) {
+        if let Some(key) = constraint_processors().find(|k| acting.acts(k)) {
             return Err(HfError::NotModelled {
-                key: (*key).into(),
+                key: key.into(),
                 value: get(key).map_or_else(|| "null".into(), Value::to_string),
                 version: transformers.as_str(),
             });

@@ -8,17 +8,7 @@
 use hf_sampling::{HfSampler, process, resolve};
 use serde_json::Value;
 
-fn floats(v: &Value) -> Vec<f32> {
-    v.as_array()
-        .expect("array")
-        .iter()
-        .map(|x| match x {
-            Value::String(s) if s == "-inf" => f32::NEG_INFINITY,
-            Value::String(s) if s == "inf" => f32::INFINITY,
-            other => other.as_f64().expect("number") as f32,
-        })
-        .collect()
-}
+use crate::f32s;
 
 #[test]
 fn crosscheck_jsonl() {
@@ -28,7 +18,7 @@ fn crosscheck_jsonl() {
     let (mut ok, mut failures) = (0usize, Vec::new());
     for (n, line) in text.lines().enumerate() {
         let rec: Value = serde_json::from_str(line).expect("json line");
-        let logits = floats(&rec["logits"]);
+        let logits = f32s(&rec["logits"]);
         let ids: Vec<i64> = rec["input_ids"]
             .as_array()
             .expect("ids")
@@ -49,7 +39,7 @@ fn crosscheck_jsonl() {
             )),
             (Err(_), None) => ok += 1,
             (Ok(out), Some(s)) => {
-                let want = floats(s);
+                let want = f32s(s);
                 let bad: Vec<usize> = (0..want.len())
                     .filter(|&i| out.scores[i].to_bits() != want[i].to_bits())
                     .collect();

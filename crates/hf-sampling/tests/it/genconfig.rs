@@ -14,6 +14,8 @@ use std::path::PathBuf;
 use hf_sampling::{CpuCapability, GenerationConfig, GenerationParams, HfSampler, process, resolve};
 use serde_json::{Map, Value};
 
+use crate::f32s;
+
 /// |Δp| between `process`'s AVX512 softmax and the recorded AVX2 one.
 const PROB_ABS_TOL: f32 = 1e-6;
 
@@ -23,18 +25,6 @@ fn fixture(version: &str) -> Value {
         .join(format!("transformers-{version}.json"));
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
-
-fn f32s(v: &Value) -> Vec<f32> {
-    v.as_array()
-        .expect("array")
-        .iter()
-        .map(|x| match x {
-            Value::String(s) if s == "-inf" => f32::NEG_INFINITY,
-            Value::String(s) if s == "inf" => f32::INFINITY,
-            _ => x.as_f64().expect("number") as f32,
-        })
-        .collect()
 }
 
 /// A recorded config value as the number this crate holds: `None` (Python's)
