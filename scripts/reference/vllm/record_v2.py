@@ -102,6 +102,8 @@ SPARSE_MAX = 2048
 TOP = 256
 SEEDS = [0, 1, 42, 1234, 2**31 - 1, 2**32 + 5, 2**62 + 3, 987654321]
 POS_OFFSETS = [0, 1, 17]  # the request's position (len(input_ids) - 1) plus these
+MODEL_POS_OFFSETS = [0]  # SmolLM2 rows (V = 49152) are slow in the interpreter
+JOBS = 2  # fixtures recorded in parallel (forked workers)
 
 MODEL_CASES = [
     ("t1", {}),
@@ -254,7 +256,7 @@ def exact_softmax(x: np.ndarray) -> np.ndarray:
     return e / e.sum()
 
 
-def record_case(logits, ids, name, kwargs, tensors, cases):
+def record_case(logits, ids, name, kwargs, tensors, cases, offsets):
     vocab = len(logits)
     entry = {"name": name, "params": kwargs}
     params = SamplingParams(**kwargs)
@@ -271,8 +273,8 @@ def record_case(logits, ids, name, kwargs, tensors, cases):
     tensors[f"{name}.final"] = final[stored]
     tensors[f"{name}.probs"] = exact_softmax(final)[stored]
     pos0 = len(ids) - 1  # input_batch.py:357-390: the last input token's position
-    seeds = [s for s in SEEDS for _ in POS_OFFSETS]
-    positions = [pos0 + o for _ in SEEDS for o in POS_OFFSETS]
+    seeds = [s for s in SEEDS for _ in offsets]
+    positions = [pos0 + o for _ in SEEDS for o in offsets]
     tokens = draw(final, params.temperature, seeds, positions)
     tensors[f"{name}.draw_seeds"] = np.array([s - 2**64 if s >= 2**63 else s for s in seeds], dtype=np.int64)
     tensors[f"{name}.draw_positions"] = np.array(positions, dtype=np.int64)
@@ -281,36 +283,43 @@ def record_case(logits, ids, name, kwargs, tensors, cases):
     cases.append(entry)
 
 
+def record_source(src: Path) -> tuple[str, bytes]:
+    t = load_file(str(src))
+    logits = t["logits"]
+    ids = [int(i) for i in t["input_ids"]]
+    group = src.parent.name
+    if group == "smollm2":
+        case_list, offsets = MODEL_CASES, MODEL_POS_OFFSETS
+    else:
+        case_list, offsets = EDGE_CASES, POS_OFFSETS
+    tensors: dict[str, np.ndarray] = {}
+    cases: list[dict] = []
+    for name, kwargs in case_list:
+        record_case(logits, ids, name, kwargs, tensors, cases, offsets)
+    metadata = {
+        "format": FORMAT,
+        "source": f"{group}/{src.name}",
+        "vllm_version": vllm.__version__,
+        "torch_version": torch.__version__,
+        "triton_version": triton.__version__,
+        "numpy_version": np.__version__,
+        "num_sm": str(NUM_SM),
+        "cases": json.dumps(cases, sort_keys=True),
+    }
+    print(f"record_v2.py: {group}/{src.name}: {len(cases)} cases", file=sys.stderr, flush=True)
+    return f"{group}__{src.stem}.safetensors", save(tensors, metadata=metadata)
+
+
 def build() -> dict[str, bytes]:
-    files = {}
+    import multiprocessing
+
     sources = sorted((REPO / "fixtures" / "smollm2").glob("*.safetensors")) + sorted(
         (REPO / "fixtures" / "edge").glob("*.safetensors")
     )
     only = os.environ.get("RECORD_V2_ONLY")
-    for src in sources:
-        if only and only not in src.name:
-            continue
-        t = load_file(str(src))
-        logits = t["logits"]
-        ids = [int(i) for i in t["input_ids"]]
-        group = src.parent.name
-        case_list = MODEL_CASES if group == "smollm2" else EDGE_CASES
-        tensors: dict[str, np.ndarray] = {}
-        cases: list[dict] = []
-        for name, kwargs in case_list:
-            record_case(logits, ids, name, kwargs, tensors, cases)
-        metadata = {
-            "format": FORMAT,
-            "source": f"{group}/{src.name}",
-            "vllm_version": vllm.__version__,
-            "torch_version": torch.__version__,
-            "triton_version": triton.__version__,
-            "numpy_version": np.__version__,
-            "num_sm": str(NUM_SM),
-            "cases": json.dumps(cases, sort_keys=True),
-        }
-        files[f"{group}__{src.stem}.safetensors"] = save(tensors, metadata=metadata)
-        print(f"record_v2.py: {group}/{src.name}: {len(cases)} cases", file=sys.stderr)
+    sources = [s for s in sources if not only or only in s.name]
+    with multiprocessing.get_context("fork").Pool(JOBS) as pool:
+        files = dict(pool.map(record_source, sources, chunksize=1))
     files["noise.safetensors"] = save(noise_vectors(), metadata={
         "format": FORMAT, "vllm_version": vllm.__version__, "triton_version": triton.__version__,
         "numpy_version": np.__version__})
