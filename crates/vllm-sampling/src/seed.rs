@@ -42,6 +42,6 @@ pub(crate) const SEED: &[RouteSeed] = &[
         absent: SeedRule::Random,
         versions: VERSIONS,
         source: "vllm/v1/worker/gpu/sample/states.py:54-58, sample/gumbel.py:79-131 at 0.33.0",
-        note: "the noise is murmur3(seed, position, token): the same seed at the same position draws the same token in any batch, unless FlashInfer's sampler runs (no seeded or greedy request in the batch)",
+        note: "the noise is murmur3(seed, position, token), the same in any batch (the logits may still depend on it); FlashInfer's sampler draws instead when no request of the batch is seeded or greedy",
     },
 ];
