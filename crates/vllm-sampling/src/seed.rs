@@ -6,9 +6,11 @@
 //! filling every row from torch's global generator (:616-627; the same at
 //! 0.32.0, :565-577); `forward_cpu` likewise takes a seeded row's seed from
 //! its generator (:373-377 at 0.33.0). A seedless request's row comes from
-//! the global generator the whole batch shares. The GPU model runner v2
-//! (`VLLM_USE_V2_MODEL_RUNNER`) gives a seedless request a random seed of
-//! its own (vllm/v1/worker/gpu/sample/states.py:54-58).
+//! the global generator the whole batch shares. Model Runner V2, the
+//! default on CUDA (`vllm/config/vllm.py:730-767`; `runner: "v2-gpu"`),
+//! gives a seedless request a random seed of its own
+//! (vllm/v1/worker/gpu/sample/states.py:54-58) and keys the noise by
+//! (seed, position, token) with Murmur3 (sample/gumbel.py:79-131).
 //!
 //! vllm-project/vllm #51226 (0.26.0, CPU): `forward_cpu` dropped every
 //! request's generator when one batch-mate had no seed; PR #51866 changed
@@ -35,11 +37,11 @@ pub(crate) const SEED: &[RouteSeed] = &[
     },
     RouteSeed {
         endpoint: "vllm serve /v1/chat/completions",
-        setup: "VLLM_USE_V2_MODEL_RUNNER=1",
+        setup: "Model Runner V2 (the CUDA default; runner \"v2-gpu\")",
         given: SeedRule::PerRequest,
         absent: SeedRule::Random,
         versions: VERSIONS,
-        source: "vllm/v1/worker/gpu/sample/states.py:54-58 at 0.33.0",
-        note: "",
+        source: "vllm/v1/worker/gpu/sample/states.py:54-58, sample/gumbel.py:79-131 at 0.33.0",
+        note: "the noise is murmur3(seed, position, token), the same in any batch (the logits may still depend on it); FlashInfer's sampler draws instead when no request of the batch is seeded or greedy",
     },
 ];

@@ -2,6 +2,7 @@
 //! (`fixtures/vllm/`, made by `scripts/reference/vllm/record.py`).
 
 mod requests;
+mod v2;
 
 use std::path::PathBuf;
 

@@ -1,0 +1,179 @@
+//! Replays every case recorded from vLLM 0.33.0's Model Runner V2 sampler
+//! kernels under Triton's CPU interpreter (`fixtures/vllm-v2/`, made by
+//! `scripts/reference/vllm/record_v2.py`) with `runner: "v2-gpu"`.
+
+use parity_core::recording::{Recording, fnv1a64};
+use parity_core::{Context, Fixture, Logits, Semantics};
+use serde_json::Value;
+use vllm_sampling::{Vllm, gumbel_noise32, gumbel_sample32, murmur3_hash32, murmur3_uniform32};
+
+fn dir() -> std::path::PathBuf {
+    parity_core::fixture::bundled_dir().expect("bundled fixtures")
+}
+
+fn all() -> Vec<Recording> {
+    let all = Recording::list(&dir().join("vllm-v2")).expect("fixtures/vllm-v2");
+    assert!(
+        all.len() >= 20,
+        "expected the recorded files, found {}",
+        all.len()
+    );
+    all
+}
+
+/// The interpreted `murmur3_hash32` and `murmur3_uniform32` bit for bit; the
+/// noise within 1e-6 of it in absolute terms (numpy's f32 `log` is not
+/// `f32::ln`; near the noise's zero crossing a relative measure would blow up).
+#[test]
+fn murmur3_noise_is_the_kernels() {
+    let rec = all()
+        .into_iter()
+        .find(|r| r.meta.get("format").is_some() && !r.meta.contains_key("source"))
+        .expect("noise.safetensors");
+    let seeds = rec.i64s("noise.seeds").expect("seeds");
+    let positions = rec.i64s("noise.positions").expect("positions");
+    let hash = rec.i64s("noise.hash").expect("hash");
+    let u = rec.f32s("noise.u").expect("u");
+    let g = rec.f32s("noise.gumbel").expect("gumbel");
+    let n = hash.len() / seeds.len();
+    let mut max_d = 0.0f32;
+    for (r, (&s, &p)) in seeds.iter().zip(&positions).enumerate() {
+        for t in 0..n {
+            let i = r * n + t;
+            assert_eq!(
+                i64::from(murmur3_hash32(s, p, t as u32)),
+                hash[i],
+                "hash of seed {s} pos {p} token {t}"
+            );
+            assert_eq!(
+                murmur3_uniform32(s, p, t as u32).to_bits(),
+                u[i].to_bits(),
+                "uniform of seed {s} pos {p} token {t}"
+            );
+            let ours = gumbel_noise32(s, p, t as u32);
+            max_d = max_d.max((ours - g[i]).abs() / g[i].abs().max(1.0));
+        }
+    }
+    eprintln!(
+        "vllm v2: {} hashes and uniforms bit for bit; noise within {max_d:e} (relative above 1, absolute below)",
+        hash.len()
+    );
+    assert!(max_d <= 1e-6, "noise {max_d:e} from the interpreted kernel");
+}
+
+#[test]
+fn every_recorded_v2_case_replays() {
+    let (mut cases, mut refused, mut draws, mut kept_checked) = (0, 0, 0, 0);
+    let mut degenerate = 0;
+    let mut max_dp = 0.0f64;
+    for rec in all() {
+        let Some(source) = rec.meta.get("source").and_then(Value::as_str) else {
+            continue;
+        };
+        let source = source.to_string();
+        let fixture = Fixture::load(&dir().join(&source)).expect("source fixture");
+        let context = Context::new(&fixture.input_ids, None).expect("context");
+        let logits = Logits::from_f32(&fixture.logits);
+        let vocab = fixture.logits.len() as i64;
+        let out_of_vocab = fixture.input_ids.iter().any(|&t| t < 0 || t >= vocab);
+        for case in rec
+            .meta_json("cases")
+            .expect("cases")
+            .as_array()
+            .expect("list")
+        {
+            let name = case["name"].as_str().expect("name");
+            let what = format!("{source} {name}");
+            let mut params = case["params"].as_object().expect("params").clone();
+            params.insert("runner".into(), Value::from("v2-gpu"));
+            let p = Vllm::AUTO
+                .parse_params(&params)
+                .unwrap_or_else(|e| panic!("{what}: {e}"));
+            cases += 1;
+            let got = Vllm::AUTO.distribution(&logits, &context, &p);
+            if out_of_vocab {
+                assert!(
+                    got.is_err(),
+                    "{what}: ids outside the vocabulary are refused"
+                );
+                refused += 1;
+                continue;
+            }
+            if p.top_p < 1.0 && !p.is_greedy() {
+                // The Triton top-p bisection is recorded, not modelled.
+                let e = got.expect_err("top-p is refused under v2-gpu");
+                assert!(e.to_string().contains("`top_p`"), "{what}: {e}");
+                refused += 1;
+                continue;
+            }
+            if let Err(e) = &got
+                && e.to_string().contains("pivot search stops on its 1e-9 cap")
+            {
+                degenerate += 1;
+                continue;
+            }
+            let got = got.unwrap_or_else(|e| panic!("{what}: {e}"));
+            let scores = got.scores().expect("final logits");
+            assert_eq!(
+                fnv1a64(scores),
+                case["fnv1a64"].as_str().expect("hash"),
+                "{what}: final logits differ"
+            );
+            let ids = rec.i64s(&format!("{name}.ids")).expect("ids");
+            let probs = rec.f64s(&format!("{name}.probs")).expect("probs");
+            let finite = case["finite"].as_u64().expect("finite");
+            if ids.len() as u64 == finite && !p.is_greedy() {
+                let kept: Vec<usize> = ids
+                    .iter()
+                    .zip(&probs)
+                    .filter(|(_, q)| **q > 0.0)
+                    .map(|(&i, _)| i as usize)
+                    .collect();
+                let kept = if kept.is_empty() { vec![0] } else { kept };
+                assert_eq!(got.kept(), kept.as_slice(), "{what}: kept set");
+                kept_checked += 1;
+            }
+            if !p.is_greedy() && probs.iter().all(|q| q.is_finite()) {
+                for (&i, &q) in ids.iter().zip(&probs) {
+                    let d = (got.probs()[i as usize] - q).abs();
+                    max_dp = max_dp.max(d);
+                    assert!(
+                        d <= 1e-9,
+                        "{what}: p[{i}] {} vs {q}",
+                        got.probs()[i as usize]
+                    );
+                }
+            }
+            let seeds = rec.i64s(&format!("{name}.draw_seeds")).expect("seeds");
+            let positions = rec
+                .i64s(&format!("{name}.draw_positions"))
+                .expect("positions");
+            let tokens = rec.i64s(&format!("{name}.draw_tokens")).expect("tokens");
+            for ((&s, &pos), &t) in seeds.iter().zip(&positions).zip(&tokens) {
+                let ours = if p.is_greedy() {
+                    got.kept()[0]
+                } else {
+                    gumbel_sample32(scores, s, pos)
+                };
+                assert_eq!(ours as i64, t, "{what}: seed {s} position {pos}");
+                draws += 1;
+            }
+            // Through the semantics: a seeded request at its own position.
+            if !p.is_greedy() {
+                let mut params = params.clone();
+                params.insert("seed".into(), Value::from(seeds[0] as u64));
+                let p = Vllm::AUTO.parse_params(&params).expect("seeded");
+                let d = Vllm::AUTO
+                    .distribution(&logits, &context, &p)
+                    .expect("seeded");
+                assert_eq!(positions[0], fixture.input_ids.len() as i64 - 1);
+                assert_eq!(d.tokens(), Some(&[tokens[0]][..]), "{what}: seeded draw");
+            }
+        }
+    }
+    eprintln!(
+        "vllm v2: {cases} cases ({refused} refused: top-p under v2-gpu, or ids outside the vocabulary; {degenerate} top-k on logits within 3e-9, refused), {kept_checked} kept sets compared token by token, {draws} interpreted draws replayed, max |dp| {max_dp:e}"
+    );
+    assert!(cases > 300 && draws > 4500, "{cases} cases, {draws} draws");
+    assert!(degenerate <= 4, "{degenerate} refused as degenerate");
+}
