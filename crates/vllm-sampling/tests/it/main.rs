@@ -15,12 +15,19 @@ fn fixtures() -> PathBuf {
     parity_core::fixture::bundled_dir().expect("bundled fixtures")
 }
 
-/// Every recorded file, with a floor on how many there are.
+/// Every recorded file of the V1 sampler.
 fn recorded() -> Vec<Recording> {
-    let all = Recording::list(&fixtures().join("vllm")).expect("fixtures/vllm");
+    recorded_in("vllm")
+}
+
+/// Every recorded file under `fixtures/<name>`, with a floor on how many
+/// there are.
+fn recorded_in(name: &str) -> Vec<Recording> {
+    let all =
+        Recording::list(&fixtures().join(name)).unwrap_or_else(|e| panic!("fixtures/{name}: {e}"));
     assert!(
         all.len() >= 20,
-        "expected the recorded files, found {}",
+        "expected the recorded files in fixtures/{name}, found {}",
         all.len()
     );
     all

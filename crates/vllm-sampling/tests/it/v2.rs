@@ -7,18 +7,10 @@ use parity_core::{Context, Fixture, Logits, Semantics};
 use serde_json::Value;
 use vllm_sampling::{Vllm, gumbel_noise32, gumbel_sample32, murmur3_hash32, murmur3_uniform32};
 
-fn dir() -> std::path::PathBuf {
-    parity_core::fixture::bundled_dir().expect("bundled fixtures")
-}
+use crate::fixtures as dir;
 
 fn all() -> Vec<Recording> {
-    let all = Recording::list(&dir().join("vllm-v2")).expect("fixtures/vllm-v2");
-    assert!(
-        all.len() >= 20,
-        "expected the recorded files, found {}",
-        all.len()
-    );
-    all
+    crate::recorded_in("vllm-v2")
 }
 
 /// The interpreted `murmur3_hash32` and `murmur3_uniform32` bit for bit; the
