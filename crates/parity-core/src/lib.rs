@@ -20,6 +20,7 @@ pub mod gguf;
 pub mod jsonl;
 pub mod metrics;
 pub mod mt19937;
+pub mod murmur3;
 pub mod params;
 pub mod python_random;
 pub mod record;

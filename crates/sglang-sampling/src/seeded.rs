@@ -15,48 +15,23 @@
 //! hand-written Python version of the formula (`scripts/reference/sglang/
 //! record.py`); neither is the GPU kernel's output.
 
-/// `rotl32`.
-fn rotl(x: u32, r: u32) -> u32 {
-    x.rotate_left(r)
-}
+use parity_core::murmur3;
 
-/// `murmur3_mix(h, k)`.
-fn mix(h: u32, k: u32) -> u32 {
-    let k = rotl(k.wrapping_mul(0xCC9E_2D51), 15).wrapping_mul(0x1B87_3593);
-    rotl(h ^ k, 13).wrapping_mul(5).wrapping_add(0xE654_6B64)
-}
-
-/// `fmix32(h)`.
-fn fmix(mut h: u32) -> u32 {
-    h ^= h >> 16;
-    h = h.wrapping_mul(0x85EB_CA6B);
-    h ^= h >> 13;
-    h = h.wrapping_mul(0xC2B2_AE35);
-    h ^ (h >> 16)
-}
-
-/// The per-row part of the hash: seed halves and position mixed in.
-fn row_state(seed: i64, position: i64) -> u32 {
-    let s = seed as u64;
-    let h = mix(0, s as u32);
-    let h = mix(h, (s >> 32) as u32);
-    mix(h, position as u32)
-}
-
-/// `murmur_hash32(seed, position, col)` for one column.
+/// `murmur_hash32(seed, position, col)` for one column
+/// ([`parity_core::murmur3::hash32`], the kernel's block mix and finaliser).
 pub fn murmur_hash32(seed: i64, position: i64, col: u32) -> u32 {
-    fmix(mix(row_state(seed, position), col) ^ 16)
+    murmur3::hash32(seed, position, col)
 }
 
 /// The column `multinomial_with_seed` picks from float64 log-weights
 /// (`-inf` for a weight of zero): the first maximum of
 /// `logprob + gumbel(hash)`; a NaN counts as the maximum (torch.argmax).
 pub fn gumbel_argmax(logprobs: &[f64], seed: i64, position: i64) -> usize {
-    let row = row_state(seed, position);
+    let row = murmur3::row_state(seed, position);
     let mut best = 0;
     let mut best_v = f64::NEG_INFINITY;
     for (c, &lp) in logprobs.iter().enumerate() {
-        let h = fmix(mix(row, c as u32) ^ 16);
+        let h = murmur3::column(row, c as u32);
         let x = (f64::from(h) / f64::from(u32::MAX))
             .ln()
             .clamp(f64::MIN, -(2.0f64.powi(-32)));

@@ -201,35 +201,11 @@ fn top_k_exact(x: &mut [f32], k: usize) -> Result<(), Error> {
 // The noise: `murmur3_hash32` and friends, sample/gumbel.py:79-167.
 // ---------------------------------------------------------------------------
 
-fn mix(h: u32, key: u32) -> u32 {
-    let key = key
-        .wrapping_mul(0xCC9E_2D51)
-        .rotate_left(15)
-        .wrapping_mul(0x1B87_3593);
-    (h ^ key)
-        .rotate_left(13)
-        .wrapping_mul(5)
-        .wrapping_add(0xE654_6B64)
-}
-
-fn fmix(mut h: u32) -> u32 {
-    h ^= h >> 16;
-    h = h.wrapping_mul(0x85EB_CA6B);
-    h ^= h >> 13;
-    h = h.wrapping_mul(0xC2B2_AE35);
-    h ^ (h >> 16)
-}
-
 /// `murmur3_hash32(seed, pos, offset)` (gumbel.py:103-115, domain 0): the
-/// 32-bit hash a token's noise comes from.
+/// 32-bit hash a token's noise comes from ([`parity_core::murmur3::hash32`],
+/// the same mix SGLang's kernel runs).
 pub fn murmur3_hash32(seed: i64, pos: i64, token: u32) -> u32 {
-    let s = seed as u64;
-    let mut h = 0u32;
-    h = mix(h, s as u32);
-    h = mix(h, (s >> 32) as u32);
-    h = mix(h, pos as u64 as u32);
-    h = mix(h, token);
-    fmix(h ^ 16)
+    parity_core::murmur3::hash32(seed, pos, token)
 }
 
 /// `murmur3_uniform32` (gumbel.py:118-131): the two 16-bit halves, each
