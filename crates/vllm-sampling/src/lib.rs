@@ -187,25 +187,11 @@ impl Semantics for Vllm {
             return v2_distribution(&x, context, params);
         }
         let pass = sampler::run(&x, context, params)?;
-        let vocab = x.len();
-        let dist = match pass.greedy {
-            Some(g) => Distribution::one_hot(vocab, g, Precision::F64),
-            None => {
-                let d = Distribution::new(
-                    sampler::gumbel_distribution(&pass.final_logits),
-                    Precision::F64,
-                );
-                match params.seed {
-                    Some(seed) => {
-                        let s = kernel_seed(seed, context.generated().len());
-                        let t = gumbel_argmax(&pass.final_logits, s);
-                        d.with_tokens(vec![t as i64])
-                    }
-                    None => d,
-                }
-            }
-        };
-        let dist = dist.with_scores(pass.final_logits);
+        let step = context.generated().len();
+        let draw = params
+            .seed
+            .map(|seed| move |row: &[f32]| gumbel_argmax(row, kernel_seed(seed, step)));
+        let dist = drawn(x.len(), pass.greedy, pass.final_logits, draw);
         Ok(match pass.penalised {
             Some(p) => dist.with_penalised(p),
             None => dist,
@@ -275,33 +261,45 @@ impl Semantics for Vllm {
 }
 
 /// The distribution of Model Runner V2's draw: Gumbel-max over the row
-/// `gumbel_sample` receives, whose exact law is that row's softmax (f64);
-/// with a `seed`, the token the fp32 Murmur3 noise picks at the request's
-/// position.
+/// `gumbel_sample` receives; with a `seed`, the token the fp32 Murmur3
+/// noise picks at the request's position.
 fn v2_distribution(
     x: &[f32],
     context: &Context<'_>,
     params: &VllmParams,
 ) -> Result<Distribution, Error> {
     let pass = v2::run(x, context, params)?;
-    let vocab = x.len();
-    let dist = match pass.greedy {
+    let position = pass.position;
+    let draw = params
+        .seed
+        .map(|seed| move |row: &[f32]| gumbel_sample32(row, seed as i64, position));
+    Ok(drawn(x.len(), pass.greedy, pass.final_logits, draw))
+}
+
+/// What either runner's draw samples from: the greedy token's one-hot, or
+/// the exact law (f64 softmax) of Gumbel-max over `final_logits`, with the
+/// token `draw` picks from that row when a seed fixes the noise; the row
+/// as its scores.
+fn drawn(
+    vocab: usize,
+    greedy: Option<usize>,
+    final_logits: Vec<f32>,
+    draw: Option<impl FnOnce(&[f32]) -> usize>,
+) -> Distribution {
+    let dist = match greedy {
         Some(g) => Distribution::one_hot(vocab, g, Precision::F64),
         None => {
-            let d = Distribution::new(
-                sampler::gumbel_distribution(&pass.final_logits),
-                Precision::F64,
-            );
-            match params.seed {
-                Some(seed) => {
-                    let t = gumbel_sample32(&pass.final_logits, seed as i64, pass.position);
+            let d = Distribution::new(sampler::gumbel_distribution(&final_logits), Precision::F64);
+            match draw {
+                Some(pick) => {
+                    let t = pick(&final_logits);
                     d.with_tokens(vec![t as i64])
                 }
                 None => d,
             }
         }
     };
-    Ok(dist.with_scores(pass.final_logits))
+    dist.with_scores(final_logits)
 }
 
 /// Why vLLM differs from transformers for these generate kwargs, read from
