@@ -30,7 +30,7 @@ use parity_core::fragile::{Fragile, FragileKind, near};
 
 use crate::error::HfError;
 use crate::params::GenerationParams;
-use crate::processors::{Processor, TopPSort, eta_threshold, kth_largest, near_window};
+use crate::processors::{Processor, TopPSort, eta_threshold, kth_largest};
 use crate::torch;
 
 /// The fragile decisions transformers' chain makes on `logits` for a step
@@ -69,7 +69,7 @@ pub(crate) fn chain(
                 // The warper's own sort, checked and then cut (one sort, not two).
                 let sorted = TopPSort::new(scores, *top_p);
                 found.extend(check_top_p(&sorted, scores, *top_p));
-                sorted.apply(scores, *top_p);
+                sorted.apply(scores);
                 continue;
             }
             Processor::MinP { min_p } => {
@@ -176,12 +176,11 @@ fn check_top_k(scores: &[f32], top_k: usize) -> Option<Fragile> {
 /// tie across the cut.
 fn check_top_p(sort: &TopPSort, scores: &[f32], top_p: f64) -> Vec<Fragile> {
     let (sorted, cum) = (&sort.sorted, &sort.cum);
-    let threshold = (1.0 - top_p) as f32;
+    let threshold = sort.threshold;
     let last = sorted.len().saturating_sub(1);
-    let window = near_window(threshold);
     let mut by_margin: BTreeMap<u64, Vec<usize>> = BTreeMap::new();
     for pos in 0..last {
-        if let Some(margin) = sort.reports(pos, threshold, window) {
+        if let Some(margin) = sort.reports(pos) {
             by_margin
                 .entry(margin)
                 .or_default()
@@ -326,14 +325,14 @@ mod tests {
         top_p: f64,
     ) -> Result<(), proptest::test_runner::TestCaseError> {
         let fast = TopPSort::new(scores, top_p);
-        let torch = TopPSort::torch_order(scores);
+        let torch = TopPSort::torch_order(scores, top_p);
         proptest::prop_assert_eq!(
             check_top_p(&fast, scores, top_p),
             check_top_p(&torch, scores, top_p)
         );
         let (mut a, mut b) = (scores.to_vec(), scores.to_vec());
-        fast.apply(&mut a, top_p);
-        torch.apply(&mut b, top_p);
+        fast.apply(&mut a);
+        torch.apply(&mut b);
         let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
         proptest::prop_assert_eq!(bits(&a), bits(&b));
         Ok(())

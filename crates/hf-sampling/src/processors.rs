@@ -323,8 +323,7 @@ pub(crate) fn kth_largest(scores: &[f32], k: usize) -> (f32, Option<f32>) {
 /// f32 cumsum; drop where `cumsum <= (float)(1 - top_p)`, never the last
 /// (largest) entry.
 pub(crate) fn top_p(scores: &mut [f32], top_p: f64) {
-    let sorted = TopPSort::new(scores, top_p);
-    sorted.apply(scores, top_p);
+    TopPSort::new(scores, top_p).apply(scores);
 }
 
 /// What `TopPLogitsWarper` computes before it cuts: the scores in ascending
@@ -348,19 +347,14 @@ pub(crate) struct TopPSort {
     pub sorted: Vec<f32>,
     /// `cumsum(softmax(sorted))` in f32.
     pub cum: Vec<f32>,
+    /// `(float)(1 - top_p)`, the mass the cut compares with.
+    pub threshold: f32,
+    /// [`near_window`] of the threshold: where a reported mass can lie.
+    window: (f32, f32),
+    /// How many leading positions the cut removes.
+    removed: usize,
     /// torch's order (indices in ascending score order), when ties decide.
     order: Option<Vec<usize>>,
-}
-
-/// The f32 values within [`FRAGILE_ULPS`] of `x` (not NaN) form the range
-/// this returns: each step of `next_up`/`next_down` is one ulp of
-/// [`parity_core::fragile::ulps`] (both take -0.0 and 0.0 as one value).
-pub(crate) fn near_window(x: f32) -> (f32, f32) {
-    let (mut lo, mut hi) = (x, x);
-    for _ in 0..FRAGILE_ULPS {
-        (lo, hi) = (lo.next_down(), hi.next_up());
-    }
-    (lo, hi)
 }
 
 /// Reported positions looked up by score, one scan of the scores each;
@@ -371,13 +365,8 @@ impl TopPSort {
     pub(crate) fn new(scores: &[f32], top_p: f64) -> Self {
         let mut sorted = scores.to_vec();
         radsort::sort(&mut sorted);
-        let cum = torch::cumsum(&torch::softmax(&sorted));
-        let mut sort = Self {
-            sorted,
-            cum,
-            order: None,
-        };
-        if sort.ties_decide(top_p) {
+        let mut sort = Self::of(sorted, top_p, None);
+        if sort.ties_decide() {
             sort.order = Some(torch::argsort_ascending(scores));
         }
         sort
@@ -385,52 +374,61 @@ impl TopPSort {
 
     /// Every part from torch's own order (the replayed introsort).
     #[cfg(test)]
-    pub(crate) fn torch_order(scores: &[f32]) -> Self {
+    pub(crate) fn torch_order(scores: &[f32], top_p: f64) -> Self {
         let order = torch::argsort_ascending(scores);
         let sorted: Vec<f32> = order.iter().map(|&i| scores[i]).collect();
+        Self::of(sorted, top_p, Some(order))
+    }
+
+    /// The softmax, cumsum and cut of the `sorted` scores.
+    fn of(sorted: Vec<f32>, top_p: f64, order: Option<Vec<usize>>) -> Self {
         let cum = torch::cumsum(&torch::softmax(&sorted));
-        Self {
+        let threshold = (1.0 - top_p) as f32;
+        let mut sort = Self {
             sorted,
             cum,
-            order: Some(order),
-        }
+            threshold,
+            window: near_window(threshold),
+            removed: 0,
+            order,
+        };
+        sort.removed = (0..sort.sorted.len())
+            .take_while(|&pos| sort.removes(pos))
+            .count();
+        sort
     }
 
     /// Whether the cut removes position `pos`: `cumsum <= (float)(1 -
     /// top_p)`, never the last (largest) entry.
-    fn removes(&self, pos: usize, threshold: f32) -> bool {
-        pos + 1 < self.sorted.len() && self.cum[pos] <= threshold
+    fn removes(&self, pos: usize) -> bool {
+        pos + 1 < self.sorted.len() && self.cum[pos] <= self.threshold
     }
 
     /// Whether the fragile check reports position `pos`: a finite score
-    /// (not the last) whose cumulative mass is near the threshold (`window`:
-    /// [`near_window`] of it, a cheap test first).
-    pub(crate) fn reports(&self, pos: usize, threshold: f32, window: (f32, f32)) -> Option<u64> {
+    /// (not the last) whose cumulative mass is near the threshold (the
+    /// window first, a cheap test); the distance in ulps if so.
+    pub(crate) fn reports(&self, pos: usize) -> Option<u64> {
         let c = self.cum[pos];
-        if window.0 <= c
-            && c <= window.1
+        if self.window.0 <= c
+            && c <= self.window.1
             && pos + 1 < self.sorted.len()
             && self.sorted[pos] != f32::NEG_INFINITY
         {
-            near(c, threshold)
+            near(c, self.threshold)
         } else {
             None
         }
     }
 
-    /// Whether tokens cannot be told from their scores for this `top_p`:
-    /// the removed positions are not a prefix; or a run of equal scores
-    /// (under `==`, so -0.0 and 0.0 tie as in torch's `<`) is partly removed
-    /// or holds a reported position; or more than [`LOOKUPS`] positions are
+    /// Whether tokens cannot be told from their scores for this cut: the
+    /// removed positions are not a prefix; or a run of equal scores (under
+    /// `==`, so -0.0 and 0.0 tie as in torch's `<`) is partly removed or
+    /// holds a reported position; or more than [`LOOKUPS`] positions are
     /// reported.
-    fn ties_decide(&self, top_p: f64) -> bool {
-        let threshold = (1.0 - top_p) as f32;
-        let window = near_window(threshold);
+    fn ties_decide(&self) -> bool {
         let n = self.sorted.len();
-        let prefix = (0..n)
-            .take_while(|&pos| self.removes(pos, threshold))
-            .count();
-        if (prefix..n).any(|pos| self.removes(pos, threshold)) {
+        let prefix = self.removed;
+        if (prefix..n).any(|pos| self.removes(pos)) {
             return true;
         }
         let mut reported = 0;
@@ -442,10 +440,8 @@ impl TopPSort {
             while end < n && self.sorted[end] == value {
                 end += 1;
             }
-            let run = start..end;
-            let here = run
-                .clone()
-                .filter(|&pos| self.reports(pos, threshold, window).is_some())
+            let here = (start..end)
+                .filter(|&pos| self.reports(pos).is_some())
                 .count();
             reported += here;
             if end - start > 1 && (here > 0 || (start < prefix && prefix < end)) {
@@ -472,22 +468,18 @@ impl TopPSort {
 
     /// The cut on the scores it was computed from: drop where `cumsum <=
     /// (float)(1 - top_p)`, never the last (largest) entry.
-    pub(crate) fn apply(&self, scores: &mut [f32], top_p: f64) {
-        let threshold = (1.0 - top_p) as f32;
+    pub(crate) fn apply(&self, scores: &mut [f32]) {
         match &self.order {
             Some(order) => {
                 for (pos, &i) in order.iter().enumerate() {
-                    if self.removes(pos, threshold) {
+                    if self.removes(pos) {
                         scores[i] = f32::NEG_INFINITY;
                     }
                 }
             }
             None => {
                 // A prefix of whole runs: every score up to the last removed one.
-                let removed = (0..self.sorted.len())
-                    .take_while(|&pos| self.removes(pos, threshold))
-                    .count();
-                if let Some(&edge) = removed.checked_sub(1).map(|pos| &self.sorted[pos]) {
+                if let Some(&edge) = self.removed.checked_sub(1).map(|pos| &self.sorted[pos]) {
                     for s in scores.iter_mut().filter(|s| **s <= edge) {
                         *s = f32::NEG_INFINITY;
                     }
@@ -495,6 +487,17 @@ impl TopPSort {
             }
         }
     }
+}
+
+/// The f32 values within [`FRAGILE_ULPS`] of `x` (not NaN) form the range
+/// this returns: each step of `next_up`/`next_down` is one ulp of
+/// [`parity_core::fragile::ulps`] (both take -0.0 and 0.0 as one value).
+pub(crate) fn near_window(x: f32) -> (f32, f32) {
+    let (mut lo, mut hi) = (x, x);
+    for _ in 0..FRAGILE_ULPS {
+        (lo, hi) = (lo.next_down(), hi.next_up());
+    }
+    (lo, hi)
 }
 
 /// `probs < (float)min_p * max(probs)` → -inf, keeping the top-probability token.
