@@ -74,7 +74,10 @@ for name in "${names[@]}"; do
     # One port per server, so that two record.sh can run at once.
     case "$name" in
         vllm)  port=18701; samples=300; args=(--api vllm --prompt-ids "$PROMPT_IDS") ;;
-        mlx)   port=18702; samples=120; args=(--api mlx-lm --prompt "$PROMPT") ;;
+        # mlx_lm.server does not say its vocabulary's size; the token
+        # strings do (the spread tail of its 11-entry list needs it).
+        mlx)   port=18702; samples=120; args=(--api mlx-lm --prompt "$PROMPT"
+                   --vocab "$repo/fixtures/smollm2/vocab.json") ;;
         # transformers serve returns no logprobs: the raw list is vllm.json's
         # (vLLM 0.32.0, the same HF folder and prompt, the whole vocabulary)
         # and each drawn text is read as its id with the GGUF's token strings.
@@ -98,7 +101,7 @@ for name in "${names[@]}"; do
         --record "$out" >"$tmp/$name.txt" || rc=$?
     # A fixture names the files it borrows relative to itself (compare
     # probe --replay reads them so), not as this machine's absolute paths.
-    if (( ! check )) && [[ "$name" == serve && -f "$out" ]]; then
+    if (( ! check )) && [[ "$name" != vllm && -f "$out" ]]; then
         python3 - "$out" "$fixtures" <<'PY'
 import json, os, sys
 path, base = sys.argv[1], sys.argv[2]

@@ -587,7 +587,8 @@ pub struct ProbeArgs {
     #[arg(long, value_name = "FILE")]
     pub raw_from: Option<std::path::PathBuf>,
     /// The model's token strings (a JSON array, index = id), to turn a drawn token's text into
-    /// its id (servers that answer text only).
+    /// its id (servers that answer text only) and to tell the vocabulary's size where the server
+    /// does not (mlx_lm.server).
     #[arg(long, value_name = "FILE")]
     pub vocab: Option<std::path::PathBuf>,
     /// Send the one request N times under each condition (cold then warm, cache off,

@@ -530,8 +530,8 @@ impl<'t> Session<'t> {
         request: &Map<String, Value>,
         prompt: &Prompt,
         seed: u64,
-    ) -> Result<Key, Error> {
-        match self.api {
+    ) -> Result<Drawn, Error> {
+        let key = match self.api {
             Api::LlamaServer => {
                 let own = json!({"n_predict": 1, "n_probs": 1, "post_sampling_probs": true,
                                  "return_tokens": true, "seed": seed});
@@ -546,7 +546,7 @@ impl<'t> Session<'t> {
                     .ok_or_else(|| {
                         Error::new("/completion: the answer names no sampled token (`completion_probabilities[0].id` or `tokens[0]`)")
                     })?;
-                Ok(Key::Id(id))
+                Key::Id(id)
             }
             Api::Ollama => {
                 let own = json!({"options": {"num_predict": 1, "seed": seed},
@@ -559,10 +559,11 @@ impl<'t> Session<'t> {
                     .or_else(|| answer.get("response"))
                     .and_then(Value::as_str)
                     .map(Key::from_text)
-                    .ok_or_else(|| Error::new("/api/generate: no `response` in the answer"))
+                    .ok_or_else(|| Error::new("/api/generate: no `response` in the answer"))?
             }
-            _ => self.sample_openai(request, prompt, seed),
-        }
+            _ => return self.sample_openai(request, prompt, seed),
+        };
+        Ok(Drawn { key, logprob: None })
     }
 }
 
@@ -652,13 +653,20 @@ impl Session<'_> {
         request: &Map<String, Value>,
         prompt: &Prompt,
         seed: u64,
-    ) -> Result<Key, Error> {
+    ) -> Result<Drawn, Error> {
         let dialect = self.api.dialect();
         let mut own = json!({"max_tokens": 1, "seed": seed});
         dialect.ask_draw(&mut own);
         let body = self.body(request, prompt, own);
         let answer = self.ok("/v1/completions", Some(&body))?;
         let choice = answer.get("choices").and_then(|c| c.get(0));
+        let logprob = match (dialect.draw_logprob.as_ref(), choice) {
+            (Some(d), Some(c)) if d.applies(request) => c
+                .pointer(d.pointer)
+                .map(|v| number(v, &format!("choices[0]{}", d.pointer)))
+                .transpose()?,
+            _ => None,
+        };
         // With `logprobs: true` and no `top_logprobs`, mlx_lm.server's
         // `content[0]` is `{id: the generated token, logprob}`; llama-server's
         // is the generated token too.
@@ -666,15 +674,29 @@ impl Session<'_> {
             .and_then(|c| c.pointer("/logprobs/content/0/id"))
             .and_then(Value::as_i64)
         {
-            return Ok(Key::Id(id));
+            return Ok(Drawn {
+                key: Key::Id(id),
+                logprob,
+            });
         }
         choice
             .and_then(|c| c.pointer("/logprobs/tokens/0"))
             .or_else(|| choice.and_then(|c| c.get("text")))
             .and_then(Value::as_str)
-            .map(Key::from_text)
+            .map(|t| Drawn {
+                key: Key::from_text(t),
+                logprob,
+            })
             .ok_or_else(|| Error::new("/v1/completions: no `choices[0].text`"))
     }
+}
+
+/// One draw ([`Session::sample`]): the token, and its raw log-probability
+/// where the dialect returns it ([`crate::dialect::DrawLogprob`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Drawn {
+    pub key: Key,
+    pub logprob: Option<f64>,
 }
 
 /// FastAPI's `{"detail": ...}`: a string, or a list of `{loc, msg}`

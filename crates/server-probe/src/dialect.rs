@@ -31,6 +31,30 @@ pub struct Dialect {
     /// The `owned_by` this server writes in every `/v1/models` entry, where
     /// its source fixes one: `--api openai` against it speaks this dialect.
     pub owned_by: Option<&'static str>,
+    /// Where an answer to a draw holds the drawn token's log-probability at
+    /// the raw list's stage, if it does ([`DrawLogprob`]).
+    pub draw_logprob: Option<DrawLogprob>,
+}
+
+/// A draw's own log-probability: the probe adds each drawn token the raw top
+/// list does not name to the known tokens, with its exact probability, so a
+/// truncated list grows with the draws.
+#[derive(Debug)]
+pub struct DrawLogprob {
+    /// The JSON pointer into `choices[0]` of a draw's answer.
+    pub pointer: &'static str,
+    /// Request fields under which the returned log-probability is not the
+    /// raw list's (they change the logits before it is taken).
+    pub unless: &'static [&'static str],
+}
+
+impl DrawLogprob {
+    /// Whether a draw under `request` returns the raw list's stage.
+    pub fn applies(&self, request: &serde_json::Map<String, Value>) -> bool {
+        self.unless
+            .iter()
+            .all(|f| request.get(*f).is_none_or(Value::is_null))
+    }
 }
 
 impl Dialect {
@@ -85,6 +109,7 @@ pub const LLAMA_SERVER: Dialect = Dialect {
             server-context.cpp `populate_token_probs` (llama.cpp 0c1e57098)",
     no_logprobs: NO_LOGPROBS,
     owned_by: None,
+    draw_logprob: None,
 };
 
 /// Any OpenAI-compatible server: `logprobs: K`, capped at 20 as the usual
@@ -98,6 +123,7 @@ pub const OPENAI: Dialect = Dialect {
     stage: "unknown: the server's own; name it with --api where the probe knows it",
     no_logprobs: NO_LOGPROBS,
     owned_by: None,
+    draw_logprob: None,
 };
 
 /// vLLM 0.33.0: `logprobs: -1` asks for the whole vocabulary
@@ -125,6 +151,7 @@ pub const VLLM: Dialect = Dialect {
     // vllm/entrypoints/openai/engine/protocol.py `ModelCard.owned_by: str =
     // "vllm"`; vLLM 0.32.0's answer in fixtures/server-probe/vllm.json.
     owned_by: Some("vllm"),
+    draw_logprob: None,
 };
 
 /// SGLang 0.5.23: `logprobs: K` becomes `top_logprobs_num`
@@ -146,6 +173,7 @@ pub const SGLANG: Dialect = Dialect {
     // sglang/srt/entrypoints/openai/protocol.py `ModelCard.owned_by: str =
     // "sglang"`.
     owned_by: Some("sglang"),
+    draw_logprob: None,
 };
 
 /// mlx_lm.server 0.32.2 (mlx_lm/server.py): `_validate` takes `logprobs`
@@ -164,6 +192,23 @@ pub const MLX_LM: Dialect = Dialect {
             (mlx_lm/generate.py `_step`, 0.32.2)",
     no_logprobs: NO_LOGPROBS,
     owned_by: None,
+    // generate.py `_step` (and `BatchGenerator._step`), 0.32.2: `logprobs =
+    // logits - logsumexp(logits)` after the request's logits processors and
+    // before the sampler, the one array `_format_top_logprobs` lists the raw
+    // top from and `generate_response` reads `logprobs[token]` from
+    // (server.py: `r.logprobs[r.token].item()`), written as
+    // `content[0].logprob` when the request has no `top_logprobs`. The
+    // processors are built from these fields (server.py
+    // `_make_logits_processors`, sample_utils.py `make_logits_processors`).
+    draw_logprob: Some(DrawLogprob {
+        pointer: "/logprobs/content/0/logprob",
+        unless: &[
+            "logit_bias",
+            "repetition_penalty",
+            "presence_penalty",
+            "frequency_penalty",
+        ],
+    }),
 };
 
 /// transformers serve 5.23.0: `logprobs` is in
@@ -185,6 +230,7 @@ pub const TRANSFORMERS_SERVE: Dialect = Dialect {
                   model and prompt, whose raw list stands in) and --vocab FILE (the token \
                   strings, to read each drawn text as its id), with --samples N",
     owned_by: None,
+    draw_logprob: None,
 };
 
 /// Ollama's OpenAI layer: `logprobs` / `top_logprobs` at most 20, raw
@@ -198,6 +244,7 @@ pub const OLLAMA_V1: Dialect = Dialect {
     stage: "raw (Ollama 0.12.11 or later returns logprobs)",
     no_logprobs: "Ollama 0.12.11 or later returns logprobs",
     owned_by: None,
+    draw_logprob: None,
 };
 
 /// Ollama's native `/api/generate`: `logprobs: true, top_logprobs: K`, K at
@@ -211,4 +258,5 @@ pub const OLLAMA: Dialect = Dialect {
     stage: "raw (Ollama 0.12.11 or later returns logprobs)",
     no_logprobs: "Ollama 0.12.11 or later returns logprobs",
     owned_by: None,
+    draw_logprob: None,
 };

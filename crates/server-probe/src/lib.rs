@@ -77,6 +77,12 @@ pub const DIFFERENT_TV: f64 = 0.05;
 /// A candidate whose cells move by more than this TV between the two
 /// extreme tails of a truncated list is not fixed by the list.
 pub const TAIL_TOLERANCE: f64 = 1e-3;
+/// Equal-token tails tried between the two extremes of a truncated list
+/// (`cells`): at least this many ...
+pub const DEFAULT_TAIL_SHAPES: usize = 8;
+/// ... about √n for n draws (so that the tail cell's mass moves between two
+/// neighbouring shapes by less than its standard error), at most this many.
+pub const MAX_TAIL_SHAPES: usize = 64;
 /// The most samples one request may ask for.
 pub const MAX_SAMPLES: usize = 100_000;
 /// Without `--samples`, samples mode draws what separates the hardest pair
@@ -125,7 +131,8 @@ pub struct Options {
     pub raw_from: Option<String>,
     /// `--vocab FILE`: the model's token strings (a JSON array, index = id,
     /// as fixtures/smollm2/vocab.json), to turn a drawn token's text into
-    /// its id. Relative like `raw_from`.
+    /// its id, and the vocabulary's size where the server does not say it
+    /// (a truncated list's spread tail needs it). Relative like `raw_from`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vocab: Option<String>,
     /// `--repeat N`: the same request N times per condition ([`repeat`]).
@@ -290,6 +297,10 @@ pub struct Report {
     pub prompt_ids: Option<Vec<i64>>,
     /// Entries of the raw top-K list the server returned.
     pub raw_entries: usize,
+    /// Tokens outside that list whose raw log-probability the draws
+    /// returned (mlx_lm.server): they join the listed tokens, and the tail
+    /// cell holds only what none names.
+    pub revealed: usize,
     /// The constant C with logits = log p + C, measured with a
     /// penalties-only request when a request sets `repeat_penalty` (which
     /// treats positive and negative logits differently); `null`: the
@@ -424,6 +435,20 @@ pub(crate) fn run(
     if let Some(b) = &borrowed {
         info.n_vocab = info.n_vocab.or(b.n_vocab);
     }
+    // A vocabulary file tells the size where the server does not
+    // (mlx_lm.server): a truncated list's spread tail needs it.
+    if let Some(t) = &texts {
+        match info.n_vocab {
+            None => info.n_vocab = Some(t.len),
+            Some(n) if n != t.len => {
+                return Err(Error::new(format_args!(
+                    "--vocab {}: {} tokens, but the server's vocabulary has {n}",
+                    t.path, t.len
+                )));
+            }
+            Some(_) => {}
+        }
+    }
     if let (Some(ids), Some(n)) = (&prompt_ids, info.n_vocab)
         && let Some((i, id)) = ids
             .iter()
@@ -485,14 +510,31 @@ pub(crate) fn run(
     };
     let offset_value = logit_offset.unwrap_or(0.0);
     let whole = info.n_vocab.is_some_and(|n| raw.len() >= n);
-    let (cells, tail_mass) = if whole {
+    let (logits, listed_raw, tail_mass) = if whole {
         let (logits, tail_mass) = rebuild(&raw, &mut space, offset_value)?;
-        (cells::Cells::whole(logits, context_ids), tail_mass)
+        (Some(logits), Vec::new(), tail_mass)
     } else {
         let (listed, tail_mass) = listed(&raw, &mut space, offset_value)?;
-        let cells =
-            cells::Cells::truncated(&listed, tail_mass, offset_value, info.n_vocab, &context_ids)?;
-        (cells, tail_mass)
+        (None, listed, tail_mass)
+    };
+    // The cells before any draw (what the power that picks `--samples`
+    // runs on), and after: a truncated list then also names the tokens
+    // whose raw log-probability the draws returned.
+    let cells_with = |revealed: &[(usize, f32)], tail_mass: f64, shapes: usize| match &logits {
+        Some(l) => Ok(cells::Cells::whole(l.clone(), context_ids.clone())),
+        None => {
+            let mut all = listed_raw.clone();
+            all.extend_from_slice(revealed);
+            cells::Cells::truncated(
+                &all,
+                listed_raw.len(),
+                tail_mass,
+                offset_value,
+                info.n_vocab,
+                &context_ids,
+                shapes,
+            )
+        }
     };
 
     let defaults = info
@@ -500,12 +542,12 @@ pub(crate) fn run(
         .pointer("/default_generation_settings/params")
         .and_then(Value::as_object)
         .filter(|_| api.tells_default_params());
-    let mut probes = Vec::new();
+    let mut pending = Vec::new();
     let mut drawn = Vec::new();
+    let mut revealed = Revealed::new(&listed_raw, tail_mass, offset_value);
+    let mut before: Option<cells::Cells> = None;
     for (r, request) in options.requests.iter().enumerate() {
         let (routes, transformers) = candidates(api, request, registry, defaults);
-        let evals = evaluate(&routes, &cells)?;
-        let power = power(&evals, cells.has_tail().then_some(cells.n_known))?;
         let observed = match options.samples {
             None if api.has_post_sampling() => {
                 let n = info.n_vocab.unwrap_or(k);
@@ -515,20 +557,42 @@ pub(crate) fn run(
                 let n = match (given, options.auto_samples.as_ref().and_then(|a| a.get(r))) {
                     (Some(n), _) => n,
                     (None, Some(&n)) => n,
-                    (None, None) => auto_samples(power.as_ref()),
+                    (None, None) => {
+                        if before.is_none() {
+                            before = Some(cells_with(&[], tail_mass, DEFAULT_TAIL_SHAPES)?);
+                        }
+                        let cells = before.as_ref().expect("just built");
+                        let evals = evaluate(&routes, cells)?;
+                        let power = power(&evals, cells.has_tail().then_some(cells.n_known))?;
+                        auto_samples(power.as_ref())
+                    }
                 };
                 drawn.push(n);
                 let mut keys = Vec::with_capacity(n);
                 for i in 0..n as u64 {
-                    let key = session.sample(request, &sent, options.seed + i)?;
-                    keys.push(match (&texts, key) {
+                    let d = session.sample(request, &sent, options.seed + i)?;
+                    let key = match (&texts, d.key) {
                         (Some(t), Key::Text(text)) => Key::Id(t.id(&text)?),
                         (_, key) => key,
-                    });
+                    };
+                    if let (Some(lp), false) = (d.logprob, whole) {
+                        revealed.add(&key, lp, &mut space)?;
+                    }
+                    keys.push(key);
                 }
                 Observed::Samples(keys)
             }
         };
+        pending.push((request, routes, transformers, observed));
+    }
+    let most_draws = drawn.iter().copied().max().unwrap_or(0);
+    let (by_draws, tail_mass, revealed_note) = revealed.finish();
+    let mut cells = cells_with(&by_draws, tail_mass, tail_shapes(most_draws))?;
+    cells.notes.extend(revealed_note);
+    let mut probes = Vec::new();
+    for (r, (request, routes, transformers, observed)) in pending.into_iter().enumerate() {
+        let evals = evaluate(&routes, &cells)?;
+        let power = power(&evals, cells.has_tail().then_some(cells.n_known))?;
         let seed = options.seed.wrapping_mul(1_000_003).wrapping_add(r as u64);
         probes.push(analyse(
             request,
@@ -553,6 +617,7 @@ pub(crate) fn run(
             n_vocab: info.n_vocab,
             prompt_ids,
             raw_entries: raw.len(),
+            revealed: by_draws.len(),
             logit_offset,
             replayed,
             probes,
@@ -568,7 +633,8 @@ fn top_k(top: Option<usize>, n_vocab: Option<usize>, api: Api) -> usize {
     match (top, n_vocab, api.max_top()) {
         (Some(k), Some(n), _) => k.min(n),
         (Some(k), None, _) => k,
-        (None, Some(n), _) => n,
+        // The whole vocabulary, or as much of it as one answer may hold.
+        (None, Some(n), cap) => cap.map_or(n, |c| n.min(c)),
         (None, None, _) if api.dialect().whole.is_some() => usize::MAX,
         (None, None, cap) => cap.unwrap_or(20),
     }
@@ -634,6 +700,8 @@ fn borrow_raw(path: &str) -> Result<Borrowed, Error> {
 struct TextIds {
     path: String,
     ids: HashMap<String, Vec<usize>>,
+    /// The vocabulary's size.
+    len: usize,
 }
 
 impl TextIds {
@@ -649,6 +717,7 @@ impl TextIds {
         Ok(Self {
             path: path.to_string(),
             ids,
+            len: vocab.len(),
         })
     }
 
@@ -693,6 +762,99 @@ fn auto_samples(power: Option<&Power>) -> usize {
             usize::try_from(n).unwrap_or(MAX_AUTO_SAMPLES)
         })
         .clamp(MIN_AUTO_SAMPLES, MAX_AUTO_SAMPLES)
+}
+
+/// Equal-token tails to try for `n` draws ([`DEFAULT_TAIL_SHAPES`]).
+fn tail_shapes(n: usize) -> usize {
+    ((n as f64).sqrt().ceil() as usize).clamp(DEFAULT_TAIL_SHAPES, MAX_TAIL_SHAPES)
+}
+
+/// The tokens outside a truncated raw list whose raw log-probability the
+/// draws returned ([`dialect::DrawLogprob`]), each checked against the list
+/// and against its other draws: one disagreement (another stage) and none
+/// is used.
+struct Revealed {
+    /// The raw list: space index -> log p.
+    listed: HashMap<usize, f64>,
+    offset: f64,
+    tail_mass: f64,
+    /// Space index -> log p, in the order first drawn.
+    named: Vec<(usize, f64)>,
+    conflict: Option<String>,
+}
+
+impl Revealed {
+    fn new(listed: &[(usize, f32)], tail_mass: f64, offset: f64) -> Self {
+        Self {
+            listed: listed
+                .iter()
+                .map(|&(i, l)| (i, f64::from(l) - offset))
+                .collect(),
+            offset,
+            tail_mass,
+            named: Vec::new(),
+            conflict: None,
+        }
+    }
+
+    fn add(&mut self, key: &Key, lp: f64, space: &mut Space) -> Result<(), Error> {
+        if lp.is_nan() || lp > 1e-4 {
+            return Err(Error::new(format_args!(
+                "a draw's log-probability {lp} (token {key:?}) is not a log-probability"
+            )));
+        }
+        if self.conflict.is_some() {
+            return Ok(());
+        }
+        let idx = space.index(key)?;
+        let before = self
+            .listed
+            .get(&idx)
+            .map(|&l| (l, "the raw list"))
+            .or_else(|| {
+                self.named
+                    .iter()
+                    .find(|(i, _)| *i == idx)
+                    .map(|&(_, l)| (l, "another draw"))
+            });
+        match before {
+            Some((l, _)) if (l - lp).abs() <= 1e-4 || (l.is_infinite() && lp == l) => {}
+            Some((l, what)) => {
+                self.conflict = Some(format!(
+                    "a draw of token {key:?} returned log-probability {lp}, {what} {l}: the draws' log-probabilities are not the raw list's stage and are not used"
+                ));
+            }
+            None => self.named.push((idx, lp)),
+        }
+        Ok(())
+    }
+
+    /// The named tokens as (space index, logit), the raw mass none of the
+    /// listed or named holds, and why the named are not used, if so.
+    fn finish(self) -> (Vec<(usize, f32)>, f64, Option<String>) {
+        if let Some(c) = self.conflict {
+            return (Vec::new(), self.tail_mass, Some(c));
+        }
+        let mass: f64 = self.named.iter().map(|(_, lp)| lp.exp()).sum();
+        let rest = self.tail_mass - mass;
+        if rest < -1e-4 {
+            return (
+                Vec::new(),
+                self.tail_mass,
+                Some(format!(
+                    "the draws name tokens of raw mass {mass:.4} outside the list, more than the {:.4} it misses: their log-probabilities are not used",
+                    self.tail_mass
+                )),
+            );
+        }
+        let offset = self.offset;
+        let named = self
+            .named
+            .into_iter()
+            .map(|(i, lp)| (i, (lp as f32 as f64 + offset) as f32))
+            .collect();
+        (named, rest.max(0.0), None)
+    }
 }
 
 /// Token keys to indices of the logits vector.
@@ -1212,12 +1374,17 @@ fn analyse(
                 score(
                     &mut c,
                     per,
+                    cells,
                     &server,
                     counts.as_deref(),
                     rule_out_tv,
                     cand_seed,
                 )?;
-                if per.len() > 1 && tv(&per[0], &per[1])? > TAIL_TOLERANCE {
+                let mut moves = 0.0f64;
+                for other in per.iter().skip(1) {
+                    moves = moves.max(tv(&per[0], other)?);
+                }
+                if moves > TAIL_TOLERANCE {
                     tail_dependent.push(i);
                 }
             }
@@ -1229,9 +1396,7 @@ fn analyse(
     // rejected", and the notes say which one it cannot be told from.
     let n_draws = counts.as_ref().map(|c| c.iter().sum::<u64>());
     let mut notes = Vec::new();
-    if let Some(n) = &cells.note {
-        notes.push(n.clone());
-    }
+    notes.extend(cells.notes.iter().cloned());
     let fits: Vec<bool> = out.iter().map(|c| c.verdict == Verdict::Explains).collect();
     let mut told: std::collections::HashSet<(String, String)> = Default::default();
     for i in 0..out.len() {
@@ -1278,7 +1443,7 @@ fn analyse(
             } else if lo < DIFFERENT_TV {
                 notes.push(format!(
                     "the raw list ({} entries) is too short to tell {x} from {y}: they differ by TV {hi:.3} under one tail and {lo:.3} under the other; ask for more of the vocabulary",
-                    cells.n_known
+                    cells.n_top
                 ));
             } else {
                 let need = stats::draws_to_separate(&a[0], &b[0], RULE_OUT_P);
@@ -1296,7 +1461,7 @@ fn analyse(
         if !hidden.is_empty() {
             notes.push(format!(
                 "the raw list ({} entries) is too short to tell whether {} differs from {}: within TV {hidden_hi:.3} on its cells, but up to {hidden_reach:.3} over the vocabulary (the mass both put on unlisted tokens, where no draw tells them apart); ask for more of the vocabulary",
-                cells.n_known,
+                cells.n_top,
                 named(&out, i),
                 hidden.join(", ")
             ));
@@ -1307,9 +1472,9 @@ fn analyse(
     }
     for &i in &tail_dependent {
         notes.push(format!(
-            "{}: the raw list ({} entries) is too short to fix its distribution (the two extreme tails move it by TV ≥ {TAIL_TOLERANCE:e})",
+            "{}: the raw list ({} entries) is too short to fix its distribution (the tails it allows move it by TV ≥ {TAIL_TOLERANCE:e})",
             out[i].label(),
-            cells.n_known
+            cells.n_top
         ));
     }
     let (tv_to_transformers, transformers_error) = match transformers.map(|t| &t.prepared) {
@@ -1362,9 +1527,11 @@ fn analyse(
     })
 }
 
+#[allow(clippy::too_many_arguments)]
 fn score(
     c: &mut Candidate,
     per: &[Vec<f64>],
+    cells: &cells::Cells,
     server: &[f64],
     counts: Option<&[u64]>,
     rule_out_tv: f64,
@@ -1394,14 +1561,14 @@ fn score(
         Some(counts) => {
             // The tail configuration that fits best: ruled out only when
             // every one is.
-            let mut best: Option<stats::Fit> = None;
-            for d in per {
-                let fit = stats::fit(counts, d, seed, stats::SIMS);
-                if best.is_none_or(|b| fit.p > b.p) {
-                    best = Some(fit);
-                }
-            }
-            let Some(fit) = best else { return Ok(()) };
+            // The shape test on cells fixed before the draws, where some
+            // were named by them.
+            let coarse_per: Option<Vec<Vec<f64>>> = per.iter().map(|d| cells.coarse(d)).collect();
+            let coarse_counts = cells.coarse(counts);
+            let coarse = coarse_counts.as_deref().zip(coarse_per.as_deref());
+            let Some(fit) = stats::best_fit(counts, per, coarse, seed, stats::SIMS) else {
+                return Ok(());
+            };
             c.p_value = Some(fit.p);
             c.p_support = Some(fit.p_support);
             c.p_shape = fit.p_shape;

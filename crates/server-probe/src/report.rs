@@ -42,18 +42,25 @@ pub fn write_text(report: &Report, out: &mut dyn Write) -> io::Result<()> {
             .map_or(String::new(), |m| format!(", model {m}")),
         if report.replayed { " [replayed]" } else { "" }
     )?;
+    let revealed = match report.revealed {
+        0 => String::new(),
+        n => format!(" (and {n} more named by the draws, with their raw log-probabilities)"),
+    };
     match (&report.n_vocab, &report.prompt_ids) {
         (Some(n), Some(ids)) => writeln!(
             out,
-            "vocabulary: {n} tokens; prompt: {} tokens; raw distribution: {} entries",
+            "vocabulary: {n} tokens; prompt: {} tokens; raw distribution: {} entries{revealed}",
             ids.len(),
             report.raw_entries
         )?,
-        _ => writeln!(
+        (n_vocab, ids) => writeln!(
             out,
-            "raw distribution: {} entries (vocabulary size not given; prompt ids {})",
+            "raw distribution: {} entries{revealed} ({}; prompt ids {})",
             report.raw_entries,
-            if report.prompt_ids.is_some() {
+            n_vocab.map_or("vocabulary size not given".to_string(), |n| format!(
+                "vocabulary: {n} tokens"
+            )),
+            if ids.is_some() {
                 "known"
             } else {
                 "unknown: penalties see no context"
@@ -78,7 +85,7 @@ pub fn write_text(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         if p.tail_cell {
             writeln!(
                 out,
-                "  truncated list: the unlisted tokens are one cell; candidates run under a concentrated and a spread tail"
+                "  truncated list: the unnamed tokens are one cell; candidates run under every tail the list allows, concentrated to spread"
             )?;
         }
         // "explains" needs every other candidate ruled out (or unable to

@@ -19,6 +19,7 @@ pub(crate) struct Document {
     pub(crate) n_vocab: Option<usize>,
     pub(crate) prompt_ids: Option<Vec<i64>>,
     pub(crate) raw_entries: usize,
+    pub(crate) revealed: usize,
     pub(crate) logit_offset: Option<f64>,
     pub(crate) replayed: bool,
     pub(crate) probes: Vec<Probe>,

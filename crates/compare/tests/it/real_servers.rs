@@ -116,50 +116,53 @@ fn strings(v: &Value) -> Vec<&str> {
         .collect()
 }
 
-/// mlx_lm.server returns at most 11 top logprobs (the rest, 41 % of the
-/// mass here, is one tail cell), and two candidates within TV 0.05 on those
-/// cells can still put their tail mass on different tokens, where no draw
-/// tells them apart. So on T 0.7 llama.cpp fits (p 2.2e-2) but does not
-/// explain: hf-rust, vllm, mlx-lm ... are not ruled out (p 3e-3 to 7e-3)
-/// and may differ from it by TV up to 0.24 on unlisted tokens (this
-/// recording once said "explained by: llama.cpp"). On T 0.8 + top_p 0.9
-/// the 120 draws cannot single out mlx-lm (issue #36 asks for it): llama.cpp
-/// and mlx-lm differ by TV 0.055 on the cells and about 3522 draws would
-/// tell them apart, so mlx-lm is only "consistent with". Where every
-/// candidate keeps only listed tokens (T 0.7 + min_p 0.1) the cells fix the
-/// distributions and llama.cpp, llama-cpp-python (the same samplers, no
-/// generated tokens for its window) and mlx-lm explain, the rest ruled out.
+/// mlx_lm.server returns at most 11 top logprobs, but each draw's answer
+/// carries the drawn token's raw log-probability (`content[0].logprob`), so
+/// the 480 draws name 23 more tokens exactly and the tail cell holds what
+/// none names (0.28 of the mass, not 0.41). Issue #36's "done when": on T
+/// 0.8 + top_p 0.9 the draws reach rank 195 of mlx-lm's 216-token top-p
+/// set (top-p on the untempered mass) which every other candidate gives
+/// zero (llama.cpp's min_p 0.05; the Ollama routes' top_k 40 and top-p on
+/// the renormalised 40; vLLM, SGLang and transformers, top-p after the
+/// temperature), so mlx-lm is the only explanation. On T 0.7 the server's
+/// own sampler fits (it did not before, when only the two extreme tails
+/// were tried: p 5e-3) and the short list cannot tell it from vLLM and the
+/// Ollama routes; where every candidate keeps only listed tokens (T 0.7 +
+/// min_p 0.1) llama.cpp, llama-cpp-python and mlx-lm explain.
 #[test]
-fn the_mlx_recording_says_what_its_truncated_list_cannot_tell_apart() {
+fn the_mlx_recording_names_mlx_lm_alone_on_top_p() {
     let doc = replay("mlx.json");
     assert_eq!(doc["api"], "mlx-lm");
     assert_eq!(doc["raw_entries"], 11);
+    assert_eq!(doc["revealed"], 23);
+    // From --vocab: mlx_lm.server does not say it.
+    assert_eq!(doc["n_vocab"], 49152);
+    let top_p = r#"{"temperature":0.8,"top_p":0.9}"#;
+    let p = probe_of(&doc, top_p);
+    assert!(p["tail_cell"].as_bool().expect("tail_cell"), "{p}");
+    assert_eq!(strings(&p["explained_by"]), ["mlx-lm"], "{p}");
+    for c in p["candidates"].as_array().expect("candidates") {
+        if c["semantics"] == "mlx-lm" {
+            assert_eq!(c["verdict"], "explains", "{c}");
+            assert!(c["p_value"].as_f64().expect("p") > 0.01, "{c}");
+        } else if c["error"].is_null() {
+            assert_eq!(c["verdict"], "ruled out", "{c}");
+        }
+    }
     let t07 = probe_of(&doc, r#"{"temperature":0.7}"#);
-    assert!(t07["tail_cell"].as_bool().expect("tail_cell"), "{t07}");
     assert_eq!(strings(&t07["explained_by"]), Vec::<&str>::new(), "{t07}");
-    // llama-cpp-python's server is llama.cpp's samplers too; with no
-    // generated tokens its window and repeat_penalty 1.1 do not act.
-    assert_eq!(
-        strings(&t07["consistent_with"]),
-        ["llama.cpp", "llama-cpp-python"],
-        "{t07}"
-    );
-    let not_ruled_out = strings(&t07["not_ruled_out"]);
-    for label in [
-        "hf-rust (transformers generate(**request))",
-        "vllm",
-        "mlx-lm",
-    ] {
-        assert!(not_ruled_out.contains(&label), "{label}: {not_ruled_out:?}");
+    let consistent = strings(&t07["consistent_with"]);
+    for label in ["mlx-lm", "vllm", "ollama"] {
+        assert!(consistent.contains(&label), "{label}: {consistent:?}");
     }
     assert_eq!(
         verdicts(&doc, r#"{"temperature":0.7}"#, "llama.cpp", "llama-server"),
-        ["not rejected"]
+        ["ruled out"]
     );
     assert!(
-        strings(&t07["notes"]).iter().any(|n| n.contains(
-            "the raw list (11 entries) is too short to tell whether llama.cpp differs from"
-        )),
+        strings(&t07["notes"])
+            .iter()
+            .any(|n| n.contains("the raw list (11 entries) is too short to tell")),
         "{t07}"
     );
     assert!(
@@ -172,19 +175,11 @@ fn the_mlx_recording_says_what_its_truncated_list_cannot_tell_apart() {
         assert_eq!(pair.len(), 2, "{p}");
         assert_ne!(pair[0], pair[1], "{p}");
     }
-    let top_p = probe_of(&doc, r#"{"temperature":0.8,"top_p":0.9}"#);
-    assert_eq!(strings(&top_p["explained_by"]), Vec::<&str>::new());
-    assert!(
-        strings(&top_p["consistent_with"]).contains(&"mlx-lm"),
-        "{top_p}"
-    );
-    assert_eq!(strings(&top_p["closest"]), ["llama.cpp", "mlx-lm"]);
-    assert_eq!(top_p["draws_needed"], 3522, "{top_p}");
     let top_k = probe_of(&doc, r#"{"temperature":1.0,"top_k":20}"#);
     assert_eq!(strings(&top_k["explained_by"]), Vec::<&str>::new());
-    assert_eq!(
-        strings(&top_k["consistent_with"]),
-        ["llama.cpp", "llama-cpp-python", "mlx-lm"]
+    assert!(
+        strings(&top_k["consistent_with"]).contains(&"mlx-lm"),
+        "{top_k}"
     );
     let min_p = probe_of(&doc, r#"{"min_p":0.1,"temperature":0.7}"#);
     assert_eq!(
@@ -197,49 +192,98 @@ fn the_mlx_recording_says_what_its_truncated_list_cannot_tell_apart() {
     );
 }
 
-/// The text report names no candidate as the explanation of T 0.7 on the
-/// mlx recording, and says which it is consistent with.
+/// Without the tokens the draws named (the recording with mlx_lm.server's
+/// `content[0].logprob` taken out of every draw), the same draws cannot
+/// single out mlx-lm on the 11 listed tokens: the other candidates can put
+/// the tail's mass where they like.
 #[test]
-fn the_mlx_recordings_text_says_consistent_with_not_explained_by() {
+fn without_the_named_tokens_the_mlx_recording_cannot_single_out_mlx_lm() {
+    let text_of = std::fs::read_to_string(fixture("mlx.json")).expect("mlx.json");
+    let mut rec: Value = serde_json::from_str(&text_of).expect("json");
+    let mut stripped = 0;
+    for e in rec["exchanges"].as_array_mut().expect("exchanges") {
+        if e["body"]["temperature"] == 0 {
+            continue;
+        }
+        if let Some(c) = e.pointer_mut("/response/choices/0/logprobs/content/0")
+            && let Some(o) = c.as_object_mut()
+            && o.remove("logprob").is_some()
+        {
+            stripped += 1;
+        }
+    }
+    assert_eq!(stripped, 480);
+    rec["options"]["vocab"] = fixture("../smollm2/vocab.json").into();
+    let dir = std::env::temp_dir().join(format!("probe-unnamed-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let path = dir.join("mlx-unnamed.json");
+    std::fs::write(&path, serde_json::to_vec(&rec).expect("json")).expect("write");
+    let out = compare(
+        &[
+            "probe",
+            "--replay",
+            &path.display().to_string(),
+            "--format",
+            "json",
+        ],
+        "",
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(doc["revealed"], 0);
+    let p = probe_of(&doc, r#"{"temperature":0.8,"top_p":0.9}"#);
+    assert_eq!(strings(&p["explained_by"]), Vec::<&str>::new(), "{p}");
+    assert_ne!(
+        verdicts(&doc, r#"{"temperature":0.8,"top_p":0.9}"#, "mlx-lm", ""),
+        ["ruled out"]
+    );
+}
+
+/// The text report says which tokens the draws named, and names mlx-lm
+/// alone on the top_p request.
+#[test]
+fn the_mlx_recordings_text_names_the_drawn_tokens_and_mlx_lm() {
     let out = compare(&["probe", "--replay", &fixture("mlx.json")], "");
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let stdout = text(&out.stdout);
-    let t07 = stdout
-        .split("request: ")
-        .find(|s| s.starts_with(r#"{"temperature":0.7}"#))
-        .expect("T 0.7");
+    assert!(
+        stdout.contains("raw distribution: 11 entries (and 23 more named by the draws, with their raw log-probabilities) (vocabulary: 49152 tokens;"),
+        "{stdout}"
+    );
+    let section = |head: &str| {
+        stdout
+            .split("request: ")
+            .find(|s| s.starts_with(head))
+            .unwrap_or_else(|| panic!("no {head}"))
+            .to_string()
+    };
+    let t07 = section(r#"{"temperature":0.7}"#);
     assert!(t07.contains("  explained by: no candidate alone"), "{t07}");
-    assert!(
-        t07.contains("  consistent with: llama.cpp, llama-cpp-python\n"),
-        "{t07}"
-    );
-    assert!(
-        t07.contains("  not ruled out: hf-rust (transformers generate(**request))"),
-        "{t07}"
-    );
+    let top_p = section(r#"{"temperature":0.8,"top_p":0.9}"#);
+    assert!(top_p.contains("  explained by: mlx-lm\n"), "{top_p}");
     assert!(!stdout.contains("hf-rust vs hf-rust"), "{stdout}");
 }
 
 /// `--expect` on the mlx recording: no semantics explains all four
 /// requests there, so every `--expect` exits 1 and names the first request
-/// it fails — mlx-lm on T 0.7, where it is not ruled out but does not fit
-/// (p 4.4e-3), and llama.cpp on T 0.7 too, where it fits but cannot be told
-/// from the others (it exited 0 on nothing before either, failing on
-/// top_p; now it also fails on T 0.7).
+/// it fails — mlx-lm and vllm on T 0.7, where they fit but the 11-entry
+/// list cannot tell them from candidates that may differ, llama.cpp on T
+/// 0.7 too, where it is ruled out (its min_p 0.05 drops tokens drawn).
 #[test]
 fn expect_fails_on_the_mlx_recording_for_every_semantics() {
     for (semantics, why) in [
         (
             "mlx-lm",
-            "mlx-lm does not explain it: the evidence neither fits nor rules it out",
+            "mlx-lm does not explain it: it fits, but the evidence cannot tell it from a candidate that may differ",
         ),
         (
             "llama.cpp",
-            "llama.cpp does not explain it: it fits, but the evidence cannot tell it from a candidate that may differ",
+            "llama.cpp does not explain it: it is ruled out",
         ),
         (
             "vllm",
-            "vllm does not explain it: the evidence neither fits nor rules it out",
+            "vllm does not explain it: it fits, but the evidence cannot tell it from a candidate that may differ",
         ),
     ] {
         let out = compare(
@@ -415,8 +459,26 @@ fn bad_raw_sources_and_vocabularies_are_errors() {
         "{}",
         text(&out.stderr)
     );
-    // A vocabulary without the drawn text: the token strings of another model.
-    std::fs::write(dir.join("vocab.json"), r#"["a", "b"]"#).expect("write");
+    // A vocabulary of another size than the server's.
+    std::fs::write(dir.join("small.json"), r#"["a", "b"]"#).expect("write");
+    let mut small = rec.clone();
+    small["options"]["raw_from"] = fixture("vllm.json").into();
+    small["options"]["vocab"] = "small.json".into();
+    let out = run(&write("small-from.json", &small));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("small.json: 2 tokens, but the server's vocabulary has 49152"),
+        "{}",
+        text(&out.stderr)
+    );
+    // A vocabulary without the drawn text: the token strings of another
+    // model of the same size.
+    let other: Vec<String> = (0..49152).map(|i| format!("t{i}")).collect();
+    std::fs::write(
+        dir.join("vocab.json"),
+        serde_json::to_vec(&other).expect("json"),
+    )
+    .expect("write");
     let mut vocab = rec.clone();
     vocab["options"]["raw_from"] = fixture("vllm.json").into();
     vocab["options"]["vocab"] = "vocab.json".into();
@@ -427,5 +489,78 @@ fn bad_raw_sources_and_vocabularies_are_errors() {
         text(&out.stderr).contains(r#"the server drew " blue", which is no token of"#),
         "{}",
         text(&out.stderr)
+    );
+}
+
+/// A draw's log-probability that is not one is an error naming the token;
+/// one that disagrees with the raw list for the same token (another stage)
+/// turns the naming off, with a note, and the tail holds the 0.41 again.
+#[test]
+fn draw_log_probabilities_that_are_not_the_raw_lists_are_refused_or_unused() {
+    let text_of = std::fs::read_to_string(fixture("mlx.json")).expect("mlx.json");
+    let rec: Value = serde_json::from_str(&text_of).expect("json");
+    let dir = std::env::temp_dir().join(format!("probe-draw-lp-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    // The first draw of each kind of edit, in the first request's draws.
+    let edited = |edit: &dyn Fn(&mut Value)| {
+        let mut rec = rec.clone();
+        rec["options"]["vocab"] = fixture("../smollm2/vocab.json").into();
+        let draw = rec["exchanges"]
+            .as_array_mut()
+            .expect("exchanges")
+            .iter_mut()
+            .find(|e| e["body"]["temperature"] == 0.7 && e["body"]["seed"] == 1)
+            .expect("the first draw");
+        edit(
+            draw.pointer_mut("/response/choices/0/logprobs/content/0")
+                .expect("content"),
+        );
+        let path = dir.join("edited.json");
+        std::fs::write(&path, serde_json::to_vec(&rec).expect("json")).expect("write");
+        compare(
+            &[
+                "probe",
+                "--replay",
+                &path.display().to_string(),
+                "--format",
+                "json",
+            ],
+            "",
+        )
+    };
+    let out = edited(&|c| c["logprob"] = 0.5.into());
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("a draw's log-probability 0.5 (token Id("),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = edited(&|c| c["logprob"] = "high".into());
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr)
+            .contains("`choices[0]/logprobs/content/0/logprob` = \"high\" is not a number"),
+        "{}",
+        text(&out.stderr)
+    );
+    // The first draw is " blue" (the top token): another value than the list's.
+    let out = edited(&|c| {
+        let lp = c["logprob"].as_f64().expect("logprob");
+        c["logprob"] = (lp - 0.5).into();
+    });
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(doc["revealed"], 0);
+    let p = probe_of(&doc, r#"{"temperature":0.7}"#);
+    assert!(
+        (p["tail_mass"].as_f64().expect("tail") - 0.41).abs() < 0.01,
+        "{p}"
+    );
+    assert!(
+        strings(&p["notes"])
+            .iter()
+            .any(|n| n.contains("are not the raw list's stage and are not used")),
+        "{p}"
     );
 }
