@@ -10,7 +10,8 @@
 # top_k 20; T 0.7 + min_p 0.1) through `compare probe --api <its dialect>
 # --record FILE` on the prompt "My favorite color is" (as ids where the server
 # takes them) with seed 1 and --samples 300 (vllm; about 0.6 s a draw here),
-# 120 (mlx: about 2.5 s a draw on two busy cores) or 30 (serve: greedy; it
+# 120 (mlx: about 0.6 s a draw on two busy cores; with --vocab
+# fixtures/smollm2/vocab.json, the vocabulary's size it does not say) or 30 (serve: greedy; it
 # returns no logprobs, so it borrows vllm.json's raw list with --raw-from and
 # reads its texts as ids with --vocab fixtures/smollm2/vocab.json, and gets the
 # first two requests only: it refuses top_k and min_p), or SAMPLES=N, stop it
