@@ -27,6 +27,27 @@ fn replay(name: &str) -> Value {
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&out.stdout)))
 }
 
+/// `compare probe --replay --format json` of the recording `rec` (an edited
+/// copy of a committed one), written to a temporary file named `name`.
+fn replay_edited(rec: &Value, name: &str) -> std::process::Output {
+    let dir = std::env::temp_dir().join(format!("probe-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let path = dir.join(format!("{name}.json"));
+    std::fs::write(&path, serde_json::to_vec(rec).expect("json")).expect("write");
+    let out = compare(
+        &[
+            "probe",
+            "--replay",
+            &path.display().to_string(),
+            "--format",
+            "json",
+        ],
+        "",
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    out
+}
+
 /// The verdict of the candidate `label` on `endpoint` (a substring) in the
 /// probe of `request` (its JSON text).
 fn verdicts<'a>(doc: &'a Value, request: &str, label: &str, endpoint: &str) -> Vec<&'a str> {
@@ -214,21 +235,7 @@ fn without_the_named_tokens_the_mlx_recording_cannot_single_out_mlx_lm() {
     }
     assert_eq!(stripped, 480);
     rec["options"]["vocab"] = fixture("../smollm2/vocab.json").into();
-    let dir = std::env::temp_dir().join(format!("probe-unnamed-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    let path = dir.join("mlx-unnamed.json");
-    std::fs::write(&path, serde_json::to_vec(&rec).expect("json")).expect("write");
-    let out = compare(
-        &[
-            "probe",
-            "--replay",
-            &path.display().to_string(),
-            "--format",
-            "json",
-        ],
-        "",
-    );
-    let _ = std::fs::remove_dir_all(&dir);
+    let out = replay_edited(&rec, "mlx-unnamed");
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let doc: Value = serde_json::from_slice(&out.stdout).expect("json");
     assert_eq!(doc["revealed"], 0);
@@ -341,21 +348,7 @@ fn api_openai_against_vllm_speaks_vllm_from_its_owned_by() {
     let mut rec: Value = serde_json::from_str(&text_of).expect("json");
     assert_eq!(rec["options"]["api"], "vllm");
     rec["options"]["api"] = "openai".into();
-    let dir = std::env::temp_dir().join(format!("probe-owned-by-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    let path = dir.join("vllm-as-openai.json");
-    std::fs::write(&path, serde_json::to_vec(&rec).expect("json")).expect("write");
-    let out = compare(
-        &[
-            "probe",
-            "--replay",
-            &path.display().to_string(),
-            "--format",
-            "json",
-        ],
-        "",
-    );
-    let _ = std::fs::remove_dir_all(&dir);
+    let out = replay_edited(&rec, "vllm-as-openai");
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let doc: Value = serde_json::from_slice(&out.stdout).expect("report");
     assert_eq!(doc["api"], "vllm");
@@ -499,9 +492,7 @@ fn bad_raw_sources_and_vocabularies_are_errors() {
 fn draw_log_probabilities_that_are_not_the_raw_lists_are_refused_or_unused() {
     let text_of = std::fs::read_to_string(fixture("mlx.json")).expect("mlx.json");
     let rec: Value = serde_json::from_str(&text_of).expect("json");
-    let dir = std::env::temp_dir().join(format!("probe-draw-lp-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    // The first draw of each kind of edit, in the first request's draws.
+    // Each edit changes the first draw of the first request (seed 1, " blue").
     let edited = |edit: &dyn Fn(&mut Value)| {
         let mut rec = rec.clone();
         rec["options"]["vocab"] = fixture("../smollm2/vocab.json").into();
@@ -515,18 +506,7 @@ fn draw_log_probabilities_that_are_not_the_raw_lists_are_refused_or_unused() {
             draw.pointer_mut("/response/choices/0/logprobs/content/0")
                 .expect("content"),
         );
-        let path = dir.join("edited.json");
-        std::fs::write(&path, serde_json::to_vec(&rec).expect("json")).expect("write");
-        compare(
-            &[
-                "probe",
-                "--replay",
-                &path.display().to_string(),
-                "--format",
-                "json",
-            ],
-            "",
-        )
+        replay_edited(&rec, "draw-lp")
     };
     let out = edited(&|c| c["logprob"] = 0.5.into());
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
@@ -548,7 +528,6 @@ fn draw_log_probabilities_that_are_not_the_raw_lists_are_refused_or_unused() {
         let lp = c["logprob"].as_f64().expect("logprob");
         c["logprob"] = (lp - 0.5).into();
     });
-    let _ = std::fs::remove_dir_all(&dir);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let doc: Value = serde_json::from_slice(&out.stdout).expect("json");
     assert_eq!(doc["revealed"], 0);
