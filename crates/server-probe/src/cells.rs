@@ -22,10 +22,11 @@
 //! A real tail lies between the extremes, not at one: under a temperature
 //! T < 1 the unnamed tokens keep Σ p^(1/T) of mass, which is largest when
 //! concentrated and smallest when spread, and the equal-token tails reach
-//! every value between (so a test that tried the two extremes only could
-//! rule out the server's own sampler, and did: mlx_lm.server's T 0.7 draws
-//! fitted mlx-lm at p 5e-3 under the concentrated tail). A candidate is
-//! ruled out only when it is under every tail of the family.
+//! every value between, so a test at the extremes alone can miss the real
+//! one (the concentrated tail alone, all the probe tried without the
+//! vocabulary's size, left mlx_lm.server's own sampler at p 5e-3 on its T
+//! 0.7 draws). A candidate is ruled out only when it is under every tail of
+//! the family.
 //!
 //! A candidate's distribution over the cells is its probabilities on the
 //! listed tokens and the sum of the rest on the tail cell. Where the tails
