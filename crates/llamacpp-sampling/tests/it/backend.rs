@@ -270,6 +270,18 @@ fn each_documented_cause_is_in_the_recording() {
         let c = find(&all, fixture, "server_defaults");
         assert!(c.identical(), "{fixture}");
     }
+    // min-p's boundary: ggml_step is 1 only above 0, so the token exactly at
+    // max + log(min_p) (here p = 0.1 p_max) is dropped; the CPU min-p keeps it
+    for fixture in [
+        "edge/top_p_boundary_050_eq",
+        "edge/top_p_boundary_090_below",
+    ] {
+        let c = find(&all, fixture, "minp01_nok");
+        let cpu = kept(&c.semantics);
+        let backend = kept(&c.backend);
+        assert_eq!(backend.len() + 1, cpu.len(), "{fixture}");
+        assert!(backend.iter().all(|t| cpu.contains(t)), "{fixture}");
+    }
     // dynamic temperature's entropy over the whole (masked) row
     let dyn_dp = all
         .iter()
