@@ -91,12 +91,13 @@ def step(p: dict) -> dict:
 def record(server_bin: Path) -> dict:
     port = free_port()
     log = tempfile.NamedTemporaryFile("w+", suffix=".log", delete=False)
-    cmd = ["timeout", "600", str(server_bin.resolve()), "-m", MODEL.name, "--host", "127.0.0.1",
-           "--port", str(port), "-c", "512", "-np", "1", "-t", "2", "--no-webui"]
+    args = ["-m", MODEL.name, "--host", "127.0.0.1", "-c", "512", "-np", "1", "-t", "2", "--no-webui"]
+    cmd = ["timeout", "600", str(server_bin.resolve()), *args, "--port", str(port)]
     server = subprocess.Popen(cmd, cwd=MODEL.parent, stdout=subprocess.DEVNULL, stderr=log)
     out = {"format": "sampling-parity-llamacpp-server-backend/1", "llama_cpp_build": "b11434",
            "model": MODEL.name, "model_sha256": MODEL_SHA256, "prompt": PROMPT, "seed": SEED,
-           "n_predict": N_PREDICT, "args": cmd[3:], "cases": []}
+           "n_predict": N_PREDICT, "cases": [],
+           "args": args}  # and --port, a free one
     try:
         wait_ready(port, server)
         for name, request in REQUESTS:
@@ -162,6 +163,13 @@ def main() -> int:
         if same(old, doc):
             print(f"record_backend_server.py: {OUT.relative_to(REPO)} is up to date", file=sys.stderr)
             return 0
+        for k in sorted(set(old) | set(doc)):
+            if k == "cases":
+                for a, b in zip(old.get(k, []), doc.get(k, [])):
+                    if not same(a, b):
+                        print(f"record_backend_server.py: DIFF in case {b['name']}", file=sys.stderr)
+            elif not same(old.get(k), doc.get(k)):
+                print(f"record_backend_server.py: DIFF in {k}: {old.get(k)} vs {doc.get(k)}", file=sys.stderr)
         print("record_backend_server.py: DIFF", file=sys.stderr)
         return 1
     OUT.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")

@@ -316,3 +316,81 @@ fn the_semantics_refuses_backend_sampling() {
             .is_ok()
     );
 }
+
+#[derive(Debug, Deserialize)]
+struct ServerStep {
+    id: i64,
+    top: Vec<(i64, f64)>,
+}
+
+#[derive(Debug, Deserialize)]
+struct ServerCase {
+    name: String,
+    cpu: Vec<ServerStep>,
+    backend: Vec<ServerStep>,
+}
+
+#[derive(Debug, Deserialize)]
+struct ServerRecording {
+    llama_cpp_build: String,
+    n_predict: usize,
+    cases: Vec<ServerCase>,
+    abort: Value,
+}
+
+#[test]
+fn the_real_server_agrees_with_the_harness() {
+    // fixtures/llamacpp-b11434/server-backend.json: the b11434 llama-server
+    // (CPU build, SmolLM2 Q4_1) answering each request with
+    // backend_sampling false and true (record_backend_server.py)
+    let text = std::fs::read_to_string(
+        crate::recorded::root().join("llamacpp-b11434/server-backend.json"),
+    )
+    .expect("committed");
+    let r: ServerRecording = serde_json::from_str(&text).expect("parses");
+    assert_eq!(r.llama_cpp_build, "b11434");
+    let case = |name: &str| {
+        r.cases
+            .iter()
+            .find(|c| c.name == name)
+            .unwrap_or_else(|| panic!("{name} recorded"))
+    };
+    let ids = |s: &[ServerStep]| s.iter().map(|s| s.id).collect::<Vec<_>>();
+    for c in &r.cases {
+        assert_eq!(
+            (c.cpu.len(), c.backend.len()),
+            (r.n_predict, r.n_predict),
+            "{}",
+            c.name
+        );
+    }
+    // the default chain (top-p re-sorts) and greedy without ties: same tokens,
+    // probabilities within float rounding
+    for name in ["server_defaults", "t07", "greedy"] {
+        let c = case(name);
+        assert_eq!(ids(&c.cpu), ids(&c.backend), "{name}");
+        let a = &c.cpu[0].top;
+        let b = &c.backend[0].top;
+        assert_eq!(
+            a.iter().map(|t| t.0).collect::<Vec<_>>(),
+            b.iter().map(|t| t.0).collect::<Vec<_>>(),
+            "{name}"
+        );
+        for (x, y) in a.iter().zip(b) {
+            assert!((x.1 - y.1).abs() < 1e-6, "{name}: {x:?} {y:?}");
+        }
+    }
+    // top-k's order without a later sort: other tokens from the first step
+    let c = case("top_k5_no_top_p");
+    assert_ne!(c.cpu[0].id, c.backend[0].id);
+    // min_keep ignored on the backend
+    let c = case("min_keep");
+    assert_eq!((c.cpu[0].top.len(), c.backend[0].top.len()), (5, 1));
+    // dynamic temperature: other probabilities
+    let c = case("dynatemp");
+    assert!((c.cpu[0].top[0].1 - c.backend[0].top[0].1).abs() > 1e-3);
+    // top_k above the vocabulary: the server process aborts
+    assert_eq!(r.abort["server_died"], json!(true));
+    assert_eq!(r.abort["returncode"], json!(-6));
+    assert_eq!(r.abort["asserts"], json!(["(a->ne[0] >= k) failed"]));
+}
