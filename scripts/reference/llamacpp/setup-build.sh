@@ -15,7 +15,7 @@
 # NAME/ (the CMake build; the library lands in NAME/bin). CPU only, no native
 # tuning (AVX2/FMA/F16C on, nothing above: this machine reports AVX-512/AMX
 # that traps), no libcurl/OpenSSL; only the `llama` library target is built
-# (about 15 min on one core), plus backend_sampling.cpp into
+# (8 min at JOBS=2 on two busy cores), plus backend_sampling.cpp into
 # NAME/bin/libbackend_sampling.so for record_backend.py. Prints the folder to
 # pass as --lib.
 #
