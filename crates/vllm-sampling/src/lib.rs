@@ -75,8 +75,10 @@ mod params;
 mod sampler;
 mod seed;
 mod torch;
+mod triton;
 mod v2;
 
+use parity_core::fragile::Fragile;
 use parity_core::{
     Against, Context, Described, Distribution, Error, Explanation, Fix, Info, Logits, Precision,
     Route, Semantics,
@@ -184,7 +186,11 @@ impl Semantics for Vllm {
     ) -> Result<Distribution, Error> {
         let x = logits.to_f32()?;
         if params.runner == Runner::V2Gpu {
-            return v2_distribution(&x, context, params);
+            return Ok(v2_distribution(
+                x.len(),
+                v2::run(&x, context, params)?,
+                params,
+            ));
         }
         let pass = sampler::run(&x, context, params)?;
         let step = context.generated().len();
@@ -258,22 +264,45 @@ impl Semantics for Vllm {
     fn explain(&self, row: &Against<'_>, params: &VllmParams) -> Explanation {
         explain(row.kwargs, params)
     }
+
+    /// Under `runner: "v2-gpu"`: the Triton top-p decisions that the bits
+    /// of `exp`/`log` decide (module `triton`).
+    fn fragile(&self, logits: &Logits, context: &Context<'_>, params: &VllmParams) -> Vec<Fragile> {
+        if params.runner != Runner::V2Gpu {
+            return Vec::new();
+        }
+        logits
+            .to_f32()
+            .and_then(|x| v2::run(&x, context, params))
+            .map(|pass| pass.fragile)
+            .unwrap_or_default()
+    }
+
+    fn distribution_and_fragile(
+        &self,
+        logits: &Logits,
+        context: &Context<'_>,
+        params: &VllmParams,
+    ) -> Result<(Distribution, Vec<Fragile>), Error> {
+        if params.runner != Runner::V2Gpu {
+            return Ok((self.distribution(logits, context, params)?, Vec::new()));
+        }
+        let x = logits.to_f32()?;
+        let pass = v2::run(&x, context, params)?;
+        let fragile = pass.fragile.clone();
+        Ok((v2_distribution(x.len(), pass, params), fragile))
+    }
 }
 
 /// The distribution of Model Runner V2's draw: Gumbel-max over the row
 /// `gumbel_sample` receives; with a `seed`, the token the fp32 Murmur3
 /// noise picks at the request's position.
-fn v2_distribution(
-    x: &[f32],
-    context: &Context<'_>,
-    params: &VllmParams,
-) -> Result<Distribution, Error> {
-    let pass = v2::run(x, context, params)?;
+fn v2_distribution(vocab: usize, pass: v2::Pass, params: &VllmParams) -> Distribution {
     let position = pass.position;
     let draw = params
         .seed
         .map(|seed| move |row: &[f32]| gumbel_sample32(row, seed as i64, position));
-    Ok(drawn(x.len(), pass.greedy, pass.final_logits, draw))
+    drawn(vocab, pass.greedy, pass.final_logits, draw)
 }
 
 /// What either runner's draw samples from: the greedy token's one-hot, or

@@ -57,6 +57,7 @@ fn murmur3_noise_is_the_kernels() {
 fn every_recorded_v2_case_replays() {
     let (mut cases, mut refused, mut draws, mut kept_checked) = (0, 0, 0, 0);
     let mut degenerate = 0;
+    let (mut top_p_cases, mut fragile_cases) = (0, 0);
     let mut max_dp = 0.0f64;
     for rec in all() {
         let Some(source) = rec.meta.get("source").and_then(Value::as_str) else {
@@ -91,16 +92,34 @@ fn every_recorded_v2_case_replays() {
                 refused += 1;
                 continue;
             }
-            if p.top_p < 1.0 && !p.is_greedy() {
-                // The Triton top-p bisection is recorded, not modelled.
-                let e = got.expect_err("top-p is refused under v2-gpu");
-                assert!(e.to_string().contains("`top_p`"), "{what}: {e}");
-                refused += 1;
+            let fragile = Vllm::AUTO.fragile(&logits, &context, &p);
+            if !fragile.is_empty() {
+                // Kept or dropped by the bits of exp/log: the replay's set
+                // may differ from the interpreter's; counted, not compared.
+                assert!(p.top_p < 1.0, "{what}: fragile without top-p");
+                let same = got.as_ref().ok().and_then(|d| d.scores()).map(fnv1a64)
+                    == case["fnv1a64"].as_str().map(str::to_string);
+                eprintln!(
+                    "vllm v2: {what}: fragile ({}), replay {}",
+                    fragile[0].detail,
+                    if same { "agrees" } else { "differs" }
+                );
+                fragile_cases += 1;
                 continue;
             }
+            if p.top_p < 1.0 && !p.is_greedy() {
+                top_p_cases += 1;
+            }
             if let Err(e) = &got
-                && e.to_string().contains("pivot search stops on its 1e-9 cap")
+                && e.to_string().contains("not modelled for `runner`")
             {
+                eprintln!(
+                    "vllm v2: {what}: refused: {}",
+                    got.as_ref()
+                        .err()
+                        .map(ToString::to_string)
+                        .unwrap_or_default()
+                );
                 degenerate += 1;
                 continue;
             }
@@ -164,8 +183,9 @@ fn every_recorded_v2_case_replays() {
         }
     }
     eprintln!(
-        "vllm v2: {cases} cases ({refused} refused: top-p under v2-gpu, or ids outside the vocabulary; {degenerate} top-k on logits within 3e-9, refused), {kept_checked} kept sets compared token by token, {draws} interpreted draws replayed, max |dp| {max_dp:e}"
+        "vllm v2: {cases} cases ({refused} refused: ids outside the vocabulary; {degenerate} refused as unmodelled), {top_p_cases} top-p cases reproduced, {fragile_cases} top-p cases fragile (decided by exp/log bits), {kept_checked} kept sets compared token by token, {draws} interpreted draws replayed, max |dp| {max_dp:e}"
     );
+    assert!(top_p_cases >= 100, "{top_p_cases} top-p cases reproduced");
     assert!(cases > 300 && draws > 4500, "{cases} cases, {draws} draws");
-    assert!(degenerate <= 4, "{degenerate} refused as degenerate");
+    assert_eq!(degenerate, 0, "{degenerate} refused as unmodelled");
 }
