@@ -59,9 +59,10 @@
 //!   V2, the CUDA default in 0.32/0.33, is the `runner: "v2-gpu"` variant
 //!   (module `v2`: its Triton top-k keeps **exactly k** at a tie, min-p
 //!   compares logits, the draw is Gumbel-max with Murmur3 noise keyed by
-//!   seed, position and token), recorded from vLLM 0.33.0's kernels under
-//!   Triton's CPU interpreter; its top-p, logit bias, allowed ids and
-//!   penalties are refused.
+//!   seed, position and token; its Triton top-p replayed in f32, with the
+//!   cuts that exp/log bits decide reported as fragile), recorded from vLLM
+//!   0.33.0's kernels under Triton's CPU interpreter; its logit bias,
+//!   allowed ids and penalties are refused.
 //! - `bad_words` and `min_tokens` (they need the model's tokenizer and EOS
 //!   ids: refused unless empty/0), structured outputs, speculative
 //!   decoding, logprobs, custom logits processors, batch effects.

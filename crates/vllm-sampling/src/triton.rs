@@ -33,6 +33,8 @@
 //! set that changes under any of them is reported as fragile
 //! ([`FragileKind::TopPCut`]): decided by the exp/log bits, not by the rule.
 
+use std::cmp::Ordering;
+
 use parity_core::Error;
 use parity_core::fragile::{FRAGILE_ULPS, Fragile, FragileKind};
 
@@ -538,7 +540,9 @@ fn monolithic(row: &mut [f32], k: Option<u32>, p: Option<f32>, r: Rounding) -> R
                     .map(|i| tile(&buffer, i * BLOCK_SIZE_TRUNC, BLOCK_SIZE_TRUNC, n2, 0.0))
                     .collect();
             }
-            let max_range = r.exp(max_logit - max_logit) / sum_exp;
+            // `exp(max_logit - max_logit)`: 1, or NaN for an infinite maximum.
+            let at_max = if max_logit.is_finite() { 1.0 } else { f32::NAN };
+            let max_range = at_max / sum_exp;
             let min_range = r.exp(min_logit - max_logit) / sum_exp;
             let (p_pivot, mlp, nml, psum) = bisect(&search, p, max_range, min_range);
             cut.dup_logit = r.log(mlp * sum_exp) + max_logit;
@@ -670,7 +674,10 @@ fn standalone_top_p(row: &[f32], p: f32, r: Rounding, cut: &mut Cut) -> Result<(
 
 /// Sixth pass (topk_topp_triton.py:851-878).
 fn sixth_pass(row: &mut [f32], cut: &Cut) -> Result<(), Error> {
-    if !(cut.final_pivot < cut.max_logit) || cut.final_pivot == NINF {
+    // `if not (final_pivot < max_logit)`: NaN included.
+    if cut.final_pivot.partial_cmp(&cut.max_logit) != Some(Ordering::Less)
+        || cut.final_pivot == NINF
+    {
         return Ok(());
     }
     if let Some(v) = cut.bad_cast {
@@ -811,7 +818,8 @@ fn combine(
             .map(|f| pivs[f])
             .fold(INF, nan_min)
             .min(s.hi);
-        if is_last || !(new_hi > new_lo * 1.000_000_1) {
+        // `not (new_hi > new_lo * (1.0 + 1e-7))`: NaN included.
+        if is_last || (new_hi.partial_cmp(&(new_lo * 1.000_000_1)) != Some(Ordering::Greater)) {
             if s.best > 0.0 {
                 c.pivot = s.best;
                 sel_mass = s.best_mass;

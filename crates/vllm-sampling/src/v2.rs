@@ -22,21 +22,32 @@
 //! - `sample/min_p.py`: `_min_p_kernel` (8-45): `threshold = max + log(min_p)`
 //!   in f32, mask `logits < threshold` (the V1 sampler compares
 //!   probabilities instead).
-//! - `vllm/v1/sample/ops/topk_topp_triton.py`: `_topk_topp_kernel`
-//!   (106-878): top-k by a pivot search, then "duplicate logit handling"
+//! - `vllm/v1/sample/ops/topk_topp_triton.py` (module `triton`, which
+//!   replays it in f32): `apply_top_k_top_p_triton` (1618-1726) sends a row
+//!   with top-k through `_topk_topp_kernel` (106-878) and a top-p-only row
+//!   through the split pipeline `_apply_topp_split` (1572-1615). Top-k
+//!   finds a pivot by a ternary search, then "duplicate logit handling"
 //!   keeps only as many tokens tied with the k-th largest logit as fill
 //!   exactly k, the lowest ids first (sixth pass, 851-878); `|a - b| < 1e-9`
-//!   counts as a tie (`_update_min_larger_stats`, 83-103).
+//!   counts as a tie (`_update_min_larger_stats`, 83-103). Top-p keeps the
+//!   tokens above a probability pivot found by bisection (541-597, 710-839)
+//!   or by the split pipeline's 8-pivot geometric ladder (1114-1234): the
+//!   fewest most probable tokens whose f32 mass reaches `p`, and of the
+//!   tokens tied at the boundary only as many as needed. After a top-k the
+//!   bisection's tie is found again as `log(prob * sum) + max` (599-609) and
+//!   replaces top-k's, so a top-k tie cut can come back (`ties_3221`,
+//!   `top_k: 2, top_p: 0.9`: three tokens kept).
 //! - `vllm/v1/worker/gpu/input_batch.py`: `_prepare_pos_seq_lens_kernel`
 //!   (357-390) and `logits_indices = query_start_loc[1:] - 1` (188): the
 //!   position a step's noise is keyed by is that of the request's last input
 //!   token, `len(input_ids) - 1`.
 //!
-//! Not modelled (refused): top-p (the kernel's bisection over f32
-//! probabilities, and on CUDA the split-row pipeline, decide a boundary by
-//! the bits of `exp`/`log`, which differ between the interpreter's numpy and
-//! CUDA), logit bias, allowed ids and penalties (V2 has Triton kernels of its
-//! own for them, not recorded here).
+//! Top-p decisions that the bits of `exp`/`log` decide (the interpreter's
+//! numpy and CUDA round them differently) are reported as fragile
+//! ([`Pass::fragile`], see module `triton`). Not modelled (refused): logit
+//! bias, allowed ids and penalties (V2 has Triton kernels of its own for
+//! them, not recorded here), and the two uint32 casts of a negative or NaN
+//! float the top-p kernels can make, where numpy and CUDA differ.
 
 use parity_core::fragile::Fragile;
 use parity_core::{Context, Error};
