@@ -257,7 +257,7 @@ fn nan_max(a: f32, b: f32) -> f32 {
     a.max(b)
 }
 
-/// `(k_pivot, count above, min larger, its count)` of one ternary pivot.
+/// `(count above, min larger, its count)` of one ternary pivot.
 fn count_above(tiles: &[Vec<f32>], pivot: f32, sentinel: f32) -> (u32, f32, u32) {
     let mut n = 0u32;
     let mut ml = INF;
@@ -1125,5 +1125,21 @@ mod tests {
         let f = top_k_top_p(&mut x, None, Some(0.8)).expect("modelled");
         assert!(f.is_empty(), "{f:?}");
         assert_eq!(x, vec![3.0, 2.0, NINF, NINF]);
+    }
+
+    #[test]
+    fn a_cut_on_the_mass_is_fragile() {
+        // probabilities 1/2, 1/4, 1/4: top-p 0.5 is met by the first token
+        // exactly, so an ulp of exp decides whether more are needed.
+        let l = -std::f32::consts::LN_2;
+        // Top-p alone (the split pipeline).
+        let mut x = vec![0.0f32, l, l, f32::NEG_INFINITY];
+        let f = top_k_top_p(&mut x, None, Some(0.5)).expect("modelled");
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(f[0].kind, FragileKind::TopPCut);
+        assert!(
+            !f[0].tokens.is_empty() && !f[0].tokens.contains(&0),
+            "{f:?}"
+        );
     }
 }
