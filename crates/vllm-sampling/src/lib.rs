@@ -59,9 +59,10 @@
 //!   V2, the CUDA default in 0.32/0.33, is the `runner: "v2-gpu"` variant
 //!   (module `v2`: its Triton top-k keeps **exactly k** at a tie, min-p
 //!   compares logits, the draw is Gumbel-max with Murmur3 noise keyed by
-//!   seed, position and token), recorded from vLLM 0.33.0's kernels under
-//!   Triton's CPU interpreter; its top-p, logit bias, allowed ids and
-//!   penalties are refused.
+//!   seed, position and token; its Triton top-p replayed in f32, with the
+//!   cuts that exp/log bits decide reported as fragile), recorded from vLLM
+//!   0.33.0's kernels under Triton's CPU interpreter; its logit bias,
+//!   allowed ids and penalties are refused.
 //! - `bad_words` and `min_tokens` (they need the model's tokenizer and EOS
 //!   ids: refused unless empty/0), structured outputs, speculative
 //!   decoding, logprobs, custom logits processors, batch effects.
@@ -75,8 +76,10 @@ mod params;
 mod sampler;
 mod seed;
 mod torch;
+mod triton;
 mod v2;
 
+use parity_core::fragile::Fragile;
 use parity_core::{
     Against, Context, Described, Distribution, Error, Explanation, Fix, Info, Logits, Precision,
     Route, Semantics,
@@ -184,7 +187,11 @@ impl Semantics for Vllm {
     ) -> Result<Distribution, Error> {
         let x = logits.to_f32()?;
         if params.runner == Runner::V2Gpu {
-            return v2_distribution(&x, context, params);
+            return Ok(v2_distribution(
+                x.len(),
+                v2::run(&x, context, params)?,
+                params,
+            ));
         }
         let pass = sampler::run(&x, context, params)?;
         let step = context.generated().len();
@@ -258,22 +265,45 @@ impl Semantics for Vllm {
     fn explain(&self, row: &Against<'_>, params: &VllmParams) -> Explanation {
         explain(row.kwargs, params)
     }
+
+    /// Under `runner: "v2-gpu"`: the Triton top-p decisions that the bits
+    /// of `exp`/`log` decide (module `triton`).
+    fn fragile(&self, logits: &Logits, context: &Context<'_>, params: &VllmParams) -> Vec<Fragile> {
+        if params.runner != Runner::V2Gpu {
+            return Vec::new();
+        }
+        logits
+            .to_f32()
+            .and_then(|x| v2::run(&x, context, params))
+            .map(|pass| pass.fragile)
+            .unwrap_or_default()
+    }
+
+    fn distribution_and_fragile(
+        &self,
+        logits: &Logits,
+        context: &Context<'_>,
+        params: &VllmParams,
+    ) -> Result<(Distribution, Vec<Fragile>), Error> {
+        if params.runner != Runner::V2Gpu {
+            return Ok((self.distribution(logits, context, params)?, Vec::new()));
+        }
+        let x = logits.to_f32()?;
+        let pass = v2::run(&x, context, params)?;
+        let fragile = pass.fragile.clone();
+        Ok((v2_distribution(x.len(), pass, params), fragile))
+    }
 }
 
 /// The distribution of Model Runner V2's draw: Gumbel-max over the row
 /// `gumbel_sample` receives; with a `seed`, the token the fp32 Murmur3
 /// noise picks at the request's position.
-fn v2_distribution(
-    x: &[f32],
-    context: &Context<'_>,
-    params: &VllmParams,
-) -> Result<Distribution, Error> {
-    let pass = v2::run(x, context, params)?;
+fn v2_distribution(vocab: usize, pass: v2::Pass, params: &VllmParams) -> Distribution {
     let position = pass.position;
     let draw = params
         .seed
         .map(|seed| move |row: &[f32]| gumbel_sample32(row, seed as i64, position));
-    Ok(drawn(x.len(), pass.greedy, pass.final_logits, draw))
+    drawn(vocab, pass.greedy, pass.final_logits, draw)
 }
 
 /// What either runner's draw samples from: the greedy token's one-hot, or

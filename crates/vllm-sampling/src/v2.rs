@@ -22,22 +22,34 @@
 //! - `sample/min_p.py`: `_min_p_kernel` (8-45): `threshold = max + log(min_p)`
 //!   in f32, mask `logits < threshold` (the V1 sampler compares
 //!   probabilities instead).
-//! - `vllm/v1/sample/ops/topk_topp_triton.py`: `_topk_topp_kernel`
-//!   (106-878): top-k by a pivot search, then "duplicate logit handling"
+//! - `vllm/v1/sample/ops/topk_topp_triton.py` (module `triton`, which
+//!   replays it in f32): `apply_top_k_top_p_triton` (1618-1726) sends a row
+//!   with top-k through `_topk_topp_kernel` (106-878) and a top-p-only row
+//!   through the split pipeline `_apply_topp_split` (1572-1615). Top-k
+//!   finds a pivot by a ternary search, then "duplicate logit handling"
 //!   keeps only as many tokens tied with the k-th largest logit as fill
 //!   exactly k, the lowest ids first (sixth pass, 851-878); `|a - b| < 1e-9`
-//!   counts as a tie (`_update_min_larger_stats`, 83-103).
+//!   counts as a tie (`_update_min_larger_stats`, 83-103). Top-p keeps the
+//!   tokens above a probability pivot found by bisection (541-597, 710-839)
+//!   or by the split pipeline's 8-pivot geometric ladder (1114-1234): the
+//!   fewest most probable tokens whose f32 mass reaches `p`, and of the
+//!   tokens tied at the boundary only as many as needed. After a top-k the
+//!   bisection's tie is found again as `log(prob * sum) + max` (599-609) and
+//!   replaces top-k's, so a top-k tie cut can come back (`ties_3221`,
+//!   `top_k: 2, top_p: 0.9`: three tokens kept).
 //! - `vllm/v1/worker/gpu/input_batch.py`: `_prepare_pos_seq_lens_kernel`
 //!   (357-390) and `logits_indices = query_start_loc[1:] - 1` (188): the
 //!   position a step's noise is keyed by is that of the request's last input
 //!   token, `len(input_ids) - 1`.
 //!
-//! Not modelled (refused): top-p (the kernel's bisection over f32
-//! probabilities, and on CUDA the split-row pipeline, decide a boundary by
-//! the bits of `exp`/`log`, which differ between the interpreter's numpy and
-//! CUDA), logit bias, allowed ids and penalties (V2 has Triton kernels of its
-//! own for them, not recorded here).
+//! Top-p decisions that the bits of `exp`/`log` decide (the interpreter's
+//! numpy and CUDA round them differently) are reported as fragile
+//! ([`Pass::fragile`], see module `triton`). Not modelled (refused): logit
+//! bias, allowed ids and penalties (V2 has Triton kernels of its own for
+//! them, not recorded here), and the two uint32 casts of a negative or NaN
+//! float the top-p kernels can make, where numpy and CUDA differ.
 
+use parity_core::fragile::Fragile;
 use parity_core::{Context, Error};
 
 use crate::params::VllmParams;
@@ -51,6 +63,8 @@ pub(crate) struct Pass {
     pub greedy: Option<usize>,
     /// The position the noise is keyed by.
     pub position: i64,
+    /// Kept-set decisions of the Triton top-p that exp/log bits decide.
+    pub fragile: Vec<Fragile>,
 }
 
 /// Refuses what this module does not replicate, naming the field.
@@ -60,12 +74,6 @@ fn refuse_unmodelled(p: &VllmParams) -> Result<(), Error> {
             "{what} is not modelled for `runner` = \"v2-gpu\" (vLLM 0.33.0's Model Runner V2 sampler)"
         )))
     };
-    if p.top_p < 1.0 && !p.is_greedy() {
-        return unmodelled(format!(
-            "`top_p` = {}: the Triton top-p bisection (topk_topp_triton.py) ",
-            p.top_p
-        ));
-    }
     if !p.logit_bias.is_empty() {
         return unmodelled("`logit_bias` (sample/logit_bias.py)".into());
     }
@@ -93,6 +101,7 @@ pub(crate) fn run(logits: &[f32], context: &Context<'_>, p: &VllmParams) -> Resu
             final_logits: x,
             greedy: Some(g),
             position,
+            fragile: Vec::new(),
         });
     }
     // states.py:49-50.
@@ -102,7 +111,9 @@ pub(crate) fn run(logits: &[f32], context: &Context<'_>, p: &VllmParams) -> Resu
         .unwrap_or(vocab);
     let min_p = p.min_p as f32;
     // states.py:67-72: temperature 1 with nothing else leaves the row alone.
-    let needs = t != 1.0 || min_p != 0.0 || k != vocab;
+    let top_p = p.top_p as f32;
+    let needs = t != 1.0 || min_p != 0.0 || k != vocab || top_p != 1.0;
+    let mut fragile = Vec::new();
     if needs {
         if t != 1.0 {
             for v in &mut x {
@@ -112,14 +123,18 @@ pub(crate) fn run(logits: &[f32], context: &Context<'_>, p: &VllmParams) -> Resu
         if min_p != 0.0 {
             min_p_mask(&mut x, min_p);
         }
-        if k != vocab {
-            top_k_exact(&mut x, k)?;
+        // states.py:112-121: top-k when k != V, top-p when p != 1.
+        let k = (k != vocab).then_some(k as u32);
+        let top_p = (top_p != 1.0).then_some(top_p);
+        if k.is_some() || top_p.is_some() {
+            fragile = crate::triton::top_k_top_p(&mut x, k, top_p)?;
         }
     }
     Ok(Pass {
         final_logits: x,
         greedy: None,
         position,
+        fragile,
     })
 }
 
@@ -142,59 +157,6 @@ fn min_p_mask(x: &mut [f32], min_p: f32) {
             *v = f32::NEG_INFINITY;
         }
     }
-}
-
-/// `_topk_topp_kernel`'s top-k: with more than `k` finite logits, not all
-/// equal and within f32 range of each other, keep those above the k-th largest and, of those tied with it
-/// (`|x - kth| < 1e-9` in f32), the lowest ids until exactly `k` are kept.
-fn top_k_exact(x: &mut [f32], k: usize) -> Result<(), Error> {
-    let mut finite: Vec<f32> = x
-        .iter()
-        .copied()
-        .filter(|v| *v > f32::NEG_INFINITY)
-        .collect();
-    if finite.len() <= k {
-        return Ok(());
-    }
-    // All finite logits equal: the pivot search's range [min, max] is empty,
-    // its pivot lands on the maximum, and the sixth pass skips masking
-    // (`if not (final_pivot < max_logit)`, topk_topp_triton.py:851-855).
-    let (lo, hi) = finite
-        .iter()
-        .fold((f32::INFINITY, f32::NEG_INFINITY), |(l, h), &v| {
-            (l.min(v), h.max(v))
-        });
-    // The same when the search's bounds are not finite: a `+inf` logit, or
-    // `max - min` overflowing f32, make every pivot `inf` or NaN.
-    if lo == hi || hi == f32::INFINITY || !(hi - lo).is_finite() {
-        return Ok(());
-    }
-    // Logits spanning less than 3e-9: the ternary search stops on its
-    // `|min_range - max_range| < 1e-9` cap with a midpoint pivot
-    // (topk_topp_triton.py:331-336), which this module does not replay.
-    if hi - lo < 3e-9 {
-        return Err(Error::new(format_args!(
-            "`top_k` = {k} on logits spanning {:e} (< 3e-9): the Triton pivot search stops on its 1e-9 cap, which is not modelled for `runner` = \"v2-gpu\"",
-            hi - lo
-        )));
-    }
-    finite.sort_unstable_by(|a, b| b.total_cmp(a));
-    let kth = finite[k - 1];
-    let tied = |v: f32| (v - kth).abs() < 1e-9f32;
-    let above = x.iter().filter(|&&v| v > kth && !tied(v)).count();
-    let mut room = k - above;
-    for v in x.iter_mut() {
-        if tied(*v) {
-            if room > 0 {
-                room -= 1;
-            } else {
-                *v = f32::NEG_INFINITY;
-            }
-        } else if *v < kth {
-            *v = f32::NEG_INFINITY;
-        }
-    }
-    Ok(())
 }
 
 // ---------------------------------------------------------------------------
@@ -260,16 +222,20 @@ pub fn gumbel_sample32(row: &[f32], seed: i64, pos: i64) -> usize {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
 
     #[test]
     fn exact_k_keeps_the_lowest_tied_ids() {
-        let mut x = vec![3.0, 2.0, 2.0, 1.0, 2.0];
-        top_k_exact(&mut x, 2).expect("modelled");
+        let top_k = |x: &[f32], k: u32| {
+            let mut x = x.to_vec();
+            let f = crate::triton::top_k_top_p(&mut x, Some(k), None).expect("modelled");
+            assert!(f.is_empty());
+            x
+        };
         let ninf = f32::NEG_INFINITY;
-        assert_eq!(x, vec![3.0, 2.0, ninf, ninf, ninf]);
-        let mut x = vec![1.0, f32::NEG_INFINITY, 2.0];
-        top_k_exact(&mut x, 2).expect("modelled");
-        assert_eq!(x, vec![1.0, f32::NEG_INFINITY, 2.0]);
+        assert_eq!(
+            top_k(&[3.0, 2.0, 2.0, 1.0, 2.0], 2),
+            vec![3.0, 2.0, ninf, ninf, ninf]
+        );
+        assert_eq!(top_k(&[1.0, ninf, 2.0], 2), vec![1.0, ninf, 2.0]);
     }
 }

@@ -115,6 +115,11 @@ MODEL_CASES = [
     ("k40p09", {"temperature": 0.7, "top_k": 40, "top_p": 0.9}),
     ("minp05", {"temperature": 0.7, "min_p": 0.05}),
     ("minp02k40p08", {"min_p": 0.02, "top_k": 40, "top_p": 0.8}),
+    # Top-p over many tokens: the split pipeline's ladder (top-p only), the
+    # bisection after a wide top-k, top-p among min-p survivors.
+    ("p095", {"top_p": 0.95}),
+    ("k200p095t12", {"temperature": 1.2, "top_k": 200, "top_p": 0.95}),
+    ("minp01p095", {"min_p": 0.01, "top_p": 0.95}),
 ]
 
 EDGE_CASES = [
@@ -133,6 +138,10 @@ EDGE_CASES = [
     ("minp01", {"min_p": 0.1}),
     ("minp05", {"min_p": 0.5}),
     ("minp05p05", {"min_p": 0.5, "top_p": 0.5}),
+    ("p01", {"top_p": 0.1}),
+    ("p099", {"top_p": 0.99}),
+    ("k3p08t07", {"top_k": 3, "top_p": 0.8, "temperature": 0.7}),
+    ("minp01k5p09", {"min_p": 0.1, "top_k": 5, "top_p": 0.9}),
 ]
 
 
