@@ -23,6 +23,10 @@
 //!   `SuppressTokensLogitsProcessor`, `SuppressTokensAtBeginLogitsProcessor`,
 //!   `TopHLogitsWarper`, `LogitNormalization`.
 //!
+//! 4.57.6 and 5.0.0 differ in two checks only (a sequence bias on id 0
+//! raises, a forced token also suppressed is accepted), carried by
+//! [`crate::TransformersVersion`] and cited in [`crate::version`].
+//!
 //! "Prompt length" is `input_ids_seq_length`: the context length when
 //! `generate` started (the record's `prompt_len`); "current length" is the
 //! length of the context the step sees.

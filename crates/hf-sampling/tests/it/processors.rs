@@ -271,7 +271,10 @@ fn every_step_of_every_setting_matches_transformers() {
     );
     for (version, _) in VERSIONS {
         let (n, steps) = per_version.get(version).copied().unwrap_or_default();
-        assert!(n >= 40 && steps >= 150, "transformers {version}: {n} settings, {steps} steps");
+        assert!(
+            n >= 40 && steps >= 150,
+            "transformers {version}: {n} settings, {steps} steps"
+        );
     }
 }
 
@@ -483,7 +486,11 @@ fn the_versions_differ_where_they_were_recorded_to() {
                 assert!(find(&accepted, name).is_some(), "{file}/{name} recorded");
                 continue;
             };
-            assert!(refused, "{file}/{name}: transformers refused it: {}", r["error"]);
+            assert!(
+                refused,
+                "{file}/{name}: transformers refused it: {}",
+                r["error"]
+            );
             let hf = r["error"].as_str().expect("error");
             let (_, message) = hf.split_once(": ").expect("Type: message");
             let err = resolve(&rec.kwargs(&r), Some(&config))
@@ -498,7 +505,10 @@ fn the_versions_differ_where_they_were_recorded_to() {
                 .err()
                 .unwrap_or_else(|| panic!("{file}/{name}: accepted; transformers said {hf}"))
                 .to_string();
-            assert!(err.contains(message), "{file}/{name}:\n  ours: {err}\n  hf:   {hf}");
+            assert!(
+                err.contains(message),
+                "{file}/{name}:\n  ours: {err}\n  hf:   {hf}"
+            );
         }
     }
 }
