@@ -1,8 +1,10 @@
-//! The processors beyond the sampling kwargs against real transformers 5.23.0
-//! generations (`fixtures/processors/`, recorded by
-//! `scripts/reference/hf_processors.py`): every step of every setting is
-//! replayed with its grown context and the prompt length, through the
-//! reference ([`process_at`]) and the fast path ([`HfSampler`]).
+//! The processors beyond the sampling kwargs against real transformers
+//! generations of 5.23.0 (`fixtures/processors/`), 4.57.6 and 5.0.0
+//! (`fixtures/processors/transformers-<version>/`), recorded by
+//! `scripts/reference/hf_processors.py --transformers <version>`: every step
+//! of every setting is replayed, with the recording's `transformers` param,
+//! its grown context and the prompt length, through the reference
+//! ([`process_at`]) and the fast path ([`HfSampler`]).
 //!
 //! Tolerances: scores bit-identical (NaN equal to NaN), except after
 //! `top_h` and `renormalize_logits`, whose reductions are computed in f64 and
