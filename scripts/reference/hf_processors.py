@@ -28,6 +28,12 @@ Run with the reference venv, after scripts/fetch-model.sh:
     scripts/reference/.venv/bin/python scripts/reference/hf_processors.py
     scripts/reference/.venv/bin/python scripts/reference/hf_processors.py --check
 
+and the same settings from the older releases (`setup.sh 4.57.6`, `setup.sh
+5.0.0`), into fixtures/processors/transformers-<version>/:
+
+    scripts/reference/.venv-tf4/bin/python scripts/reference/hf_processors.py --transformers 4.57.6
+    scripts/reference/.venv-tf500/bin/python scripts/reference/hf_processors.py --transformers 5.0.0
+
 `--check` regenerates into a temporary folder and fails, with the list of
 differences, unless every tensor and metadata value is bit-identical.
 """
@@ -52,6 +58,9 @@ from safetensors.torch import save_file  # noqa: E402
 FORMAT = "sampling-parity-steps/1"
 SEED = 1234
 INF = float("-inf")
+# The versions recorded: 5.23.0 into fixtures/processors/, the others into
+# fixtures/processors/transformers-<version>/ (the same settings).
+VERSIONS = ("5.23.0", "4.57.6", "5.0.0")
 
 
 def run_setting(model, prompt: torch.Tensor, kwargs: dict):
@@ -318,18 +327,23 @@ def check(committed: Path, fresh: Path) -> list[str]:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out-dir", type=Path, default=ref.REPO / "fixtures" / "processors")
+    ap.add_argument("--out-dir", type=Path, default=None,
+                    help="default fixtures/processors (5.23.0) or fixtures/processors/transformers-V (other V)")
     ap.add_argument("--model-dir", type=Path, default=ref.REPO / ".cache" / "models")
     ap.add_argument("--only", choices=("all", "edge", "model"), default="all")
     ap.add_argument("--check", action="store_true", help="regenerate into a temporary folder and compare")
-    ap.add_argument("--transformers", choices=("5.23.0",), default=None,
-                    help="the version these fixtures are recorded from (it must be the installed one); run "
-                         "from .venv-tf4 (4.57.6) these settings regenerate bit for bit except where "
-                         "docs/hf-sampling.md says 4.x differs, but the committed files are 5.23.0's")
+    ap.add_argument("--transformers", choices=VERSIONS, default=None,
+                    help="the version these fixtures are recorded from (it must be the installed one): "
+                         "5.23.0 from .venv, 4.57.6 from .venv-tf4, 5.0.0 from .venv-tf500; the same "
+                         "settings, each version's files in its own folder")
     args = ap.parse_args()
     torch.set_num_threads(1)
     ref.install_notice_collector()
-    ref.require_transformers(args.transformers, allowed=("5.23.0",))
+    version = ref.require_transformers(args.transformers, allowed=VERSIONS)
+    if args.out_dir is None:
+        args.out_dir = ref.REPO / "fixtures" / "processors"
+        if version != "5.23.0":
+            args.out_dir = args.out_dir / f"transformers-{version}"
 
     def generate_into(d: Path) -> None:
         if args.only in ("all", "edge"):
@@ -355,7 +369,8 @@ def main() -> int:
             ref.log(f"DIFF  {d}")
         if diffs:
             ref.log(f"CHECK FAILED: {len(diffs)} difference(s); regenerate with "
-                    "scripts/reference/.venv/bin/python scripts/reference/hf_processors.py")
+                    f"scripts/reference/{ref.fixturelib.TRANSFORMERS_VENVS[version]}/bin/python "
+                    f"scripts/reference/hf_processors.py --transformers {version}")
             return 1
         ref.log("check ok: bit-identical")
         return 0

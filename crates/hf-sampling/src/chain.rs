@@ -100,8 +100,11 @@ pub(crate) fn build(
         ));
     }
 
-    // GenerationConfig.validate, 2.7.
-    if let Some(suppressed) = &c.suppress_tokens {
+    // GenerationConfig.validate, 2.7 (5.23.0 only: 4.57.6 and 5.0.0 accept
+    // the pair and force a row of `-inf`; see `crate::version`).
+    if let Some(suppressed) = &c.suppress_tokens
+        && params.transformers.rejects_forced_and_suppressed()
+    {
         let forced = [
             (
                 "forced_bos_token_id",
@@ -132,7 +135,7 @@ pub(crate) fn build(
 
     if let Some(v) = &c.sequence_bias {
         list.push(Processor::SequenceBias {
-            biases: sequence_bias_arg(v)?,
+            biases: sequence_bias_arg(v, params.transformers.sequence_bias_smallest_id())?,
         });
     }
     let p = params.repetition_penalty;

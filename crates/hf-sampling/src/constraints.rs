@@ -23,6 +23,10 @@
 //!   `SuppressTokensLogitsProcessor`, `SuppressTokensAtBeginLogitsProcessor`,
 //!   `TopHLogitsWarper`, `LogitNormalization`.
 //!
+//! 4.57.6 and 5.0.0 differ in two checks only (a sequence bias on id 0
+//! raises, a forced token also suppressed is accepted), carried by
+//! [`crate::TransformersVersion`] and cited in [`crate::version`].
+//!
 //! "Prompt length" is `input_ids_seq_length`: the context length when
 //! `generate` started (the record's `prompt_len`); "current length" is the
 //! length of the context the step sees.
@@ -269,8 +273,10 @@ pub(crate) fn py_repr(v: &Value) -> String {
 
 /// `SequenceBiasLogitsProcessor._validate_arguments` for the list form (JSON
 /// has no tuple keys), then the list → dict conversion: the first occurrence
-/// of a sequence fixes its position, the last one its bias.
-pub(crate) fn sequence_bias_arg(v: &Value) -> Result<Vec<(Vec<i64>, f32)>, HfError> {
+/// of a sequence fixes its position, the last one its bias. Token ids below
+/// `smallest` are refused: 0 under 5.23.0 (`token_id >= 0`), 1 under 4.57.6
+/// and 5.0.0 (`token_id > 0`, [`crate::TransformersVersion::sequence_bias_smallest_id`]).
+pub(crate) fn sequence_bias_arg(v: &Value, smallest: i64) -> Result<Vec<(Vec<i64>, f32)>, HfError> {
     let key = "sequence_bias";
     let Value::Array(items) = v else {
         return Err(invalid(
@@ -299,7 +305,7 @@ pub(crate) fn sequence_bias_arg(v: &Value) -> Result<Vec<(Vec<i64>, f32)>, HfErr
     };
     let mut out: Vec<(Vec<i64>, f32)> = Vec::new();
     for item in items {
-        // `sequence[0]` must be a list of ints >= 0, `sequence[1]` a float.
+        // `sequence[0]` must be a list of ints >= `smallest`, `sequence[1]` a float.
         let Value::Array(pair) = item else {
             return Err(bad());
         };
@@ -311,7 +317,7 @@ pub(crate) fn sequence_bias_arg(v: &Value) -> Result<Vec<(Vec<i64>, f32)>, HfErr
         }
         let seq: Vec<i64> = seq
             .iter()
-            .map(|x| x.as_i64().filter(|&i| i >= 0))
+            .map(|x| x.as_i64().filter(|&i| i >= smallest))
             .collect::<Option<_>>()
             .ok_or_else(bad)?;
         let bias = b.as_f64().unwrap_or(f64::NAN) as f32;
@@ -659,6 +665,6 @@ mod tests {
         let v: Value = serde_json::json!([[5], [6]]);
         assert_eq!(bad_words_arg(&v, Some(&[5])).expect("valid"), vec![vec![6]]);
         let v: Value = serde_json::json!([[[5], -2]]);
-        assert!(sequence_bias_arg(&v).is_err(), "an int bias is rejected");
+        assert!(sequence_bias_arg(&v, 0).is_err(), "an int bias is rejected");
     }
 }

@@ -177,20 +177,6 @@ pub enum HfError {
         /// The version asked for.
         version: &'static str,
     },
-    /// A processor this crate models for transformers 5.23.0 only, asked
-    /// for under another version.
-    #[error(
-        "`{key}` (={value}): hf-sampling models transformers {version}'s sampling kwargs only; \
-         this processor is modelled (and recorded) for 5.23.0"
-    )]
-    NotModelled {
-        /// The kwarg.
-        key: String,
-        /// Its value as JSON.
-        value: String,
-        /// The version asked for.
-        version: &'static str,
-    },
     /// `generation_config.json` is not valid JSON. The parser's message is the
     /// error's source, not part of this message, so that a caller printing the
     /// chain (`anyhow`'s `{:#}`) does not show it twice.

@@ -391,20 +391,6 @@ fn is_kwarg_of(version: TransformersVersion, key: &str) -> bool {
         || (is_generate_kwarg(key) && !version.lacks(key))
 }
 
-/// The processors beyond the sampling kwargs, which this crate models for
-/// transformers 5.23.0 only ([`HfError::NotModelled`] under 4.57.6 and
-/// 5.0.0): every key [`Constraints`] reads but the generation state
-/// (`eos_token_id`, `max_length`, `max_new_tokens`) and `top_h` (a 5.x
-/// sampling key, unknown to 4.57.6).
-fn constraint_processors() -> impl Iterator<Item = &'static str> {
-    constraints::KEYS.iter().copied().filter(|k| {
-        !matches!(
-            *k,
-            "eos_token_id" | "max_length" | "max_new_tokens" | "top_h"
-        )
-    })
-}
-
 /// Resolve generate kwargs against an optional model `generation_config.json`
 /// and transformers' defaults, validating as transformers does.
 ///
@@ -531,17 +517,6 @@ fn resolve_kwargs(
         transformers,
         ..GenerationParams::default()
     };
-    if transformers != TransformersVersion::V5_23 {
-        let acting = p.acting();
-        if let Some(key) = constraint_processors().find(|k| acting.acts(k)) {
-            return Err(HfError::NotModelled {
-                key: key.into(),
-                value: get(key).map_or_else(|| "null".into(), Value::to_string),
-                version: transformers.as_str(),
-            });
-        }
-    }
-
     // RepetitionPenaltyLogitsProcessor is built in greedy mode too: added
     // when `repetition_penalty is not None and != 1.0`; requires
     // `isinstance(penalty, float) and penalty > 0`.

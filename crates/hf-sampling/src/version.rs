@@ -4,8 +4,9 @@
 //!
 //! Every rule of this crate holds for transformers 5.23.0. 5.0.0 (the first
 //! 5.x) differs from it only by the repetition penalty on ids `>= V` (it
-//! raises, as 4.57.6 does; the clamp arrived in 5.18.0) and by lacking five
-//! keys ([`TransformersVersion::lacks`]): 254 of the 258 recorded cases
+//! raises, as 4.57.6 does; the clamp arrived in 5.18.0), by lacking five
+//! keys ([`TransformersVersion::lacks`]) and by two processor rules shared
+//! with 4.57.6 (below): 254 of the 258 recorded generation-config cases
 //! agree (`fixtures/genconfig/transformers-5.0.0.json`). For 4.57.6 (the
 //! last 4.x on PyPI) the rules that differ, each read in that wheel and
 //! recorded from it (`fixtures/genconfig/transformers-4.57.6.json`, made by
@@ -56,10 +57,33 @@
 //! with ids `>= V`, which it rejects.
 //!
 //! The processors beyond the sampling kwargs (n-gram bans, bad words,
-//! sequence bias, forced and suppressed tokens, length rules) are modelled
-//! for 5.23.0 only: under 4.57.6 and 5.0.0 [`crate::resolve`] refuses them
-//! ([`HfError::NotModelled`]); both differ there (a sequence bias on id 0
-//! raises, a forced token that is also suppressed is accepted).
+//! sequence bias, forced and suppressed tokens, min length rules, the
+//! exponential length penalty, `remove_invalid_values`,
+//! `renormalize_logits`) are modelled for all three versions, recorded from
+//! each (`fixtures/processors/` for 5.23.0,
+//! `fixtures/processors/transformers-{4.57.6,5.0.0}/`, by
+//! `scripts/reference/hf_processors.py --transformers V`). Every setting
+//! both versions accept gives bit-identical scores in all three (the
+//! n-gram, sequence-bias and bad-words `__call__` bodies were rewritten
+//! between 5.0.0 and 5.23.0, to the same numbers); two rules differ:
+//!
+//! - **A sequence bias on token id 0 raises in 4.57.6 and 5.0.0**:
+//!   `SequenceBiasLogitsProcessor._validate_arguments` requires
+//!   `token_id > 0` (`generation/logits_process.py` 4.57.6 line 1259, 5.0.0
+//!   line 1363; message at 1267 / 1371, "... list of lists of positive
+//!   integers and float, but is ..."); 5.23.0 requires `token_id >= 0`
+//!   (line 1411, the same message at 1419)
+//!   ([`TransformersVersion::sequence_bias_smallest_id`]).
+//! - **A forced token that is also suppressed is accepted by 4.57.6 and
+//!   5.0.0**: their `GenerationConfig.validate` (4.57.6
+//!   `generation/configuration_utils.py` line 528, 5.0.0 line 577) has no
+//!   check 2.7, which 5.23.0 has (lines 831–846: "Every token in
+//!   `forced_eos_token_id` ([5]) is also in `suppress_tokens`. ..."); the
+//!   forcing step then has every score `-inf` and greedy search takes token 0
+//!   ([`TransformersVersion::rejects_forced_and_suppressed`]).
+//!
+//! (`top_h` is the third difference the recordings show, and a key one: 4.57.6
+//! has no such attribute, [`TransformersVersion::lacks`].)
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -117,6 +141,26 @@ impl TransformersVersion {
     /// has `input_ids.clamp(max=vocab_size)`; recorded for 5.0.0).
     pub fn penalty_gathers_every_id(self) -> bool {
         self != Self::V5_23
+    }
+
+    /// The smallest token id `sequence_bias` accepts: 1 in 4.57.6 and 5.0.0
+    /// (`token_id > 0`, `generation/logits_process.py` 4.57.6 line 1259,
+    /// 5.0.0 line 1363), 0 in 5.23.0 (`token_id >= 0`, line 1411). Recorded:
+    /// `fixtures/processors/*/edge_v8`'s `bias` and `bias_sample`.
+    pub fn sequence_bias_smallest_id(self) -> i64 {
+        match self {
+            Self::V4_57 | Self::V5_0 => 1,
+            Self::V5_23 => 0,
+        }
+    }
+
+    /// Whether `GenerationConfig.validate` raises when every forced bos/eos
+    /// token is also in `suppress_tokens` (check 2.7, 5.23.0
+    /// `generation/configuration_utils.py` lines 831–846); 4.57.6's
+    /// `validate` (line 528) and 5.0.0's (line 577) have no such check.
+    /// Recorded: `fixtures/processors/*/edge_v8`'s `forced_suppressed`.
+    pub fn rejects_forced_and_suppressed(self) -> bool {
+        self == Self::V5_23
     }
 
     /// Whether this version's `GenerationConfig` has `key` among the keys

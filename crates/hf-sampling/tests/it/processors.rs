@@ -1,8 +1,10 @@
-//! The processors beyond the sampling kwargs against real transformers 5.23.0
-//! generations (`fixtures/processors/`, recorded by
-//! `scripts/reference/hf_processors.py`): every step of every setting is
-//! replayed with its grown context and the prompt length, through the
-//! reference ([`process_at`]) and the fast path ([`HfSampler`]).
+//! The processors beyond the sampling kwargs against real transformers
+//! generations of 5.23.0 (`fixtures/processors/`), 4.57.6 and 5.0.0
+//! (`fixtures/processors/transformers-<version>/`), recorded by
+//! `scripts/reference/hf_processors.py --transformers <version>`: every step
+//! of every setting is replayed, with the recording's `transformers` param,
+//! its grown context and the prompt length, through the reference
+//! ([`process_at`]) and the fast path ([`HfSampler`]).
 //!
 //! Tolerances: scores bit-identical (NaN equal to NaN), except after
 //! `top_h` and `renormalize_logits`, whose reductions are computed in f64 and
@@ -66,21 +68,61 @@ fn fixture_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/processors")
 }
 
-fn files() -> Vec<(String, File)> {
-    let mut out: Vec<(String, File)> = std::fs::read_dir(fixture_dir())
-        .expect("fixtures/processors")
-        .map(|e| e.expect("dir entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "safetensors"))
-        .map(|p| {
-            let name = p.file_stem().expect("stem").to_string_lossy().into_owned();
-            (name, File::load(&p))
-        })
-        .collect();
-    out.sort_by(|a, b| a.0.cmp(&b.0));
-    assert!(
-        out.len() >= 3,
-        "expected the edge and SmolLM2 step fixtures"
-    );
+/// The versions recorded and their folders: 5.23.0's files in
+/// `fixtures/processors/`, the older releases' in `transformers-<version>/`.
+const VERSIONS: [(&str, &str); 3] = [
+    ("5.23.0", ""),
+    ("4.57.6", "transformers-4.57.6"),
+    ("5.0.0", "transformers-5.0.0"),
+];
+
+/// One recorded file: its version, `<version>/<stem>` for messages, the file.
+struct Recorded {
+    version: &'static str,
+    label: String,
+    file: File,
+}
+
+impl Recorded {
+    /// A setting's kwargs with the `transformers` param of the recording.
+    fn kwargs(&self, setting: &Value) -> Map<String, Value> {
+        let mut k = kwargs_of(setting);
+        k.insert("transformers".into(), Value::from(self.version));
+        k
+    }
+}
+
+fn files() -> Vec<Recorded> {
+    let mut out = Vec::new();
+    for (version, dir) in VERSIONS {
+        let mut these: Vec<(String, File)> = std::fs::read_dir(fixture_dir().join(dir))
+            .unwrap_or_else(|e| panic!("fixtures/processors/{dir}: {e}"))
+            .map(|e| e.expect("dir entry").path())
+            .filter(|p| p.extension().is_some_and(|e| e == "safetensors"))
+            .map(|p| {
+                let name = p.file_stem().expect("stem").to_string_lossy().into_owned();
+                (name, File::load(&p))
+            })
+            .collect();
+        these.sort_by(|a, b| a.0.cmp(&b.0));
+        let names: Vec<&str> = these.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(
+            names,
+            ["edge_bos", "edge_v8", "smollm2_steps"],
+            "transformers {version}: the edge and SmolLM2 step fixtures"
+        );
+        for (name, file) in these {
+            assert_eq!(
+                file.meta["transformers_version"], version,
+                "{dir}/{name}: recorded from another version"
+            );
+            out.push(Recorded {
+                version,
+                label: format!("{version}/{name}"),
+                file,
+            });
+        }
+    }
     out
 }
 
@@ -124,12 +166,14 @@ fn every_step_of_every_setting_matches_transformers() {
     let mut inexact = Vec::new();
     let mut fast_paths: HashMap<String, usize> = HashMap::new();
     let mut failures = Vec::new();
-    for (file, f) in files() {
+    let mut per_version: HashMap<&str, (usize, usize)> = HashMap::new();
+    for r in files() {
+        let (file, f) = (&r.label, &r.file);
         let config = GenerationConfig::from_json_str(&f.meta["generation_config"]).expect("config");
         let prompt_len: usize = f.meta["prompt_len"].parse().expect("prompt_len");
         for setting in f.json("settings").as_array().expect("settings") {
             let name = setting["name"].as_str().expect("name");
-            let kwargs = kwargs_of(setting);
+            let kwargs = r.kwargs(setting);
             let params = match resolve(&kwargs, Some(&config)) {
                 Ok(p) => p,
                 Err(e) => {
@@ -141,12 +185,15 @@ fn every_step_of_every_setting_matches_transformers() {
             };
             let (shape, flat) = f.f32s(&format!("logits.{name}")).expect("logits");
             let logits: Vec<Vec<f32>> = flat.chunks(shape[1]).map(<[f32]>::to_vec).collect();
-            let want = scores(&f, name, &logits);
+            let want = scores(f, name, &logits);
             let sequence = f.i64s(&format!("sequence.{name}")).expect("sequence");
             let approximate =
                 kwargs.contains_key("top_h") || kwargs.contains_key("renormalize_logits");
             let mut sampler = HfSampler::new(&params).expect("valid parameters");
             settings += 1;
+            let counts = per_version.entry(r.version).or_default();
+            counts.0 += 1;
+            counts.1 += logits.len();
             for (step, (x, w)) in logits.iter().zip(&want).enumerate() {
                 let ctx = &sequence[..prompt_len + step];
                 let got = match process_at(x, ctx, prompt_len, &params) {
@@ -211,7 +258,8 @@ fn every_step_of_every_setting_matches_transformers() {
     }
     eprintln!(
         "{settings} settings, {checked_steps} steps ({later_steps} after the first), \
-         not bit-identical: {inexact:?}; fast paths {fast_paths:?}"
+         not bit-identical: {inexact:?}; fast paths {fast_paths:?}; \
+         (settings, steps) per version {per_version:?}"
     );
     assert!(
         failures.is_empty(),
@@ -220,21 +268,30 @@ fn every_step_of_every_setting_matches_transformers() {
         failures.join("\n")
     );
     assert!(
-        checked_steps >= 150 && later_steps >= 100,
+        checked_steps >= 450 && later_steps >= 300,
         "{checked_steps} {later_steps}"
     );
+    for (version, _) in VERSIONS {
+        let (n, steps) = per_version.get(version).copied().unwrap_or_default();
+        assert!(
+            n >= 40 && steps >= 150,
+            "transformers {version}: {n} settings, {steps} steps"
+        );
+    }
 }
 
 #[test]
 fn every_rejected_setting_is_rejected() {
     let mut n = 0;
-    for (file, f) in files() {
+    let mut per_version: HashMap<&str, usize> = HashMap::new();
+    for rec in files() {
+        let (file, f) = (&rec.label, &rec.file);
         let config = GenerationConfig::from_json_str(&f.meta["generation_config"]).expect("config");
         let prompt = f.i64s("input_ids").expect("input_ids");
         let logits = [2.0f32, 1.0, 0.5, 0.0, -1.0, 3.0, 1.5, -0.5]; // the edge files' V = 8 logits
         for r in f.json("rejected").as_array().expect("rejected") {
             let name = r["name"].as_str().expect("name");
-            let kwargs = kwargs_of(r);
+            let kwargs = rec.kwargs(r);
             // Some errors only come at a later step (a forced eos at
             // max_length - 1): run the generation, extending the context
             // with the greedy (or first kept) token, until one step fails.
@@ -273,9 +330,11 @@ fn every_rejected_setting_is_rejected() {
             let shared = key_words.iter().any(|k| hf.contains(k) && err.contains(k));
             assert!(shared, "{file}/{name}:\n  ours: {err}\n  hf:   {hf}");
             n += 1;
+            *per_version.entry(rec.version).or_default() += 1;
         }
     }
-    assert!(n >= 15, "{n}");
+    eprintln!("{n} rejected settings rejected; per version {per_version:?}");
+    assert!(n >= 45, "{n}");
 }
 
 /// generate's own checks, before any processor (issue #27): `eos_token_id:
@@ -285,51 +344,55 @@ fn every_rejected_setting_is_rejected() {
 /// token, `[]` is accepted (and replayed by the test above).
 #[test]
 fn generate_refuses_an_empty_eos_list_and_a_max_length_within_the_prompt() {
-    let (_, f) = files()
+    let edge: Vec<Recorded> = files()
         .into_iter()
-        .find(|(n, _)| n == "edge_v8")
-        .expect("edge_v8");
-    let config = GenerationConfig::from_json_str(&f.meta["generation_config"]).expect("config");
-    let prompt = f.i64s("input_ids").expect("input_ids");
-    let logits = [2.0f32, 1.0, 0.5, 0.0, -1.0, 3.0, 1.5, -0.5];
-    let names = [
-        "eos_empty",
-        "eos_empty_sample",
-        "max_length_at_prompt",
-        "max_length_below_prompt",
-        "max_length_float",
-    ];
-    let rejected = f.json("rejected");
-    for name in names {
-        let r = rejected
-            .as_array()
-            .expect("rejected")
-            .iter()
-            .find(|r| r["name"] == name)
-            .unwrap_or_else(|| panic!("{name}: transformers accepted it"));
-        let hf = r["error"].as_str().expect("error");
-        // "ValueError: <message>" / "IndexError: <message>"
-        let (_, message) = hf.split_once(": ").expect("Type: message");
-        let err = resolve(&kwargs_of(r), Some(&config))
-            .and_then(|p| process_at(&logits, &prompt, prompt.len(), &p))
-            .err()
-            .unwrap_or_else(|| panic!("{name}: accepted; transformers said {hf}"))
-            .to_string();
-        assert!(
-            err.contains(message),
-            "{name}:\n  ours: {err}\n  hf:   {hf}"
-        );
-    }
-    let accepted = f.json("settings");
-    for name in ["eos_empty_pad", "max_length_above_prompt"] {
-        assert!(
-            accepted
+        .filter(|r| r.label.ends_with("/edge_v8"))
+        .collect();
+    assert_eq!(edge.len(), VERSIONS.len(), "edge_v8 of every version");
+    for rec in &edge {
+        let (file, f) = (&rec.label, &rec.file);
+        let config = GenerationConfig::from_json_str(&f.meta["generation_config"]).expect("config");
+        let prompt = f.i64s("input_ids").expect("input_ids");
+        let logits = [2.0f32, 1.0, 0.5, 0.0, -1.0, 3.0, 1.5, -0.5];
+        let names = [
+            "eos_empty",
+            "eos_empty_sample",
+            "max_length_at_prompt",
+            "max_length_below_prompt",
+            "max_length_float",
+        ];
+        let rejected = f.json("rejected");
+        for name in names {
+            let r = rejected
                 .as_array()
-                .expect("settings")
+                .expect("rejected")
                 .iter()
-                .any(|s| s["name"] == name),
-            "{name}: transformers refused it"
-        );
+                .find(|r| r["name"] == name)
+                .unwrap_or_else(|| panic!("{file}/{name}: transformers accepted it"));
+            let hf = r["error"].as_str().expect("error");
+            // "ValueError: <message>" / "IndexError: <message>"
+            let (_, message) = hf.split_once(": ").expect("Type: message");
+            let err = resolve(&rec.kwargs(r), Some(&config))
+                .and_then(|p| process_at(&logits, &prompt, prompt.len(), &p))
+                .err()
+                .unwrap_or_else(|| panic!("{file}/{name}: accepted; transformers said {hf}"))
+                .to_string();
+            assert!(
+                err.contains(message),
+                "{file}/{name}:\n  ours: {err}\n  hf:   {hf}"
+            );
+        }
+        let accepted = f.json("settings");
+        for name in ["eos_empty_pad", "max_length_above_prompt"] {
+            assert!(
+                accepted
+                    .as_array()
+                    .expect("settings")
+                    .iter()
+                    .any(|s| s["name"] == name),
+                "{file}/{name}: transformers refused it"
+            );
+        }
     }
 }
 
@@ -342,45 +405,112 @@ fn generate_refuses_an_empty_eos_list_and_a_max_length_within_the_prompt() {
 /// neither processor acts yet and other tokens stay finite.
 #[test]
 fn the_length_penalty_and_forced_eos_count_from_the_prompt() {
-    let (_, f) = files()
+    let edge: Vec<Recorded> = files()
         .into_iter()
-        .find(|(n, _)| n == "edge_v8")
-        .expect("edge_v8");
-    let config = GenerationConfig::from_json_str(&f.meta["generation_config"]).expect("config");
-    let prompt_len: usize = f.meta["prompt_len"].parse().expect("prompt_len");
-    // (setting, how many forced ids)
-    for (name, forced) in [("decay_forced_top_p", 1), ("decay_forced_t07", 2)] {
-        let setting = f
-            .json("settings")
-            .as_array()
-            .expect("settings")
-            .iter()
-            .find(|s| s["name"] == name)
-            .cloned()
-            .unwrap_or_else(|| panic!("{name} recorded"));
-        let params = resolve(&kwargs_of(&setting), Some(&config)).expect("accepted");
-        let (shape, flat) = f.f32s(&format!("logits.{name}")).expect("logits");
-        let logits: Vec<Vec<f32>> = flat.chunks(shape[1]).map(<[f32]>::to_vec).collect();
-        let want = scores(&f, name, &logits);
-        let sequence = f.i64s(&format!("sequence.{name}")).expect("sequence");
-        let last = want.len() - 1;
-        assert_eq!(last, 3, "{name}: generation reached max_length - 1");
-        let finite = |s: &[f32]| s.iter().filter(|x| x.is_finite()).count();
-        assert_eq!(
-            finite(&want[last]),
-            forced,
-            "{name}: transformers forced the eos"
-        );
-        let ctx = &sequence[..prompt_len + last];
-        let counted = process_at(&logits[last], ctx, prompt_len, &params).expect("step");
-        assert_eq!(
-            counted.scores, want[last],
-            "{name}: counted from the prompt"
-        );
-        let first = process_at(&logits[last], ctx, ctx.len(), &params).expect("step");
-        assert!(
-            finite(&first.scores) > forced,
-            "{name}: as a first step, more than the eos is kept"
-        );
+        .filter(|r| r.label.ends_with("/edge_v8"))
+        .collect();
+    assert_eq!(edge.len(), VERSIONS.len(), "edge_v8 of every version");
+    for rec in &edge {
+        let (file, f) = (&rec.label, &rec.file);
+        let config = GenerationConfig::from_json_str(&f.meta["generation_config"]).expect("config");
+        let prompt_len: usize = f.meta["prompt_len"].parse().expect("prompt_len");
+        // (setting, how many forced ids)
+        for (name, forced) in [("decay_forced_top_p", 1), ("decay_forced_t07", 2)] {
+            let setting = f
+                .json("settings")
+                .as_array()
+                .expect("settings")
+                .iter()
+                .find(|s| s["name"] == name)
+                .cloned()
+                .unwrap_or_else(|| panic!("{file}/{name} recorded"));
+            let params = resolve(&rec.kwargs(&setting), Some(&config)).expect("accepted");
+            let (shape, flat) = f.f32s(&format!("logits.{name}")).expect("logits");
+            let logits: Vec<Vec<f32>> = flat.chunks(shape[1]).map(<[f32]>::to_vec).collect();
+            let want = scores(f, name, &logits);
+            let sequence = f.i64s(&format!("sequence.{name}")).expect("sequence");
+            let last = want.len() - 1;
+            assert_eq!(last, 3, "{file}/{name}: generation reached max_length - 1");
+            let finite = |s: &[f32]| s.iter().filter(|x| x.is_finite()).count();
+            assert_eq!(
+                finite(&want[last]),
+                forced,
+                "{file}/{name}: transformers forced the eos"
+            );
+            let ctx = &sequence[..prompt_len + last];
+            let counted = process_at(&logits[last], ctx, prompt_len, &params).expect("step");
+            assert_eq!(
+                counted.scores, want[last],
+                "{file}/{name}: counted from the prompt"
+            );
+            let first = process_at(&logits[last], ctx, ctx.len(), &params).expect("step");
+            assert!(
+                finite(&first.scores) > forced,
+                "{file}/{name}: as a first step, more than the eos is kept"
+            );
+        }
+    }
+}
+
+/// Where the versions differ (`crate::version`'s processor rules), each
+/// recorded: 4.57.6 and 5.0.0 refuse a sequence bias on id 0 (`token_id >
+/// 0`) and accept a forced eos that is also suppressed (no `validate`
+/// check 2.7); 5.23.0 the other way round. Refusals carry transformers'
+/// own message; acceptances are replayed step by step by the first test.
+#[test]
+fn the_versions_differ_where_they_were_recorded_to() {
+    let edge: Vec<Recorded> = files()
+        .into_iter()
+        .filter(|r| r.label.ends_with("/edge_v8"))
+        .collect();
+    assert_eq!(edge.len(), VERSIONS.len(), "edge_v8 of every version");
+    let logits = [2.0f32, 1.0, 0.5, 0.0, -1.0, 3.0, 1.5, -0.5];
+    for rec in &edge {
+        let (file, f) = (&rec.label, &rec.file);
+        let config = GenerationConfig::from_json_str(&f.meta["generation_config"]).expect("config");
+        let prompt = f.i64s("input_ids").expect("input_ids");
+        let old = rec.version != "5.23.0";
+        let (accepted, rejected) = (f.json("settings"), f.json("rejected"));
+        let find = |list: &Value, name: &str| {
+            list.as_array()
+                .expect("list")
+                .iter()
+                .find(|s| s["name"] == name)
+                .cloned()
+        };
+        for (name, refused) in [
+            ("bias", old),
+            ("bias_sample", old),
+            ("forced_suppressed", !old),
+        ] {
+            let Some(r) = find(&rejected, name) else {
+                assert!(!refused, "{file}/{name}: transformers accepted it");
+                assert!(find(&accepted, name).is_some(), "{file}/{name} recorded");
+                continue;
+            };
+            assert!(
+                refused,
+                "{file}/{name}: transformers refused it: {}",
+                r["error"]
+            );
+            let hf = r["error"].as_str().expect("error");
+            let (_, message) = hf.split_once(": ").expect("Type: message");
+            let err = resolve(&rec.kwargs(&r), Some(&config))
+                .and_then(|p| {
+                    let mut ctx = prompt.clone();
+                    for _ in 0..2 {
+                        let out = process_at(&logits, &ctx, prompt.len(), &p)?;
+                        ctx.push(out.greedy.unwrap_or(out.kept[0]) as i64);
+                    }
+                    Ok(())
+                })
+                .err()
+                .unwrap_or_else(|| panic!("{file}/{name}: accepted; transformers said {hf}"))
+                .to_string();
+            assert!(
+                err.contains(message),
+                "{file}/{name}:\n  ours: {err}\n  hf:   {hf}"
+            );
+        }
     }
 }

@@ -193,8 +193,9 @@ fn translate_kwargs_malformed_and_wrong_types() {
 
 /// hf-rust's `transformers` param: 4.57.6 reads a file's `null` as a value
 /// (`top_k: null` is off, where 5.23.0 uses 50), and a bad pick, a
-/// constraint processor under 4.57.6 or an id >= V with a penalty under
-/// 4.57.6 is an error of its record, in words (status 1).
+/// sequence bias on id 0 under 4.57.6 (its `token_id > 0` check; 5.23.0
+/// takes it) or an id >= V with a penalty under 4.57.6 is an error of its
+/// record, in words (status 1).
 #[test]
 fn the_transformers_version_is_a_checked_param() {
     let path = config_file("config-nulls-4x", r#"{"do_sample": true, "top_k": null}"#);
@@ -223,7 +224,8 @@ fn the_transformers_version_is_a_checked_param() {
     let input = [
         r#"{"transformers": "4.46"}"#,
         r#"{"passed": "object"}"#,
-        r#"{"transformers": "4.57.6", "no_repeat_ngram_size": 2}"#,
+        r#"{"transformers": "4.57.6", "sequence_bias": [[[0], 1.5]]}"#,
+        r#"{"transformers": "5.23.0", "sequence_bias": [[[0], 1.5]]}"#,
     ]
     .iter()
     .map(|params| record(params))
@@ -238,9 +240,12 @@ fn the_transformers_version_is_a_checked_param() {
     for want in [
         r#"`transformers` must be \"4.57.6\", \"5.0.0\" or \"5.23.0\", but is \"4.46\""#,
         r#"`passed` must be \"kwargs\" or \"generation_config\", but is \"object\""#,
-        "`no_repeat_ngram_size` (=2): hf-sampling models transformers 4.57.6's sampling kwargs only",
+        "Each element in `sequence_bias` has to be a non-empty list of lists of positive integers \
+         and float, but is [[[0], 1.5]].",
         "index 8 is out of bounds for dimension 1 with size 8",
     ] {
         assert!(stdout.contains(want), "{want}\n{stdout}");
     }
+    // 5.23.0 takes the same bias (`token_id >= 0`): one refusal, not two.
+    assert_eq!(stdout.matches("sequence_bias").count(), 1, "{stdout}");
 }
