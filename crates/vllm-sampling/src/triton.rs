@@ -355,24 +355,9 @@ fn monolithic(row: &mut [f32], k: Option<u32>, p: Option<f32>, r: Rounding) -> R
     let mut min_logit = INF;
     // Per-program scratch (`BUFFER_ROW`); reads past what was written are masked.
     let mut buffer = vec![0.0f32; v];
-    let stats0 = |row: &[f32]| {
-        let blk0 = tile(row, 0, BLOCK_SIZE, v, NINF);
-        let finite: Vec<f32> = blk0
-            .iter()
-            .map(|&x| if x > NINF { x } else { 0.0 })
-            .collect();
-        let n = blk0.iter().filter(|&&x| x > NINF).count() as u32;
-        let (avg, sq) = if n > 0 {
-            let sq: Vec<f32> = finite.iter().map(|x| x * x).collect();
-            (pairwise(&finite) / n as f32, pairwise(&sq) / n as f32)
-        } else {
-            (0.0, 0.0)
-        };
-        (avg, (sq - avg * avg).max(0.0).sqrt())
-    };
     if let Some(k) = k {
         // Zeroth pass (143-171).
-        let (avg, std) = stats0(row);
+        let (avg, std) = first_tile_stats(row);
         let percentile = to_u32(k as f32 / v as f32 * 200.0).unwrap_or(0).min(199);
         let sigma = PERCENTILE_TO_STD[percentile as usize];
         let sigma = sigma + sigma.abs() * -0.15;
@@ -563,11 +548,12 @@ fn monolithic(row: &mut [f32], k: Option<u32>, p: Option<f32>, r: Rounding) -> R
     sixth_pass(row, &cut)
 }
 
-/// The standalone top-p of `_topk_topp_kernel` (topk_topp_triton.py:623-849).
-fn standalone_top_p(row: &[f32], p: f32, r: Rounding, cut: &mut Cut) -> Result<(), Error> {
-    let v = row.len();
-    let num_tiles = v.div_ceil(BLOCK_SIZE);
-    let blk0 = tile(row, 0, BLOCK_SIZE, v, NINF);
+/// The mean and standard deviation of the finite logits of the first
+/// `BLOCK_SIZE` tile, as both the top-k pivot search and the standalone
+/// top-p of `_topk_topp_kernel` compute them (the kernel writes the same
+/// lines twice): `-inf` entries count as 0 in the sums and not in `n`.
+fn first_tile_stats(row: &[f32]) -> (f32, f32) {
+    let blk0 = tile(row, 0, BLOCK_SIZE, row.len(), NINF);
     let finite: Vec<f32> = blk0
         .iter()
         .map(|&x| if x > NINF { x } else { 0.0 })
@@ -579,7 +565,14 @@ fn standalone_top_p(row: &[f32], p: f32, r: Rounding, cut: &mut Cut) -> Result<(
     } else {
         (0.0, 0.0)
     };
-    let std = (sq - avg * avg).max(0.0).sqrt();
+    (avg, (sq - avg * avg).max(0.0).sqrt())
+}
+
+/// The standalone top-p of `_topk_topp_kernel` (topk_topp_triton.py:623-849).
+fn standalone_top_p(row: &[f32], p: f32, r: Rounding, cut: &mut Cut) -> Result<(), Error> {
+    let v = row.len();
+    let num_tiles = v.div_ceil(BLOCK_SIZE);
+    let (avg, std) = first_tile_stats(row);
     let max_sample = avg + std * 10.0;
     let mut sum_exp = 0.0f32;
     let mut max_logit = NINF;
