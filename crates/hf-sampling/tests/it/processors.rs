@@ -127,6 +127,25 @@ fn files() -> Vec<Recorded> {
 }
 
 /// The recorded scores of one setting, `[steps][V]`.
+/// The edge_v8 recording of every version.
+fn edge_v8_of_every_version() -> Vec<Recorded> {
+    let edge: Vec<Recorded> = files()
+        .into_iter()
+        .filter(|r| r.label.ends_with("/edge_v8"))
+        .collect();
+    assert_eq!(edge.len(), VERSIONS.len(), "edge_v8 of every version");
+    edge
+}
+
+/// The entry of a recorded `settings` or `rejected` list named `name`.
+fn named(list: &Value, name: &str) -> Option<Value> {
+    list.as_array()
+        .expect("a list of settings")
+        .iter()
+        .find(|s| s["name"] == name)
+        .cloned()
+}
+
 fn scores(f: &File, name: &str, logits: &[Vec<f32>]) -> Vec<Vec<f32>> {
     if let Some((shape, flat)) = f.f32s(&format!("scores.{name}")) {
         return flat.chunks(shape[1]).map(<[f32]>::to_vec).collect();
@@ -344,11 +363,7 @@ fn every_rejected_setting_is_rejected() {
 /// token, `[]` is accepted (and replayed by the test above).
 #[test]
 fn generate_refuses_an_empty_eos_list_and_a_max_length_within_the_prompt() {
-    let edge: Vec<Recorded> = files()
-        .into_iter()
-        .filter(|r| r.label.ends_with("/edge_v8"))
-        .collect();
-    assert_eq!(edge.len(), VERSIONS.len(), "edge_v8 of every version");
+    let edge = edge_v8_of_every_version();
     for rec in &edge {
         let (file, f) = (&rec.label, &rec.file);
         let config = GenerationConfig::from_json_str(&f.meta["generation_config"]).expect("config");
@@ -363,16 +378,12 @@ fn generate_refuses_an_empty_eos_list_and_a_max_length_within_the_prompt() {
         ];
         let rejected = f.json("rejected");
         for name in names {
-            let r = rejected
-                .as_array()
-                .expect("rejected")
-                .iter()
-                .find(|r| r["name"] == name)
+            let r = named(&rejected, name)
                 .unwrap_or_else(|| panic!("{file}/{name}: transformers accepted it"));
             let hf = r["error"].as_str().expect("error");
             // "ValueError: <message>" / "IndexError: <message>"
             let (_, message) = hf.split_once(": ").expect("Type: message");
-            let err = resolve(&rec.kwargs(r), Some(&config))
+            let err = resolve(&rec.kwargs(&r), Some(&config))
                 .and_then(|p| process_at(&logits, &prompt, prompt.len(), &p))
                 .err()
                 .unwrap_or_else(|| panic!("{file}/{name}: accepted; transformers said {hf}"))
@@ -385,11 +396,7 @@ fn generate_refuses_an_empty_eos_list_and_a_max_length_within_the_prompt() {
         let accepted = f.json("settings");
         for name in ["eos_empty_pad", "max_length_above_prompt"] {
             assert!(
-                accepted
-                    .as_array()
-                    .expect("settings")
-                    .iter()
-                    .any(|s| s["name"] == name),
+                named(&accepted, name).is_some(),
                 "{file}/{name}: transformers refused it"
             );
         }
@@ -405,24 +412,14 @@ fn generate_refuses_an_empty_eos_list_and_a_max_length_within_the_prompt() {
 /// neither processor acts yet and other tokens stay finite.
 #[test]
 fn the_length_penalty_and_forced_eos_count_from_the_prompt() {
-    let edge: Vec<Recorded> = files()
-        .into_iter()
-        .filter(|r| r.label.ends_with("/edge_v8"))
-        .collect();
-    assert_eq!(edge.len(), VERSIONS.len(), "edge_v8 of every version");
+    let edge = edge_v8_of_every_version();
     for rec in &edge {
         let (file, f) = (&rec.label, &rec.file);
         let config = GenerationConfig::from_json_str(&f.meta["generation_config"]).expect("config");
         let prompt_len: usize = f.meta["prompt_len"].parse().expect("prompt_len");
         // (setting, how many forced ids)
         for (name, forced) in [("decay_forced_top_p", 1), ("decay_forced_t07", 2)] {
-            let setting = f
-                .json("settings")
-                .as_array()
-                .expect("settings")
-                .iter()
-                .find(|s| s["name"] == name)
-                .cloned()
+            let setting = named(&f.json("settings"), name)
                 .unwrap_or_else(|| panic!("{file}/{name} recorded"));
             let params = resolve(&rec.kwargs(&setting), Some(&config)).expect("accepted");
             let (shape, flat) = f.f32s(&format!("logits.{name}")).expect("logits");
@@ -459,11 +456,7 @@ fn the_length_penalty_and_forced_eos_count_from_the_prompt() {
 /// own message; acceptances are replayed step by step by the first test.
 #[test]
 fn the_versions_differ_where_they_were_recorded_to() {
-    let edge: Vec<Recorded> = files()
-        .into_iter()
-        .filter(|r| r.label.ends_with("/edge_v8"))
-        .collect();
-    assert_eq!(edge.len(), VERSIONS.len(), "edge_v8 of every version");
+    let edge = edge_v8_of_every_version();
     let logits = [2.0f32, 1.0, 0.5, 0.0, -1.0, 3.0, 1.5, -0.5];
     for rec in &edge {
         let (file, f) = (&rec.label, &rec.file);
@@ -471,21 +464,14 @@ fn the_versions_differ_where_they_were_recorded_to() {
         let prompt = f.i64s("input_ids").expect("input_ids");
         let old = rec.version != "5.23.0";
         let (accepted, rejected) = (f.json("settings"), f.json("rejected"));
-        let find = |list: &Value, name: &str| {
-            list.as_array()
-                .expect("list")
-                .iter()
-                .find(|s| s["name"] == name)
-                .cloned()
-        };
         for (name, refused) in [
             ("bias", old),
             ("bias_sample", old),
             ("forced_suppressed", !old),
         ] {
-            let Some(r) = find(&rejected, name) else {
+            let Some(r) = named(&rejected, name) else {
                 assert!(!refused, "{file}/{name}: transformers accepted it");
-                assert!(find(&accepted, name).is_some(), "{file}/{name} recorded");
+                assert!(named(&accepted, name).is_some(), "{file}/{name} recorded");
                 continue;
             };
             assert!(
