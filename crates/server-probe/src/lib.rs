@@ -74,8 +74,8 @@ pub const RULE_OUT_P: f64 = 1e-3;
 /// variation are different: a candidate explains the server only when every
 /// candidate different from it is ruled out.
 pub const DIFFERENT_TV: f64 = 0.05;
-/// A candidate whose cells move by more than this TV between the two
-/// extreme tails of a truncated list is not fixed by the list.
+/// A candidate whose cells move by more than this TV between the tails a
+/// truncated list allows (`cells`) is not fixed by the list.
 pub const TAIL_TOLERANCE: f64 = 1e-3;
 /// Equal-token tails tried between the two extremes of a truncated list
 /// (`cells`): at least this many ...
@@ -764,6 +764,12 @@ fn auto_samples(power: Option<&Power>) -> usize {
         .clamp(MIN_AUTO_SAMPLES, MAX_AUTO_SAMPLES)
 }
 
+/// A server's log-probability: not NaN and at most 0 (1e-4 above it is the
+/// noise of a printed float).
+fn is_log_probability(lp: f64) -> bool {
+    !lp.is_nan() && lp <= 1e-4
+}
+
 /// Equal-token tails to try for `n` draws ([`DEFAULT_TAIL_SHAPES`]).
 fn tail_shapes(n: usize) -> usize {
     ((n as f64).sqrt().ceil() as usize).clamp(DEFAULT_TAIL_SHAPES, MAX_TAIL_SHAPES)
@@ -778,8 +784,10 @@ struct Revealed {
     listed: HashMap<usize, f64>,
     offset: f64,
     tail_mass: f64,
-    /// Space index -> log p, in the order first drawn.
+    /// Space index -> log p, in the order first drawn ...
     named: Vec<(usize, f64)>,
+    /// ... and where in `named` each index is.
+    position: HashMap<usize, usize>,
     conflict: Option<String>,
 }
 
@@ -793,12 +801,13 @@ impl Revealed {
             offset,
             tail_mass,
             named: Vec::new(),
+            position: HashMap::new(),
             conflict: None,
         }
     }
 
     fn add(&mut self, key: &Key, lp: f64, space: &mut Space) -> Result<(), Error> {
-        if lp.is_nan() || lp > 1e-4 {
+        if !is_log_probability(lp) {
             return Err(Error::new(format_args!(
                 "a draw's log-probability {lp} (token {key:?}) is not a log-probability"
             )));
@@ -812,10 +821,9 @@ impl Revealed {
             .get(&idx)
             .map(|&l| (l, "the raw list"))
             .or_else(|| {
-                self.named
-                    .iter()
-                    .find(|(i, _)| *i == idx)
-                    .map(|&(_, l)| (l, "another draw"))
+                self.position
+                    .get(&idx)
+                    .map(|&j| (self.named[j].1, "another draw"))
             });
         match before {
             Some((l, _)) if (l - lp).abs() <= 1e-4 || (l.is_infinite() && lp == l) => {}
@@ -824,7 +832,10 @@ impl Revealed {
                     "a draw of token {key:?} returned log-probability {lp}, {what} {l}: the draws' log-probabilities are not the raw list's stage and are not used"
                 ));
             }
-            None => self.named.push((idx, lp)),
+            None => {
+                self.position.insert(idx, self.named.len());
+                self.named.push((idx, lp));
+            }
         }
         Ok(())
     }
@@ -915,7 +926,7 @@ fn listed(
     let mut out = Vec::with_capacity(raw.len());
     let mut mass = 0.0;
     for (i, (key, lp)) in raw.iter().enumerate() {
-        if lp.is_nan() || *lp > 1e-4 {
+        if !is_log_probability(*lp) {
             return Err(Error::new(format_args!(
                 "raw top list [{i}]: log-probability {lp} is not a log-probability"
             )));
