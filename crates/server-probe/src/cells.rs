@@ -6,7 +6,7 @@
 //! are the listed tokens plus **one tail cell** holding every token nothing
 //! names: a draw or a post-sampling entry outside them lands there. The
 //! listed tokens are the raw top K, plus the tokens whose raw log-probability
-//! the server returned with a draw (mlx_lm.server: `dialect::MLX_LM`), which
+//! the server returned with a draw (where its dialect says so: `dialect::DrawLogprob`), which
 //! are known exactly wherever they rank. The tail's mass τ is known, its
 //! shape is not: every unnamed token is at most as likely as the least
 //! likely of the top K (`p_cap`), and there are at most `n_vocab` minus the
@@ -24,7 +24,7 @@
 //! concentrated and smallest when spread, and the equal-token tails reach
 //! every value between, so a test at the extremes alone can miss the real
 //! one (the concentrated tail alone, all the probe tried without the
-//! vocabulary's size, left mlx_lm.server's own sampler at p 5e-3 on its T
+//! vocabulary's size, left a server's own sampler at p 5e-3 on its T
 //! 0.7 draws). A candidate is ruled out only when it is under every tail of
 //! the family.
 //!
@@ -42,7 +42,7 @@ use parity_core::{Error, Logits};
 /// tail covers that case).
 const MAX_CONCENTRATED: usize = 1 << 20;
 
-/// Where the vocabulary size is unknown (mlx_lm.server does not say it), the
+/// Where the vocabulary size is unknown (a server that does not say it), the
 /// spread tail is this many tokens: Gemma 3's 262,144, the largest
 /// vocabulary of the models these engines serve. A larger assumed
 /// vocabulary only adds tails of smaller tokens, so it can only keep a

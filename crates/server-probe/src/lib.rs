@@ -298,7 +298,7 @@ pub struct Report {
     /// Entries of the raw top-K list the server returned.
     pub raw_entries: usize,
     /// Tokens outside that list whose raw log-probability the draws
-    /// returned (mlx_lm.server): they join the listed tokens, and the tail
+    /// returned (`dialect::DrawLogprob`): they join the listed tokens, and the tail
     /// cell holds only what none names.
     pub revealed: usize,
     /// The constant C with logits = log p + C, measured with a
@@ -436,7 +436,7 @@ pub(crate) fn run(
         info.n_vocab = info.n_vocab.or(b.n_vocab);
     }
     // A vocabulary file tells the size where the server does not
-    // (mlx_lm.server): a truncated list's spread tail needs it.
+    // (its answers left `n_vocab` unset): a truncated list's spread tail needs it.
     if let Some(t) = &texts {
         match info.n_vocab {
             None => info.n_vocab = Some(t.len),
