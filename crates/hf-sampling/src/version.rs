@@ -83,7 +83,9 @@
 //!   ([`TransformersVersion::rejects_forced_and_suppressed`]).
 //!
 //! (`top_h` is the third difference the recordings show, and a key one: 4.57.6
-//! has no such attribute, [`TransformersVersion::lacks`].)
+//! has no such attribute, [`TransformersVersion::lacks`].) [`differences`]
+//! names both rules for the settings a user passes: `compare request` and
+//! `compare report --kwargs` print them.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -431,6 +433,17 @@ pub fn differences(
                 describe(&old),
                 describe(&new)
             ));
+            continue;
+        }
+        // The same values, but a processor rule of one version raises where
+        // the other builds the chain (`sequence_bias_smallest_id`,
+        // `rejects_forced_and_suppressed`).
+        if let (Ok(a), Ok(b)) = (&old, &new)
+            && let Some(d) = chain_difference(a, b)
+        {
+            out.push(format!(
+                "transformers 4.57.6 and 5.23.0 differ for {call}: {d}"
+            ));
         }
     }
     if let Some(config) = config {
@@ -446,6 +459,20 @@ pub fn differences(
         }
     }
     out
+}
+
+/// Where `old` (4.57.6) and `new` (5.23.0) differ in whether the processor
+/// chain can be built at all: one version raises, the other runs. Checked at a
+/// prompt of one token (the version rules do not depend on its length).
+fn chain_difference(
+    old: &crate::GenerationParams,
+    new: &crate::GenerationParams,
+) -> Option<String> {
+    match (old.processors_at(1), new.processors_at(1)) {
+        (Err(e), Ok(_)) => Some(format!("4.57.6 raises ({e}); 5.23.0 accepts it")),
+        (Ok(_), Err(e)) => Some(format!("4.57.6 accepts it; 5.23.0 raises ({e})")),
+        _ => None,
+    }
 }
 
 /// `do_sample` and every value that adds a processor, as `key value`.
@@ -503,6 +530,27 @@ mod tests {
         assert!(got[0].contains("top_k off; 5.23.0 with"), "{}", got[0]);
         assert!(got[1].contains("drops top_k=50"), "{}", got[1]);
         assert!(differences(&map(json!({"do_sample": true})), None).is_empty());
+    }
+
+    #[test]
+    fn the_processor_rules_of_each_version_are_named() {
+        // sequence_bias on id 0: 4.57.6 raises (`token_id > 0`), 5.23.0 accepts.
+        let got = differences(&map(json!({"sequence_bias": [[[0], -1.0]]})), None);
+        assert_eq!(got.len(), 2, "{got:#?}");
+        assert!(got[0].contains("4.57.6 raises ("), "{}", got[0]);
+        assert!(got[0].contains("5.23.0 accepts it"), "{}", got[0]);
+        // A forced token also suppressed: 5.23.0's validate raises.
+        let got = differences(
+            &map(json!({"forced_eos_token_id": 3, "suppress_tokens": [3]})),
+            None,
+        );
+        assert!(!got.is_empty(), "{got:#?}");
+        assert!(
+            got[0].contains("4.57.6 accepts it; 5.23.0 raises ("),
+            "{}",
+            got[0]
+        );
+        assert!(got[0].contains("suppress_tokens"), "{}", got[0]);
     }
 
     #[test]
