@@ -439,6 +439,7 @@ pub fn with_registry(command: clap::Command) -> clap::Command {
 
 /// Reads `--generation-config FILE`.
 pub fn generation_config(path: Option<&Path>) -> anyhow::Result<Option<GenerationConfig>> {
-    path.map(|p| GenerationConfig::from_path(p).with_context(|| format!("reading {}", p.display())))
+    // The error names the file already.
+    path.map(|p| GenerationConfig::from_path(p).context("--generation-config"))
         .transpose()
 }

@@ -8,22 +8,22 @@
 //! Nothing here decides what a semantics does or why two differ: each crate
 //! does; this module lines the answers up.
 //!
-//! Here: the run and its output; `select` picks fixtures, settings and
-//! pairs, `rows` builds each row in steps, `summary` counts them, `schema` is
+//! Here: the run and its output; `plan` resolves the options first (with
+//! `select`, which picks fixtures, settings and pairs), `rows` builds each
+//! row in steps, `summary` counts them, `schema` is
 //! the JSON wire format and `text` the table for people.
 
-use std::collections::HashMap;
-use std::collections::hash_map::Entry;
 use std::io::{self, Write};
-use std::path::PathBuf;
 
 use anyhow::bail;
-use parity_core::{AnySemantics, Fixture, Vocab};
+use parity_core::AnySemantics;
 
 use crate::cli::{ReportArgs, ReportFormat};
 use crate::{Engines, Progress};
+use plan::{Input, Plan};
 
 mod html;
+mod plan;
 pub(crate) mod rows;
 mod schema;
 pub(crate) mod select;
@@ -109,75 +109,48 @@ fn run_with(
     progress: &mut Progress,
     on_fixture: &mut dyn FnMut(&[Row]) -> io::Result<()>,
 ) -> anyhow::Result<Outcome> {
-    let kwargs = select::kwargs(args)?;
-    // The model's generation config sits under --kwargs (clap requires them).
-    let config = match &kwargs {
-        Some(_) => args
-            .generation_config
-            .as_deref()
-            .map(hf_sampling::GenerationConfig::from_path)
-            .transpose()?,
-        None => None,
-    };
-    let transformers_warning = match &kwargs {
-        Some(kwargs) => TransformersWarning::for_kwargs(kwargs, config.as_ref()),
-        None => None,
-    };
-    if let Some(w) = &transformers_warning {
+    let plan = Plan::resolve(args, registry)?;
+    if let Some(w) = &plan.transformers_warning {
         // Best effort: stderr is for people; the JSON carries it too.
         let _ = w.write(text::wrap_width(), progress.notes());
     }
-    // transformers' side of the rows is 5.23.0's; where 4.57.6 reads the
-    // same kwargs and model file differently, say so (stderr only).
-    if let Some(kwargs) = &kwargs {
-        for d in hf_sampling::version::differences(kwargs, config.as_ref()) {
-            let _ = text::wrapped(progress.notes(), text::wrap_width(), "note: ", 6, &d);
-        }
+    for d in &plan.version_notes {
+        let _ = text::wrapped(progress.notes(), text::wrap_width(), "note: ", 6, d);
     }
-    let pairs = select::pairs(&args.pairs, registry)?;
-    let pairs = match &kwargs {
-        Some(_) => select::computed_reference(pairs, registry),
-        None => pairs,
-    };
-    let files = select::fixture_files(&args.fixtures)?;
-    if files.is_empty() {
-        bail!(
-            "nothing compared: no .safetensors fixture in {}",
-            args.fixtures
-                .iter()
-                .map(|p| p.display().to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
+    let rows = run_plan(&plan, registry, progress, on_fixture)?;
+    if rows.is_empty() {
+        bail!("nothing compared: {}", plan.why_nothing);
     }
-    let mut fixtures = Vec::with_capacity(files.len());
-    for (path, default_settings) in &files {
-        fixtures.push((Fixture::load(path)?, *default_settings));
-    }
-    select::check_settings(&args.settings, fixtures.iter().map(|(fx, _)| fx))?;
+    let summary = summary::summarise(&rows, args);
+    Ok(Outcome {
+        report: Report {
+            schema: SCHEMA,
+            summary,
+            rows,
+            transformers_warning: plan.transformers_warning,
+        },
+    })
+}
+
+/// Every row of `plan`, in fixture order; `on_fixture` sees each fixture's
+/// as soon as they are done.
+fn run_plan(
+    plan: &Plan,
+    registry: &[Box<dyn AnySemantics>],
+    progress: &mut Progress,
+    on_fixture: &mut dyn FnMut(&[Row]) -> io::Result<()>,
+) -> anyhow::Result<Vec<Row>> {
     let recorder = hf_sampling::Hf::default();
-    let row_args = rows::RowArgs {
-        draws: args.draws,
-        seed: args.seed,
-        show_tokens: args.show_tokens,
-    };
-    let mut vocabs: HashMap<PathBuf, Vocab> = HashMap::new();
-    for (fx, _) in &fixtures {
-        if let Some(m) = &fx.model
-            && let Entry::Vacant(e) = vocabs.entry(m.vocab.clone())
-        {
-            e.insert(Vocab::load(&m.vocab)?);
-        }
-    }
     // One fixture's rows: independent of every other fixture's, so they run
     // on every core (rayon) and come back here in fixture order.
     let fixture_rows = |i: usize| -> anyhow::Result<Vec<Row>> {
-        let (fx, default_settings) = &fixtures[i];
-        let vocab = fx.model.as_ref().and_then(|m| vocabs.get(&m.vocab));
+        let planned = &plan.fixtures[i];
+        let fx = &planned.fixture;
+        let vocab = fx.model.as_ref().and_then(|m| plan.vocabs.get(&m.vocab));
         let case = rows::CaseRows::new(rows::Case::fixture(fx, vocab)?, &recorder, registry);
         let mut rows = Vec::new();
-        match &kwargs {
-            Some(kwargs) => {
+        match &plan.input {
+            Input::Kwargs { kwargs, config } => {
                 let run = rows::Run {
                     name: "kwargs",
                     kwargs,
@@ -185,12 +158,12 @@ fn run_with(
                     recorded: None,
                     exact: None,
                 };
-                rows.extend(case.setting_rows(&run, &pairs, &row_args)?);
+                rows.extend(case.setting_rows(&run, &plan.pairs, &plan.row_args)?);
             }
-            None => {
-                for setting in select::settings(fx, *default_settings, args) {
-                    let run = rows::Run::recorded(setting);
-                    rows.extend(case.setting_rows(&run, &pairs, &row_args)?);
+            Input::Recorded => {
+                for &s in &planned.settings {
+                    let run = rows::Run::recorded(&fx.settings[s]);
+                    rows.extend(case.setting_rows(&run, &plan.pairs, &plan.row_args)?);
                 }
             }
         }
@@ -199,7 +172,7 @@ fn run_with(
     let mut rows = Vec::new();
     std::thread::scope(|scope| -> anyhow::Result<()> {
         let (tx, rx) = std::sync::mpsc::channel();
-        let (fixture_rows, count) = (&fixture_rows, fixtures.len());
+        let (fixture_rows, count) = (&fixture_rows, plan.fixtures.len());
         scope.spawn(move || {
             use rayon::prelude::*;
             // Stops handing out fixtures once the receiver is gone (an
@@ -209,9 +182,9 @@ fn run_with(
                 .try_for_each_with(tx, |tx, i| tx.send((i, fixture_rows(i))));
         });
         let mut arrived = std::collections::BTreeMap::new();
-        for next in 0..fixtures.len() {
-            let (fx, _) = &fixtures[next];
-            progress.say(&format!("[{}/{}] {}", next + 1, fixtures.len(), fx.name));
+        for (next, planned) in plan.fixtures.iter().enumerate() {
+            let fx = &planned.fixture;
+            progress.say(&format!("[{}/{}] {}", next + 1, count, fx.name));
             let result = loop {
                 if let Some(r) = arrived.remove(&next) {
                     break r;
@@ -224,16 +197,13 @@ fn run_with(
                 }
             };
             progress.done();
-            if kwargs.is_none() {
-                let missing = select::missing_settings(fx, args);
-                if !missing.is_empty() {
-                    progress.note(&format!(
-                        "note: {} does not record {}; skipped there ({})",
-                        fx.name,
-                        missing.join(", "),
-                        fx.path.display()
-                    ));
-                }
+            if !planned.missing.is_empty() {
+                progress.note(&format!(
+                    "note: {} does not record {}; skipped there ({})",
+                    fx.name,
+                    planned.missing.join(", "),
+                    fx.path.display()
+                ));
             }
             let fixture_rows = result?;
             on_fixture(&fixture_rows)?;
@@ -242,18 +212,7 @@ fn run_with(
         Ok(())
     })?;
     progress.done();
-    if rows.is_empty() {
-        bail!("nothing compared: {}", select::why_nothing(&fixtures, args));
-    }
-    let summary = summary::summarise(&rows, args);
-    Ok(Outcome {
-        report: Report {
-            schema: SCHEMA,
-            summary,
-            rows,
-            transformers_warning,
-        },
-    })
+    Ok(rows)
 }
 
 /// The JSON Schema of this command's `--format json` document
