@@ -2,7 +2,8 @@
 //! by `comparison::json_schema`, committed, and kept equal here; and real
 //! output of the commands whose writers are not the types' own `Serialize`
 //! (`dist`'s hand-written lines, the error lines) read back into the types
-//! the schema was generated from.
+//! the schema was generated from; and docs/report-schema.md's prose held
+//! to the same types (every field named, no table row the types lack).
 //!
 //! After an intended change of an output type: `UPDATE_SCHEMA=1 cargo test
 //! --release -p compare --test it schema`, then read the diff of
@@ -158,4 +159,131 @@ fn diff_lines_read_back_into_their_schema_type() {
     assert_eq!(lines.len(), 2, "{stdout}");
     assert!(matches!(&lines[0], Line::Answer(a) if a.record == 1 && !a.rows.is_empty()));
     assert!(matches!(&lines[1], Line::Error(_)));
+}
+
+/// Names in `text` written as `` `name` `` or `"name"` (identifiers only).
+fn quoted_names(text: &str) -> std::collections::BTreeSet<&str> {
+    let mut out = std::collections::BTreeSet::new();
+    for quote in ['`', '"'] {
+        for (i, piece) in text.split(quote).enumerate() {
+            let ident = !piece.is_empty()
+                && !piece.starts_with(|c: char| c.is_ascii_digit())
+                && piece.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+            if i % 2 == 1 && ident {
+                out.insert(piece);
+            }
+        }
+    }
+    out
+}
+
+/// The first cells of the tables whose first column is headed `field`.
+fn table_fields(section: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut in_field_table = false;
+    for line in section.lines() {
+        let Some(row) = line.strip_prefix('|') else {
+            in_field_table = false;
+            continue;
+        };
+        let first = row.split('|').next().unwrap_or_default().trim();
+        if first == "field" {
+            in_field_table = true;
+        } else if in_field_table && !first.starts_with("---") {
+            out.extend(first.split(", ").filter_map(|f| {
+                f.strip_prefix('`')
+                    .and_then(|f| f.strip_suffix('`'))
+                    .filter(|f| f.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+            }));
+        }
+    }
+    out
+}
+
+/// Every property name anywhere in a schema.
+fn property_names(v: &serde_json::Value, out: &mut std::collections::BTreeSet<String>) {
+    match v {
+        serde_json::Value::Object(m) => {
+            if let Some(serde_json::Value::Object(props)) = m.get("properties") {
+                out.extend(props.keys().cloned());
+            }
+            m.values().for_each(|v| property_names(v, out));
+        }
+        serde_json::Value::Array(a) => a.iter().for_each(|v| property_names(v, out)),
+        _ => {}
+    }
+}
+
+/// docs/report-schema.md keeps the prose beside the generated schemas; here
+/// the two are held together: each document's section names every field its
+/// schema has (as `` `name` `` or `"name"`, with the report's section for
+/// sections that point to it), and every field its tables list is one the
+/// schema has.
+#[test]
+fn the_prose_names_the_fields_the_types_have() {
+    use std::collections::BTreeSet;
+    let page = std::fs::read_to_string(schema_dir().join("../report-schema.md"))
+        .expect("docs/report-schema.md");
+    let sections: Vec<&str> = page.split("\n## ").collect();
+    let section = |word: &str| -> Option<&str> {
+        let title = if word == "report" {
+            "The document".to_string()
+        } else {
+            format!("`compare {word} ")
+        };
+        sections.iter().copied().find(|s| s.starts_with(&title))
+    };
+    let word = |doc: &json_schema::Document| doc.command.split(' ').nth(1).unwrap_or_default();
+    let props = |doc: &json_schema::Document| {
+        let mut props = BTreeSet::new();
+        property_names(
+            &serde_json::to_value(doc.generate()).expect("JSON"),
+            &mut props,
+        );
+        props
+    };
+    let report = section("report").expect("the report's section");
+    let documents = json_schema::documents();
+    let mut problems = Vec::new();
+    for doc in &documents {
+        let w = word(doc);
+        let Some(text) = section(w) else {
+            problems.push(format!("{}: no section for `compare {w}`", doc.file));
+            continue;
+        };
+        let mut named = quoted_names(text);
+        if w != "report" && text.contains("report") {
+            named.extend(quoted_names(report));
+        }
+        let unnamed: Vec<String> = props(doc)
+            .into_iter()
+            .filter(|p| !named.contains(p.as_str()))
+            .collect();
+        if !unnamed.is_empty() {
+            problems.push(format!(
+                "{} ({}): the prose never names {unnamed:?}",
+                doc.file, doc.command
+            ));
+        }
+        // A section may describe several documents (`probe`, `probe --repeat`).
+        let mut section_props = BTreeSet::new();
+        for other in documents.iter().filter(|d| word(d) == w) {
+            section_props.extend(props(other));
+        }
+        let stale: Vec<&str> = table_fields(text)
+            .into_iter()
+            .filter(|f| !section_props.contains(*f))
+            .collect();
+        if !stale.is_empty() {
+            problems.push(format!(
+                "{} ({}): the tables list {stale:?}, which the types lack",
+                doc.file, doc.command
+            ));
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "docs/report-schema.md and the types disagree:\n{}",
+        problems.join("\n")
+    );
 }
