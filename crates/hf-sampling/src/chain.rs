@@ -27,7 +27,7 @@
 //! bos/eos token is also suppressed.
 
 use crate::acting::{below_one, not_one, open_unit};
-use crate::constraints::{bad_words_arg, num_str, sequence_bias_arg};
+use crate::constraints::{bad_words_arg, sequence_bias_arg};
 use crate::error::HfError;
 use crate::pyfmt;
 use crate::{GenerationParams, Processor};
@@ -147,15 +147,15 @@ pub(crate) fn build(
         }
         list.push(Processor::RepetitionPenalty { penalty: p });
     }
-    if let Some(size) = &c.no_repeat_ngram_size
-        && size.as_f64().is_some_and(positive)
+    if let Some(size) = c.no_repeat_ngram_size
+        && positive(size.float())
     {
-        let Some(size) = size.as_u64().and_then(|s| usize::try_from(s).ok()) else {
+        let Some(size) = size.int().and_then(|s| usize::try_from(s).ok()) else {
             return Err(invalid(
                 "no_repeat_ngram_size",
                 format!(
                     "`ngram_size` has to be a strictly positive integer, but is {}",
-                    num_str(size)
+                    size.str()
                 ),
             ));
         };
@@ -171,18 +171,15 @@ pub(crate) fn build(
         list.push(Processor::NoBadWords { words });
     }
     // min_length = min_new_tokens + prompt length when min_new_tokens is set.
-    let (min_length, min_length_str) = match (&c.min_new_tokens, &c.min_length) {
-        (Some(m), _) => match m.as_i64() {
-            Some(i) if !m.is_f64() => (Some(i.saturating_add(n) as f64), None),
-            _ => {
-                let x = m.as_f64().unwrap_or(f64::NAN) + prompt_len as f64;
+    let (min_length, min_length_str) = match (c.min_new_tokens, c.min_length) {
+        (Some(m), _) => match m.int64() {
+            Some(i) => (Some(i.saturating_add(n) as f64), None),
+            None => {
+                let x = m.float() + prompt_len as f64;
                 (Some(x), Some(pyfmt::float_repr(x)))
             }
         },
-        (None, Some(m)) => (
-            m.as_f64(),
-            (m.is_f64() || m.as_i64().is_none()).then(|| num_str(m)),
-        ),
+        (None, Some(m)) => (Some(m.float()), m.int64().is_none().then(|| m.str())),
         (None, None) => (None, None),
     };
     if let (Some(eos), Some(ml)) = (eos, min_length)
@@ -199,15 +196,15 @@ pub(crate) fn build(
             eos: eos.to_vec(),
         });
     }
-    if let (Some(eos), Some(m)) = (eos, &c.min_new_tokens)
-        && m.as_f64().is_some_and(positive)
+    if let (Some(eos), Some(m)) = (eos, c.min_new_tokens)
+        && positive(m.float())
     {
-        let Some(min_new_tokens) = m.as_i64().filter(|_| !m.is_f64()) else {
+        let Some(min_new_tokens) = m.int64() else {
             return Err(invalid(
                 "min_new_tokens",
                 format!(
                     "`min_new_tokens` has to be a positive integer, but is {}",
-                    num_str(m)
+                    m.str()
                 ),
             ));
         };

@@ -31,10 +31,10 @@
 //! `generate` started (the record's `prompt_len`); "current length" is the
 //! length of the context the step sees.
 
-use serde_json::{Number, Value};
+use serde_json::Value;
 
 use crate::error::HfError;
-use crate::pyfmt::{float_repr, value_str};
+use crate::pyfmt::{PyNum, float_repr, py_repr};
 use crate::torch;
 
 /// Values of the generate kwargs beyond the sampling ones, as resolved
@@ -52,15 +52,15 @@ pub struct Constraints {
     /// `max_length` as set (kwargs or config); `None` = transformers' default
     /// of 20 new tokens. (A Python number: transformers compares lengths
     /// with it, so a float works there too.)
-    pub max_length: Option<Number>,
+    pub max_length: Option<PyNum>,
     /// `max_new_tokens`; takes precedence over `max_length`.
-    pub max_new_tokens: Option<Number>,
+    pub max_new_tokens: Option<PyNum>,
     /// `min_length` (default 0) as the JSON number given (an int or a float).
-    pub min_length: Option<Number>,
+    pub min_length: Option<PyNum>,
     /// `min_new_tokens` as the JSON number given.
-    pub min_new_tokens: Option<Number>,
+    pub min_new_tokens: Option<PyNum>,
     /// `no_repeat_ngram_size` as the JSON number given (0 or less: off).
-    pub no_repeat_ngram_size: Option<Number>,
+    pub no_repeat_ngram_size: Option<PyNum>,
     /// `bad_words_ids` as given (validated when the processor is built).
     pub bad_words_ids: Option<Value>,
     /// `sequence_bias` as given (validated when the processor is built).
@@ -118,11 +118,17 @@ fn invalid(key: &str, message: String) -> HfError {
     }
 }
 
+/// A JSON integer (not a bool: the list checks use `isinstance(.., int)`
+/// on values that JSON keeps apart), within i64.
+fn python_int(v: &Value) -> Option<i64> {
+    PyNum::of_value(v).and_then(PyNum::int64)
+}
+
 /// An int id (JSON integer or bool, as Python's `int`).
 fn int(v: &Value) -> Option<i64> {
     match v {
         Value::Bool(b) => Some(i64::from(*b)),
-        Value::Number(n) => n.as_i64(),
+        Value::Number(n) => PyNum::of(n).int64(),
         _ => None,
     }
 }
@@ -150,10 +156,10 @@ fn id_list(key: &str, v: &Value) -> Result<Vec<i64>, HfError> {
     }
 }
 
-fn number(key: &str, v: &Value) -> Result<Number, HfError> {
+fn number(key: &str, v: &Value) -> Result<PyNum, HfError> {
     match v {
-        Value::Number(n) => Ok(n.clone()),
-        Value::Bool(b) => Ok(Number::from(i64::from(*b))),
+        Value::Number(n) => Ok(PyNum::of(n)),
+        Value::Bool(b) => Ok(PyNum::Int(i128::from(*b))),
         _ => Err(wrong(key, "a number", v)),
     }
 }
@@ -210,10 +216,9 @@ impl Constraints {
         c.renormalize_logits = set("renormalize_logits") == Some(&Value::Bool(true));
         if let Some(v) = set("exponential_decay_length_penalty") {
             let pair = match v {
-                Value::Array(a) if a.len() == 2 => a[0]
-                    .as_f64()
-                    .zip(a[1].as_f64())
-                    .filter(|_| !a[0].is_boolean() && !a[1].is_boolean()),
+                Value::Array(a) if a.len() == 2 => PyNum::of_value(&a[0])
+                    .zip(PyNum::of_value(&a[1]))
+                    .map(|(start, factor)| (start.float(), factor.float())),
                 _ => None,
             };
             c.exponential_decay_length_penalty = Some(pair.ok_or_else(|| {
@@ -226,8 +231,8 @@ impl Constraints {
         }
         if do_sample && let Some(v) = set("top_h") {
             c.top_h = Some(
-                v.as_f64()
-                    .filter(|_| !v.is_boolean())
+                PyNum::of_value(v)
+                    .map(PyNum::float)
                     .ok_or_else(|| wrong("top_h", "a number", v))?,
             );
         }
@@ -239,10 +244,9 @@ impl Constraints {
     /// model's `max_position_embeddings`, which a record does not carry.)
     pub(crate) fn max_length_at(&self, prompt_len: usize) -> f64 {
         let n = prompt_len as f64;
-        let f = |m: &Number| m.as_f64().unwrap_or(f64::NAN);
-        match (&self.max_new_tokens, &self.max_length) {
-            (Some(m), _) => f(m) + n,
-            (None, Some(m)) => f(m),
+        match (self.max_new_tokens, self.max_length) {
+            (Some(m), _) => m.float() + n,
+            (None, Some(m)) => m.float(),
             (None, None) => 20.0 + n,
         }
     }
@@ -250,7 +254,7 @@ impl Constraints {
     /// [`Self::max_length_at`] as Python prints it (a float stays a float).
     pub(crate) fn max_length_repr(&self, prompt_len: usize) -> String {
         let float = match (&self.max_new_tokens, &self.max_length) {
-            (Some(m), _) | (None, Some(m)) => m.is_f64(),
+            (Some(m), _) | (None, Some(m)) => m.is_float(),
             (None, None) => false,
         };
         let x = self.max_length_at(prompt_len);
@@ -259,15 +263,6 @@ impl Constraints {
         } else {
             format!("{x:.0}")
         }
-    }
-}
-
-/// Python's `repr` of a JSON value as `json.loads` makes it (lists with `, `).
-pub(crate) fn py_repr(v: &Value) -> String {
-    match v {
-        Value::Array(a) => format!("[{}]", a.iter().map(py_repr).collect::<Vec<_>>().join(", ")),
-        Value::String(s) => format!("'{s}'"),
-        other => value_str(other),
     }
 }
 
@@ -312,15 +307,15 @@ pub(crate) fn sequence_bias_arg(v: &Value, smallest: i64) -> Result<Vec<(Vec<i64
         let (Some(Value::Array(seq)), Some(Value::Number(b))) = (pair.first(), pair.get(1)) else {
             return Err(bad());
         };
-        if !b.is_f64() {
+        let PyNum::Float(bias) = PyNum::of(b) else {
             return Err(bad());
-        }
+        };
         let seq: Vec<i64> = seq
             .iter()
-            .map(|x| x.as_i64().filter(|&i| i >= smallest))
+            .map(|x| python_int(x).filter(|&i| i >= smallest))
             .collect::<Option<_>>()
             .ok_or_else(bad)?;
-        let bias = b.as_f64().unwrap_or(f64::NAN) as f32;
+        let bias = bias as f32;
         match out.iter_mut().find(|(s, _)| *s == seq) {
             Some(slot) => slot.1 = bias,
             None => out.push((seq, bias)),
@@ -361,7 +356,7 @@ pub(crate) fn bad_words_arg(v: &Value, eos: Option<&[i64]>) -> Result<Vec<Vec<i6
             .as_array()
             .into_iter()
             .flatten()
-            .map(|x| x.as_i64().filter(|&i| i >= 0))
+            .map(|x| python_int(x).filter(|&i| i >= 0))
             .collect();
         let Some(ids) = ids else {
             return Err(invalid(
@@ -381,15 +376,6 @@ pub(crate) fn bad_words_arg(v: &Value, eos: Option<&[i64]>) -> Result<Vec<Vec<i6
         out.push(ids);
     }
     Ok(out)
-}
-
-/// Float formatting of an int-or-float JSON number as Python prints it.
-pub(crate) fn num_str(n: &Number) -> String {
-    if n.is_f64() {
-        float_repr(n.as_f64().unwrap_or(f64::NAN))
-    } else {
-        n.to_string()
-    }
 }
 
 // ---------------------------------------------------------------------------

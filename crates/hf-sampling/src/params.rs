@@ -20,7 +20,7 @@ use serde_json::{Map, Value};
 
 use crate::constraints::{self, Constraints};
 use crate::error::HfError;
-use crate::pyfmt::{float_repr, value_str};
+use crate::pyfmt::{PyNum, float_repr, value_str};
 use crate::version::{self, Passed, TransformersVersion};
 
 parity_core::params! {
@@ -173,10 +173,10 @@ impl Neutral {
     fn accepts(self, v: &Value) -> bool {
         match (self, v) {
             (_, Value::Null) => true,
-            (Self::Zero, Value::Number(n)) => n.as_f64() == Some(0.0),
-            (Self::One, Value::Number(n)) => n.as_f64() == Some(1.0),
+            (Self::Zero, Value::Number(n)) => PyNum::of(n).float() == 0.0,
+            (Self::One, Value::Number(n)) => PyNum::of(n).float() == 1.0,
             (Self::False, Value::Bool(b)) => !b,
-            (Self::NotPositive, Value::Number(n)) => n.as_f64().is_some_and(|x| x <= 0.0),
+            (Self::NotPositive, Value::Number(n)) => PyNum::of(n).float() <= 0.0,
             (Self::NotPositive, Value::Bool(b)) => !b,
             _ => false,
         }
@@ -284,7 +284,7 @@ pub(crate) fn truthy(v: &Value) -> bool {
     match v {
         Value::Null => false,
         Value::Bool(b) => *b,
-        Value::Number(n) => n.as_f64().is_some_and(|x| x != 0.0),
+        Value::Number(n) => PyNum::of(n).float() != 0.0,
         Value::String(s) => !s.is_empty(),
         Value::Array(a) => !a.is_empty(),
         Value::Object(o) => !o.is_empty(),
@@ -293,11 +293,7 @@ pub(crate) fn truthy(v: &Value) -> bool {
 
 /// A Python number: (value as float, is a Python `float`). `bool` is an int.
 pub(crate) fn number(v: &Value) -> Option<(f64, bool)> {
-    match v {
-        Value::Bool(b) => Some((if *b { 1.0 } else { 0.0 }, false)),
-        Value::Number(n) => Some((n.as_f64()?, n.is_f64())),
-        _ => None,
-    }
+    PyNum::numeric(v).map(|n| (n.float(), n.is_float()))
 }
 
 fn wrong_type(key: &str, expected: &'static str, v: &Value) -> HfError {
@@ -325,9 +321,9 @@ impl GenerationParams {
         match key {
             k if SAMPLING_KEYS.contains(&k) => sampling.get(k).cloned(),
             "eos_token_id" => ids(&c.eos_token_id),
-            "min_length" => c.min_length.clone().map(Value::Number),
-            "min_new_tokens" => Some(c.min_new_tokens.clone().map_or(Value::Null, Value::Number)),
-            "no_repeat_ngram_size" => c.no_repeat_ngram_size.clone().map(Value::Number),
+            "min_length" => c.min_length.map(Value::from),
+            "min_new_tokens" => Some(c.min_new_tokens.map_or(Value::Null, Value::from)),
+            "no_repeat_ngram_size" => c.no_repeat_ngram_size.map(Value::from),
             "bad_words_ids" => Some(c.bad_words_ids.clone().unwrap_or(Value::Null)),
             "sequence_bias" => Some(c.sequence_bias.clone().unwrap_or(Value::Null)),
             "forced_bos_token_id" => Some(c.forced_bos_token_id.map_or(Value::Null, Value::from)),

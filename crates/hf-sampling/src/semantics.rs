@@ -309,9 +309,8 @@ fn scores_from_json(v: &Value) -> Result<Vec<f32>, Error> {
         .enumerate()
         .map(|(i, x)| match x {
             Value::String(s) if s == "-inf" => Ok(f32::NEG_INFINITY),
-            _ => x
-                .as_f64()
-                .map(|y| y as f32)
+            _ => parity_core::py::PyNum::of_value(x)
+                .map(|y| y.float() as f32)
                 .filter(|y| y.is_finite())
                 .ok_or_else(|| {
                     Error::new(format_args!(

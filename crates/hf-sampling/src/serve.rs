@@ -69,7 +69,7 @@ use serde_json::{Map, Number, Value};
 
 use crate::error::HfError;
 use crate::params::{GenerationConfig, GenerationParams, is_generate_kwarg, resolve};
-use crate::pyfmt::float_repr;
+use crate::pyfmt::{PyNum, py_repr, py_str, py_type};
 
 /// One of `transformers serve`'s generation endpoints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -328,48 +328,10 @@ impl ServeReading {
     }
 }
 
-/// Python's repr of a str.
-fn py_str(s: &str) -> String {
-    format!("'{s}'")
-}
-
-/// `type(x).__name__` of what `json.loads` makes of `v`.
-fn py_type(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "NoneType",
-        Value::Bool(_) => "bool",
-        Value::Number(n) if n.is_f64() => "float",
-        Value::Number(_) => "int",
-        Value::String(_) => "str",
-        Value::Array(_) => "list",
-        Value::Object(_) => "dict",
-    }
-}
-
-/// Python's repr of what `json.loads` makes of `v`.
-fn py_repr(v: &Value) -> String {
-    match v {
-        Value::Null => "None".into(),
-        Value::Bool(b) => if *b { "True" } else { "False" }.into(),
-        Value::Number(n) if n.is_f64() => float_repr(n.as_f64().unwrap_or(f64::NAN)),
-        Value::Number(n) => n.to_string(),
-        Value::String(s) => py_str(s),
-        Value::Array(a) => format!("[{}]", a.iter().map(py_repr).collect::<Vec<_>>().join(", ")),
-        Value::Object(o) => format!(
-            "{{{}}}",
-            o.iter()
-                .map(|(k, v)| format!("{}: {}", py_str(k), py_repr(v)))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-    }
-}
-
 /// Python's `float(x)`, or the 500 it raises.
 fn py_float(v: &Value) -> Result<f64, Refusal> {
     match v {
-        Value::Bool(b) => Ok(if *b { 1.0 } else { 0.0 }),
-        Value::Number(n) => Ok(n.as_f64().unwrap_or(f64::NAN)),
+        Value::Bool(_) | Value::Number(_) => Ok(PyNum::numeric(v).map_or(f64::NAN, PyNum::float)),
         Value::String(s) => s.trim().parse::<f64>().map_err(|_| {
             http(
                 500,
@@ -401,12 +363,12 @@ fn py_int(v: &Value) -> Result<i64, Refusal> {
         )
     };
     match v {
-        Value::Bool(b) => Ok(i64::from(*b)),
-        Value::Number(n) => match n.as_i64() {
-            Some(i) => Ok(i),
+        Value::Bool(_) | Value::Number(_) => Ok(match PyNum::numeric(v) {
+            Some(PyNum::Int(i)) => i64::try_from(i).unwrap_or(i64::MAX),
             // int(5.7) truncates toward zero.
-            None => Ok(n.as_f64().unwrap_or(0.0).trunc() as i64),
-        },
+            Some(PyNum::Float(f)) => f.trunc() as i64,
+            None => 0,
+        }),
         Value::String(s) => s.trim().parse::<i64>().map_err(|_| bad(s)),
         other => Err(http(
             500,
@@ -475,7 +437,7 @@ fn sequence_bias(v: &Value) -> Result<Value, Refusal> {
     }
     if pairs
         .iter()
-        .any(|(_, b)| !matches!(b, Value::Number(n) if n.is_f64()))
+        .any(|(_, b)| !PyNum::of_value(b).is_some_and(PyNum::is_float))
     {
         return Err(http(
             500,

@@ -266,11 +266,7 @@ fn class_default_4x(key: &str) -> Value {
 
 /// Python's `==` on the objects `json.loads` makes (`True == 1`, `1 == 1.0`).
 fn py_eq(a: &Value, b: &Value) -> bool {
-    let num = |v: &Value| match v {
-        Value::Bool(b) => Some(if *b { 1.0 } else { 0.0 }),
-        Value::Number(n) => n.as_f64(),
-        _ => None,
-    };
+    let num = |v: &Value| parity_core::py::PyNum::numeric(v).map(parity_core::py::PyNum::float);
     match (num(a), num(b)) {
         (Some(x), Some(y)) => x == y,
         (None, None) => match (a, b) {

@@ -22,6 +22,7 @@ pub mod metrics;
 pub mod mt19937;
 pub mod murmur3;
 pub mod params;
+pub mod py;
 pub mod python_random;
 pub mod record;
 pub mod recording;

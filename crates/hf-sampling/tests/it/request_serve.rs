@@ -107,10 +107,7 @@ fn check_effective(what: &str, effective: &Value, p: &GenerationParams) {
     );
     assert_eq!(
         f("max_new_tokens"),
-        p.constraints
-            .max_new_tokens
-            .as_ref()
-            .and_then(|n| n.as_f64()),
+        p.constraints.max_new_tokens.map(|n| n.float()),
         "{what}: max_new_tokens"
     );
     let bias = Some(&effective["sequence_bias"]).filter(|v| !v.is_null());
