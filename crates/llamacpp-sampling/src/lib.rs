@@ -45,6 +45,7 @@
 
 #![deny(missing_docs)]
 
+mod backend;
 mod chain;
 pub mod defaults;
 mod engine;
