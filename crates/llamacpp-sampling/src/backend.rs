@@ -277,8 +277,10 @@ fn apply(s: &Sampler, row: Row) -> Result<Row, Error> {
 
 /// `llama_sampler_logit_bias_backend_apply` (lines 3944–3978): zeros with
 /// each bias written at its token's position (`ggml_set_rows`, in order:
-/// the last of repeated tokens wins), added to the logits. The chain puts
-/// logit bias first (`common_sampler_init`), where positions are token ids.
+/// the last of repeated tokens wins, as with one thread: ggml splits the
+/// rows over the server's threads, so with several a repeated token may get
+/// either bias), added to the logits. The chain puts logit bias first
+/// (`common_sampler_init`), where positions are token ids.
 fn logit_bias(mut row: Row, biases: &[(i32, f32)]) -> Result<Row, Error> {
     let mut add = vec![0.0f32; row.logits.len()];
     for &(token, bias) in biases {
@@ -327,7 +329,7 @@ fn top_k(row: Row, k: i32) -> Result<Row, Error> {
     let k = usize::try_from(k).unwrap_or(0);
     if k > n {
         return Err(Error::new(format_args!(
-            "`top_k` = {k} with backend sampling: ggml_top_k asserts k <= {n} (the {n} candidates it is given; ggml/src/ggml.c line 5472: GGML_ASSERT(a->ne[0] >= k) failed) and llama-server aborts; the CPU chain clamps k instead"
+            "`top_k` = {k} with backend sampling: ggml_top_k asserts k <= {n}, the length of the row it is given (the vocabulary size when top-k comes first), and llama-server aborts (ggml/src/ggml.c line 5472: GGML_ASSERT(a->ne[0] >= k) failed); the CPU chain clamps k instead"
         )));
     }
     let data = &row.logits;
@@ -579,6 +581,17 @@ mod tests {
         assert_eq!(r.candidates, Some(vec![2, 1, 3]));
         let e = top_k(row, 5).expect_err("k > 4").to_string();
         assert!(e.contains("`top_k` = 5") && e.contains("k <= 4"), "{e}");
+        // greedy temperature before top-k leaves one candidate: any k > 1 aborts
+        let one = temp(
+            Row {
+                logits: vec![1.0, 4.0, 3.0, 2.0],
+                candidates: None,
+            },
+            0.0,
+        );
+        assert_eq!(one.candidates, Some(vec![1]));
+        let e = top_k(one, 2).expect_err("k > 1").to_string();
+        assert!(e.contains("k <= 1") && e.contains("aborts"), "{e}");
     }
 
     #[test]
