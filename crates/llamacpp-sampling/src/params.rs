@@ -191,6 +191,11 @@ impl ServerParams {
             ("samplers", Value::from(samplers)),
         ]
         .into_iter()
+        // only when on: the CPU chain is what every other request runs
+        .chain(
+            self.uses_backend_sampling()
+                .then(|| ("backend_sampling", Value::from(true))),
+        )
         .map(|(k, v)| (k.to_string(), v))
         .collect()
     }
