@@ -205,6 +205,11 @@ impl PenaltyCounts {
         }
         Self { counts }
     }
+
+    /// How often `id` is in the window (0: not in it).
+    pub(crate) fn count(&self, id: i32) -> i32 {
+        self.counts.get(&id).copied().unwrap_or(0)
+    }
 }
 
 /// One sampler of the chain, with the parameters `common_sampler_init` gave

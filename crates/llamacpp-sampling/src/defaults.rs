@@ -13,6 +13,8 @@
 //!   `--top-k` (a `--` argument's `_` become `-`, line 824). `--sampler-seq`
 //!   does **not** set the `SAMPLERS` bit, so a model's
 //!   `general.sampling.sequence` replaces it; `--samplers` does set it.
+//!   `-bs`/`--backend-sampling` (no value, lines 2306–2311) turns
+//!   `backend_sampling` on for every request that leaves it out.
 //! * The model file: common/common.cpp `common_init_sampler_from_model`
 //!   (lines 1118–1176) reads, for every field whose bit is unset,
 //!   `general.sampling.{sequence, top_k, top_p, min_p, xtc_probability,
@@ -152,6 +154,8 @@ const FLAGS: &[&str] = &[
     "--sampling-seq",
     "-s",
     "--seed",
+    "-bs",
+    "--backend-sampling",
 ];
 
 impl ServerDefaults {
@@ -196,6 +200,14 @@ impl ServerDefaults {
                     "--server-args: `{raw}` is not modelled (only llama-server's sampling flags that shape the distribution reproduced are: {}; mirostat, DRY and grammars replace or need what is not reproduced, and other flags do not change sampling, so leave them out)",
                     FLAGS.join(" ")
                 )));
+            }
+            if matches!(flag.as_str(), "-bs" | "--backend-sampling") {
+                // common/arg.cpp lines 2306-2311 (2309-2314 at b11434): no
+                // value, sets the default of the request's `backend_sampling`
+                self.params.backend_sampling = true;
+                self.sources
+                    .insert("backend_sampling", FieldSource::OperatorFlag);
+                continue;
             }
             let Some(value) = args.next() else {
                 return Err(Error::new(format_args!(

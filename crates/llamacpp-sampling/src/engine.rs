@@ -16,6 +16,7 @@
 
 use parity_core::{Context, Distribution, Error, Logits, Precision};
 
+use crate::backend;
 use crate::chain::{Candidates, Dist, PenaltyCounts, Sampler, XtcBranch, xtc_applied_weight};
 use crate::mt::Mt19937;
 use crate::params::{DEFAULT_SEED, SamplerType, ServerParams};
@@ -172,10 +173,10 @@ pub(crate) fn context_ids(context: &Context<'_>, n_vocab: usize) -> Result<Vec<i
         .collect()
 }
 
-/// One pass of the chain (without `dist`) over fresh candidates. Returns the
-/// candidates and whether XTC reached its random draw.
-fn pass(chain: &[Sampler], logits: &[f32], branch: XtcBranch) -> (Candidates, Option<f32>) {
-    let mut cur = Candidates::from_logits(logits);
+/// One pass of the chain (without `dist`) over a copy of `start`. Returns
+/// the candidates and whether XTC reached its random draw.
+fn pass(chain: &[Sampler], start: &Candidates, branch: XtcBranch) -> (Candidates, Option<f32>) {
+    let mut cur = start.clone();
     let mut xtc = None;
     for s in chain {
         if s.apply(&mut cur, branch)
@@ -197,10 +198,16 @@ pub(crate) struct Outcome {
 }
 
 pub(crate) fn outcome(chain: &[Sampler], logits: &[f32]) -> Outcome {
-    let (skip, xtc) = pass(chain, logits, XtcBranch::Skipped);
+    outcome_from(chain, &Candidates::from_logits(logits))
+}
+
+/// [`outcome`] over a given candidate array (backend sampling's CPU
+/// remainder starts from what the backend left).
+pub(crate) fn outcome_from(chain: &[Sampler], start: &Candidates) -> Outcome {
+    let (skip, xtc) = pass(chain, start, XtcBranch::Skipped);
     let skipped = Dist::new(&skip);
     let applied = xtc.map(|probability| {
-        let (app, _) = pass(chain, logits, XtcBranch::Applied);
+        let (app, _) = pass(chain, start, XtcBranch::Applied);
         (
             xtc_applied_weight(probability),
             probability,
@@ -279,27 +286,42 @@ pub(crate) fn distribution(
     let n_vocab = logits.len();
     let ids = context_ids(context, n_vocab)?;
     let chain = build(p, n_vocab, &ids)?;
-    let out = outcome(&chain, &logits);
-    let mut dist = out.distribution(n_vocab);
-    if let Some(n) = p.draws {
-        if p.seed == DEFAULT_SEED {
-            return Err(Error::new(
-                "`draws` needs a `seed`: without one (or with -1) llama.cpp picks a random seed per request",
-            ));
-        }
-        dist = dist.with_tokens(out.draws(p.seed, n));
+    if p.draws.is_some() && p.seed == DEFAULT_SEED {
+        return Err(Error::new(
+            "`draws` needs a `seed`: without one (or with -1) llama.cpp picks a random seed per request",
+        ));
     }
+    let mut dist = if p.uses_backend_sampling() {
+        let out = backend::outcome(&chain, &logits)?;
+        let dist = out.distribution(n_vocab);
+        match p.draws {
+            Some(n) => dist.with_tokens(out.draws(p.seed, n)),
+            None => dist,
+        }
+    } else {
+        let out = outcome(&chain, &logits);
+        let dist = out.distribution(n_vocab);
+        match p.draws {
+            Some(n) => dist.with_tokens(out.draws(p.seed, n)),
+            None => dist,
+        }
+    };
     // the logits after logit bias and penalties, for comparing penalty scopes
     let pre: Vec<&Sampler> = chain
         .iter()
         .filter(|s| matches!(s, Sampler::LogitBias(_) | Sampler::Penalties { .. }))
         .collect();
     if pre.iter().any(|s| matches!(s, Sampler::Penalties { .. })) {
-        let mut cur = Candidates::from_logits(&logits);
-        for s in pre {
-            s.apply(&mut cur, XtcBranch::Skipped);
-        }
-        dist = dist.with_penalised(cur.data.iter().map(|t| t.logit).collect());
+        let penalised = if p.uses_backend_sampling() {
+            backend::penalised(&chain, &logits)?
+        } else {
+            let mut cur = Candidates::from_logits(&logits);
+            for s in pre {
+                s.apply(&mut cur, XtcBranch::Skipped);
+            }
+            cur.data.iter().map(|t| t.logit).collect()
+        };
+        dist = dist.with_penalised(penalised);
     }
     Ok(dist)
 }

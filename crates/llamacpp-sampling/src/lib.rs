@@ -39,12 +39,18 @@
 //! Not reproduced (refused with an error that says so): DRY, `ignore_eos`,
 //! text keys in `logit_bias`, grammars and `infill` (they need the model's
 //! vocabulary or tokenizer), mirostat and `adaptive_p` (they replace `dist`),
-//! backend sampling (which samples otherwise even on ggml's CPU backend:
-//! `fixtures/llamacpp-b11434/backend-cpu.jsonl`), and suppress-token lists a
-//! GGUF may carry.
+//! and suppress-token lists a GGUF may carry.
+//!
+//! `backend_sampling: true` is llama.cpp's backend sampling as ggml's CPU
+//! backend runs it (`src/backend.rs`: the offloaded prefix of the chain computed
+//! with ggml-cpu's kernels, hand-written, then the CPU remainder), which
+//! samples otherwise than the CPU chain; checked against b11434's
+//! `fixtures/llamacpp-b11434/backend-cpu.jsonl` bit for bit. A top-k above
+//! the vocabulary aborts the real server there and is an error here.
 
 #![deny(missing_docs)]
 
+mod backend;
 mod chain;
 pub mod defaults;
 mod engine;
@@ -79,7 +85,7 @@ static LLAMA_INFO: Info = Info {
     name: "llama.cpp",
     engine: "llama.cpp 0c1e57098 (llama-cpp-python 0.3.36), llama-server /completion",
     summary: "llama-server's sampler chain: penalties, top_k 40, top_p 0.95, min_p 0.05, temperature last, then dist; exact-k ties by libstdc++ sort order",
-    verified_against: "the real llama.cpp sampler chain via llama-cpp-python 0.3.36 on every SmolLM2 and edge fixture (fixtures/llamacpp/cases.jsonl): kept sets, probabilities and 100 seeded draws per case; the same cases recorded from llama.cpp b11434 (fixtures/llamacpp-b11434) replay identically",
+    verified_against: "the real llama.cpp sampler chain via llama-cpp-python 0.3.36 on every SmolLM2 and edge fixture (fixtures/llamacpp/cases.jsonl): kept sets, probabilities and 100 seeded draws per case; the same cases recorded from llama.cpp b11434 (fixtures/llamacpp-b11434) replay identically, and with backend_sampling true its chains run on ggml's CPU backend (backend-cpu.jsonl) bit for bit",
     params: params::Completion::PARAMS,
 };
 

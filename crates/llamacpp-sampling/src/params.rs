@@ -149,9 +149,23 @@ pub struct ServerParams {
     /// `(token, bias)` before the vocabulary check.
     pub(crate) logit_bias: Vec<(i32, f32)>,
     pub(crate) draws: Option<usize>,
+    /// `backend_sampling` (common/common.h line 299: default false).
+    pub(crate) backend_sampling: bool,
+    /// `n_probs` (read only for whether backend sampling is dropped).
+    pub(crate) n_probs: i32,
+    /// `post_sampling_probs` (the same).
+    pub(crate) post_sampling_probs: bool,
 }
 
 impl ServerParams {
+    /// Whether llama-server runs this request's chain as backend sampling:
+    /// asked for, and not dropped because `n_probs` wants pre-sampling
+    /// probabilities (`tools/server/server-context.cpp` lines 1923–1928).
+    pub(crate) fn uses_backend_sampling(&self) -> bool {
+        let need_pre_sample_logits = self.n_probs > 0 && !self.post_sampling_probs;
+        self.backend_sampling && !need_pre_sample_logits
+    }
+
     /// The parameters that shape the distribution, as llama-server's
     /// `/completion` fields.
     /// Floats are written as their shortest float32 text (`0.7`, not the
@@ -177,6 +191,11 @@ impl ServerParams {
             ("samplers", Value::from(samplers)),
         ]
         .into_iter()
+        // only when on: the CPU chain is what every other request runs
+        .chain(
+            self.uses_backend_sampling()
+                .then(|| ("backend_sampling", Value::from(true))),
+        )
         .map(|(k, v)| (k.to_string(), v))
         .collect()
     }
@@ -220,6 +239,9 @@ impl Default for ServerParams {
             ],
             logit_bias: Vec::new(),
             draws: None,
+            backend_sampling: false,
+            n_probs: 0,
+            post_sampling_probs: false,
         }
     }
 }
@@ -426,13 +448,6 @@ fn ignore_eos<'de, D: Deserializer<'de>>(d: D) -> Result<Option<bool>, D::Error>
     )
 }
 
-fn backend_sampling<'de, D: Deserializer<'de>>(d: D) -> Result<Option<bool>, D::Error> {
-    refused_if_true(
-        d,
-        "`backend_sampling` = true runs the chain on the compute backend; only llama.cpp's CPU samplers are reproduced",
-    )
-}
-
 fn draws<'de, D: Deserializer<'de>>(d: D) -> Result<Option<usize>, D::Error> {
     let v = Value::deserialize(d)?;
     let n = v.as_u64().ok_or_else(|| {
@@ -527,8 +542,11 @@ parity_core::params! {
         /// `min_keep`: below 0 is an error.
         #[serde(deserialize_with = "at_least_0")]
         pub min_keep: Option<i32> ["0"] => "top_p, min_p, typical and XTC keep at least this many",
-        /// `n_probs`: type-checked, not used.
-        pub n_probs: Option<Num> ["0"] => "checked (a number); does not change the distribution",
+        /// `n_probs`: type-checked; above 0 without `post_sampling_probs`
+        /// it turns backend sampling off (the server needs pre-sampling
+        /// probabilities).
+        pub n_probs: Option<Num> ["0"]
+            => "checked (a number); above 0 without post_sampling_probs it turns backend_sampling off",
         /// `n_predict`: below -1 is an error; not used.
         #[serde(deserialize_with = "at_least_minus_1")]
         pub n_predict: Option<i32> ["-1"] => "checked (>= -1); does not change the distribution",
@@ -547,10 +565,14 @@ parity_core::params! {
         #[serde(deserialize_with = "ignore_eos")]
         pub ignore_eos: Option<bool> ["false"]
             => "only false (banning end-of-generation tokens needs the model's vocabulary)",
-        /// `backend_sampling`: only false.
-        #[serde(deserialize_with = "backend_sampling")]
+        /// `backend_sampling`: true runs the chain as ggml's CPU backend
+        /// does (crate::backend): other top-k order, no `min_keep` in top-p
+        /// and min-p, min-p strictly above its threshold, dynamic
+        /// temperature over the whole row, dist in float; a top-k above the
+        /// candidates aborts llama-server (an error here).
+        #[serde(deserialize_with = "boolean")]
         pub backend_sampling: Option<bool> ["false"]
-            => "only false (only the CPU samplers are reproduced)",
+            => "true: the chain as ggml's CPU backend runs it (top_k above the vocabulary aborts the server: an error)",
         /// `grammar`: only the empty one.
         #[serde(deserialize_with = "grammar_text")]
         pub grammar: Option<()> ["\"\""] => "only \"\" (grammars need the model's vocabulary)",
@@ -564,10 +586,11 @@ parity_core::params! {
         #[serde(deserialize_with = "boolean")]
         pub cache_prompt: Option<bool> ["true"]
             => "checked (a boolean); does not change the distribution",
-        /// `post_sampling_probs`: type-checked.
+        /// `post_sampling_probs`: type-checked; true keeps backend sampling
+        /// on with `n_probs` above 0.
         #[serde(deserialize_with = "boolean")]
         pub post_sampling_probs: Option<bool> ["false"]
-            => "checked (a boolean); does not change the distribution",
+            => "checked (a boolean); true keeps backend_sampling on with n_probs above 0",
         /// `return_tokens`: type-checked.
         #[serde(deserialize_with = "boolean")]
         pub return_tokens: Option<bool> ["false"]
@@ -635,6 +658,15 @@ impl Completion {
         }
         if let Some(d) = self.draws {
             p.draws = Some(d);
+        }
+        if let Some(b) = self.backend_sampling {
+            p.backend_sampling = b;
+        }
+        if let Some(n) = self.n_probs {
+            p.n_probs = to_i32(n);
+        }
+        if let Some(b) = self.post_sampling_probs {
+            p.post_sampling_probs = b;
         }
         // llama-server samples one token per step with the request's seed, so a
         // seeded request without `draws` replays that one draw.

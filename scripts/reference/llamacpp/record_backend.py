@@ -16,9 +16,10 @@ It records into fixtures/llamacpp-b11434/backend-cpu.jsonl, per case, what
 record.py records (the final candidates with p > 0, `size`, `DRAWS` seeded
 draws; each draw is one more graph computation, as each decode is) plus
 `offloaded`: whether the whole chain ran on the backend. The header names the
-build. crates/llamacpp-sampling/tests/it/backend.rs compares it with the
-`llama.cpp` semantics (the CPU chain, which replays this build's
-cases.jsonl exactly).
+build. crates/llamacpp-sampling/tests/it/backend.rs replays it with the
+`llama.cpp` semantics given `backend_sampling: true` (crates/llamacpp-sampling/
+src/backend.rs), and compares it with the CPU chain (the same semantics
+without it, which replays this build's cases.jsonl exactly).
 
 Usage (after scripts/reference/llamacpp/setup-build.sh b11434, which also
 builds the harness):

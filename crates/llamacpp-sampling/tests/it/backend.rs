@@ -1,10 +1,11 @@
-//! Backend sampling against the CPU chain. fixtures/llamacpp-b11434/backend-cpu.jsonl
-//! holds llama.cpp b11434's chains run the way `--backend-sampling` runs them,
-//! on ggml's CPU backend (scripts/reference/llamacpp/record_backend.py), for
-//! every case record.py records. The `llama.cpp` semantics models the CPU
-//! chain (and refuses `backend_sampling: true`); these tests measure where the
-//! backend samples otherwise, and check each cause docs/engines/llamacpp.md
-//! ("Backend sampling") names, with the figures it quotes.
+//! Backend sampling. fixtures/llamacpp-b11434/backend-cpu.jsonl holds
+//! llama.cpp b11434's chains run the way `--backend-sampling` runs them, on
+//! ggml's CPU backend (scripts/reference/llamacpp/record_backend.py), for
+//! every case record.py records. The `llama.cpp` semantics with
+//! `backend_sampling: true` (crate::backend) replays every case; without it
+//! (the CPU chain) these tests measure where the backend samples otherwise,
+//! and check each cause docs/engines/llamacpp.md ("Backend sampling")
+//! names, with the figures it quotes.
 
 use std::collections::{HashMap, HashSet};
 
@@ -301,20 +302,154 @@ fn each_documented_cause_is_in_the_recording() {
     assert!(c.case.tokens.iter().all(|&t| t == 3));
 }
 
+/// The cases whose recorded distribution is XTC 0.5's two branches mixed:
+/// record_backend.py records each branch by building the chain with XTC's
+/// probability 1 (applied) and 0 (skipped); at 0 `llama_sampler_init_xtc`
+/// returns an empty sampler, so that chain runs whole on the backend (float
+/// softmax, ggml's dist), while the real chain's skipped branch runs XTC's
+/// CPU remainder (CPU dist, double sums). The recorded mixture is therefore
+/// not the real one; each branch is compared with the chain it was recorded
+/// from instead, and the draws (the real chain, both branches) token for
+/// token. These are the cases where the two mixtures differ (by at most
+/// 2e-7, the float against the double softmax of the skipped branch); on
+/// edge/int_ties_v1000 both branches keep one token and agree.
+const XTC_MIXTURE_DIFFERS: [(&str, &str); 6] = [
+    ("smollm2/hello_k0", "xtc05"),
+    ("smollm2/hello_k17", "xtc05"),
+    ("smollm2/hello_k7", "xtc05"),
+    ("smollm2/write_k0", "xtc05"),
+    ("smollm2/write_k60", "xtc05"),
+    ("smollm2/write_k7", "xtc05"),
+];
+
+fn with_backend(request: &Map<String, Value>) -> Map<String, Value> {
+    let mut m = request.clone();
+    m.insert("backend_sampling".into(), json!(true));
+    m
+}
+
 #[test]
-fn the_semantics_refuses_backend_sampling() {
-    let params = json!({"backend_sampling": true});
-    let err = LlamaCpp
-        .parse_params(params.as_object().expect("object"))
-        .expect_err("backend sampling is not reproduced");
-    assert!(err.to_string().contains("backend_sampling"), "{err}");
-    // false is the CPU chain the semantics is
-    let params = json!({"backend_sampling": false});
-    assert!(
-        LlamaCpp
-            .parse_params(params.as_object().expect("object"))
-            .is_ok()
+fn backend_sampling_replays_every_recorded_case() {
+    // `backend_sampling: true` (crate::backend) against every case of the
+    // recording: aborts as errors, kept sets, probabilities and all 100
+    // seeded draws
+    let (h, cases) = load();
+    let fx = fixtures(cases.iter().map(|c| c.fixture.as_str()));
+    let (mut aborted, mut ran, mut draws, mut same_draws) = (0, 0, 0, 0);
+    let mut max_dp: f64 = 0.0;
+    let mut mixed = Vec::new();
+    for c in &cases {
+        let f = &fx[&c.fixture];
+        let vocab = f.logits.len();
+        let request = with_backend(&with_replay(&c.request, c.seed, h.draws));
+        let what = format!("{} / {}", c.fixture, c.name);
+        let result = run(&request, f);
+        if c.abort.is_some() {
+            let err = result.expect_err(&what).to_string();
+            let k = c
+                .request
+                .get("top_k")
+                .map_or("40".to_string(), Value::to_string);
+            assert!(err.contains("aborts"), "{what}: {err}");
+            assert!(err.contains(&format!("`top_k` = {k}")), "{what}: {err}");
+            assert!(err.contains(&format!("k <= {vocab}")), "{what}: {err}");
+            assert!(
+                err.contains("GGML_ASSERT(a->ne[0] >= k) failed"),
+                "{what}: {err}"
+            );
+            aborted += 1;
+            continue;
+        }
+        let d = result.unwrap_or_else(|e| panic!("{what}: {e}"));
+        ran += 1;
+        let tokens = d.tokens().expect("draws asked for");
+        draws += tokens.len();
+        same_draws += tokens.iter().zip(&c.tokens).filter(|(a, b)| a == b).count();
+        assert_eq!(tokens, c.tokens.as_slice(), "{what}: draws");
+        match (&c.xtc_applied, &c.xtc_skipped) {
+            (Some(applied), Some(skipped)) => {
+                let w = (2_147_483_648.0 + 129.0) / 4_294_967_296.0;
+                let a = expected(&applied.ids, &applied.p, vocab);
+                let s = expected(&skipped.ids, &skipped.p, vocab);
+                let recorded: Vec<f64> = a
+                    .iter()
+                    .zip(&s)
+                    .map(|(a, s)| w * a + (1.0 - w) * s)
+                    .collect();
+                assert_eq!(kept(d.probs()), kept(&recorded), "{what}: kept set");
+                let dp = max_diff(d.probs(), &recorded);
+                if dp > 0.0 {
+                    assert!(dp < 2e-7, "{what}: {dp:e}");
+                    mixed.push((c.fixture.as_str(), c.name.as_str()));
+                }
+                for (q, b) in [(1.0, applied), (0.0, skipped)] {
+                    let mut r = request.clone();
+                    r.insert("xtc_probability".into(), json!(q));
+                    let branch = run(&r, f).unwrap_or_else(|e| panic!("{what}: {e}"));
+                    let want = expected(&b.ids, &b.p, vocab);
+                    assert_eq!(kept(branch.probs()), kept(&want), "{what}: xtc {q}");
+                    let dp = max_diff(branch.probs(), &want);
+                    max_dp = max_dp.max(dp);
+                }
+            }
+            _ => {
+                let want = expected(&c.ids, &c.p, vocab);
+                assert_eq!(kept(d.probs()), kept(&want), "{what}: kept set");
+                max_dp = max_dp.max(max_diff(d.probs(), &want));
+            }
+        }
+    }
+    eprintln!(
+        "backend sampling: {ran} ran, {aborted} aborted; {same_draws} of {draws} draws; max |dp| {max_dp:e}"
     );
+    assert_eq!((ran, aborted), (448, 514));
+    assert_eq!((same_draws, draws), (44_800, 44_800));
+    // bit for bit: ggml's expf, the softmax's block sums, the fused
+    // multiply-add of the dynamic temperature (an unfused one puts
+    // smollm2/hello_k7 dynatemp 9.5e-7 off; libm's expf in the softmax
+    // blocks leaves 116 cases off by a float rounding)
+    assert_eq!(max_dp, 0.0);
+    assert_eq!(mixed, XTC_MIXTURE_DIFFERS);
+}
+
+#[test]
+fn backend_sampling_is_what_the_request_asks_for() {
+    // the top-k order case: the CPU chain and the backend draw otherwise
+    // (each_documented_cause_is_in_the_recording); the semantics follows the
+    // field, and n_probs > 0 without post_sampling_probs turns it off
+    // (tools/server/server-context.cpp lines 1923-1928)
+    let (_, cases) = load();
+    let c = cases
+        .iter()
+        .find(|c| c.fixture == "smollm2/hello_k0" && c.name == "unknown_sampler_dropped")
+        .expect("recorded");
+    let f = &fixtures([c.fixture.as_str()])[&c.fixture];
+    let base = with_replay(&c.request, c.seed, c.tokens.len());
+    let tokens = |extra: Value| {
+        let mut r = base.clone();
+        r.extend(extra.as_object().expect("object").clone());
+        run(&r, f).expect("runs").tokens().expect("draws").to_vec()
+    };
+    let backend = tokens(json!({"backend_sampling": true}));
+    assert_eq!(backend, c.tokens);
+    assert_ne!(tokens(json!({"backend_sampling": false})), c.tokens);
+    assert_ne!(
+        tokens(json!({"backend_sampling": true, "n_probs": 5})),
+        c.tokens
+    );
+    assert_eq!(
+        tokens(json!({"backend_sampling": true, "n_probs": 5, "post_sampling_probs": true})),
+        c.tokens
+    );
+    assert_eq!(
+        tokens(json!({"backend_sampling": true, "n_probs": 0})),
+        c.tokens
+    );
+    // still a boolean
+    let err = LlamaCpp
+        .parse_params(json!({"backend_sampling": 1}).as_object().expect("object"))
+        .expect_err("not a boolean");
+    assert!(err.to_string().contains("backend_sampling"), "{err}");
 }
 
 #[derive(Debug, Deserialize)]
@@ -393,4 +528,74 @@ fn the_real_server_agrees_with_the_harness() {
     assert_eq!(r.abort["server_died"], json!(true));
     assert_eq!(r.abort["returncode"], json!(-6));
     assert_eq!(r.abort["asserts"], json!(["(a->ne[0] >= k) failed"]));
+}
+
+/// The token dist draws at step `i` (the i-th uniform of `seed`) over
+/// `kept` in that array order, with backend sampling or without.
+fn replayed_draw(kept: &[(i64, f64)], i: usize, seed: u32, backend: bool) -> i64 {
+    let logits: Vec<f32> = kept.iter().map(|t| (t.1 as f32).ln()).collect();
+    let request = json!({
+        "samplers": [], "backend_sampling": backend, "seed": seed, "draws": i + 1,
+    });
+    let params = LlamaCpp
+        .parse_params(request.as_object().expect("object"))
+        .expect("parses");
+    let ctx = parity_core::Context::new(&[], None).expect("context");
+    let d = LlamaCpp
+        .distribution(&parity_core::Logits::from_f32(&logits), &ctx, &params)
+        .expect("runs");
+    kept[d.tokens().expect("draws")[i] as usize].0
+}
+
+#[test]
+fn the_real_servers_draws_are_each_dists_draws() {
+    // server-backend.json has no logits, only each step's token and its 8
+    // most probable post-sampling candidates. Where those are all the
+    // candidates the chain kept (fewer than 8, or a zero among them), the
+    // draw can be replayed: dist alone (`"samplers": []`) over the logits
+    // ln p (whose softmax gives p back within float rounding, not bit for
+    // bit) in the array order the chain leaves them, with the
+    // step's uniform (the i-th of the seeded mt19937, one per token). The
+    // CPU chain leaves them sorted by probability (its top-k sorts); on the
+    // backend top-p re-sorts (`ggml_argsort`), and without it top-k's order
+    // has the first two swapped (`ggml_top_k`). Both servers' tokens follow.
+    let text = std::fs::read_to_string(
+        crate::recorded::root().join("llamacpp-b11434/server-backend.json"),
+    )
+    .expect("committed");
+    let r: ServerRecording = serde_json::from_str(&text).expect("parses");
+    let seed = 1234;
+    let (mut replayed, mut matched, mut other_order_differs) = (0, 0, 0);
+    for c in &r.cases {
+        for (steps, backend) in [(&c.cpu, false), (&c.backend, true)] {
+            for (i, s) in steps.iter().enumerate() {
+                let kept: Vec<(i64, f64)> = s.top.iter().copied().filter(|t| t.1 > 0.0).collect();
+                if kept.len() == 8 {
+                    continue; // more candidates may be left
+                }
+                let mut order = kept.clone();
+                let mut other = kept.clone();
+                if backend && c.name == "top_k5_no_top_p" {
+                    order.swap(0, 1);
+                } else if c.name == "top_k5_no_top_p" {
+                    other.swap(0, 1);
+                }
+                replayed += 1;
+                let token = replayed_draw(&order, i, seed, backend);
+                assert_eq!(token, s.id, "{} backend {backend} step {i}", c.name);
+                matched += 1;
+                if c.name == "top_k5_no_top_p" && replayed_draw(&other, i, seed, backend) != s.id {
+                    other_order_differs += 1;
+                }
+            }
+        }
+    }
+    eprintln!(
+        "server steps replayed: {matched} of {replayed}; top_k5_no_top_p in the other order: {other_order_differs} of 48 steps differ"
+    );
+    // server_defaults 4 + 4 steps, t07 17 + 17, top_k5_no_top_p 24 + 24,
+    // min_keep 24 + 24, dynatemp 9 + 11, greedy 24 + 24
+    assert_eq!((matched, replayed), (206, 206));
+    // the order is what decides: swapped on the CPU, unswapped on the backend, tokens change
+    assert!(other_order_differs > 0);
 }

@@ -98,3 +98,39 @@ fn flags_are_read_as_llama_server_reads_them() {
         assert!(e.contains(says), "{flags}: {e}");
     }
 }
+
+#[test]
+fn the_backend_sampling_flag_is_the_default_of_the_request_field() {
+    // -bs / --backend-sampling (common/arg.cpp): no value; a request's own
+    // `backend_sampling` still decides
+    let server = LlamaServer::new(ServerDefaults::new(None, Some("-bs --top-k 5")).expect("valid"));
+    let (p, sources) = route(&server, json!({}));
+    assert_eq!(p["backend_sampling"], json!(true));
+    assert_eq!(p["top_k"], json!(5));
+    assert_eq!(
+        source(&sources, "backend_sampling"),
+        FieldSource::OperatorFlag
+    );
+    let (p, _) = route(&server, json!({"backend_sampling": false}));
+    assert!(!p.contains_key("backend_sampling"), "{p:?}");
+    let (p, sources) = route(
+        &LlamaServer::new(ServerDefaults::new(None, Some("--backend-sampling")).expect("valid")),
+        json!({"backend_sampling": true}),
+    );
+    assert_eq!(p["backend_sampling"], json!(true));
+    assert_eq!(source(&sources, "backend_sampling"), FieldSource::Request);
+    // n_probs without post_sampling_probs turns it off (the field is not shown)
+    let (p, _) = route(&server, json!({"n_probs": 3}));
+    assert!(!p.contains_key("backend_sampling"), "{p:?}");
+    // the default top_k 40 above a 3-token vocabulary: the server would abort
+    let params = server.parse_params(&Map::new()).expect("parses");
+    let ctx = parity_core::Context::new(&[], None).expect("context");
+    let err = server
+        .distribution(
+            &parity_core::Logits::from_f32(&[1.0, 2.0, 3.0]),
+            &ctx,
+            &params,
+        )
+        .expect_err("top-k 5 > 3");
+    assert!(err.to_string().contains("aborts"), "{err}");
+}
