@@ -83,7 +83,7 @@ pub use fast::{Dispatch, HfSampler, SamplerStep, StepPath};
 pub use fragile::fragile;
 pub use params::{
     GenerationConfig, GenerationParams, IgnoredFlag, ignored_flags_warning, ignored_sampling_flags,
-    resolve,
+    resolve, resolve_sampling,
 };
 pub(crate) use processors::Processor;
 pub use request::{

@@ -434,6 +434,24 @@ pub fn resolve(
     Ok(p)
 }
 
+/// The sampling values transformers runs `kwargs` with: [`resolve`] on the
+/// sampling keys alone (with this crate's `transformers` and `passed`
+/// picks), so a kwarg outside them (a processor or search option that a
+/// caller blocks or explains on its own) does not stop it. What a port to
+/// another engine spells out: an unset or `null` value is transformers'
+/// default, `top_k` 0 or `null` is off.
+pub fn resolve_sampling(kwargs: &Map<String, Value>) -> Result<GenerationParams, HfError> {
+    let sampling: Map<String, Value> = kwargs
+        .iter()
+        .filter(|(k, _)| {
+            SAMPLING_KEYS.contains(&k.as_str())
+                || [version::VERSION_KEY, version::PASSED_KEY].contains(&k.as_str())
+        })
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    resolve(&sampling, None)
+}
+
 fn resolve_kwargs(
     transformers: TransformersVersion,
     kwargs: &Map<String, Value>,

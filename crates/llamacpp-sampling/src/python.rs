@@ -700,19 +700,17 @@ const PY_RECIPE: &str = "every filter sent with transformers' values (create_com
 /// repetition penalty, cannot be matched.
 fn matching_call(kwargs: &Map<String, Value>) -> Result<Map<String, Value>, Vec<String>> {
     let mut blocked = crate::translate::unmatched(kwargs);
-    let f = |key: &str| kwargs.get(key).and_then(Value::as_f64);
-    let sample = kwargs.get("do_sample").and_then(Value::as_bool) == Some(true);
-    if let Some(r) = f("repetition_penalty").filter(|&r| r != 1.0) {
+    // What transformers runs with (an unset or `null` kwarg is its default).
+    let hf = hf_sampling::resolve_sampling(kwargs)
+        .map_err(|e| vec![format!("transformers refuses these kwargs: {e}")])?;
+    let sample = hf.do_sample;
+    if let Some(r) = Some(hf.repetition_penalty).filter(|&r| r != 1.0) {
         blocked.push(format!(
             "repetition_penalty = {r}: llama-cpp-python penalises only the tokens it generated (never the prompt), transformers the whole sequence"
         ));
     }
-    let t = f("temperature").unwrap_or(1.0);
-    let (top_p, min_p, typical) = (
-        f("top_p").unwrap_or(1.0),
-        f("min_p").unwrap_or(0.0),
-        f("typical_p").unwrap_or(1.0),
-    );
+    let t = hf.temperature;
+    let (top_p, min_p, typical) = (hf.top_p, hf.min_p.unwrap_or(0.0), hf.typical_p);
     if sample && t != 1.0 && (top_p < 1.0 || min_p > 0.0 || typical < 1.0) {
         blocked.push(format!(
             "temperature {t} with top_p/min_p/typical_p: llama-cpp-python's chain applies the temperature after them, transformers before"
@@ -724,10 +722,7 @@ fn matching_call(kwargs: &Map<String, Value>) -> Result<Map<String, Value>, Vec<
     let mut m = Map::new();
     if sample {
         m.insert("temperature".into(), json!(t));
-        m.insert(
-            "top_k".into(),
-            json!(kwargs.get("top_k").and_then(Value::as_i64).unwrap_or(50)),
-        );
+        m.insert("top_k".into(), json!(hf.top_k.unwrap_or(0)));
         m.insert("top_p".into(), json!(top_p));
         m.insert("min_p".into(), json!(min_p));
         m.insert("typical_p".into(), json!(typical));

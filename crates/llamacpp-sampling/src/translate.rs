@@ -47,8 +47,10 @@ pub fn matching_request(
     if !blocked.is_empty() {
         return Err(blocked);
     }
-    let f = |key: &str| kwargs.get(key).and_then(Value::as_f64);
-    let sample = kwargs.get("do_sample").and_then(Value::as_bool) == Some(true);
+    // What transformers runs with: an unset or `null` kwarg is its default,
+    // top-k off (`0` or `null`) is llama.cpp's 0.
+    let hf = hf_sampling::resolve_sampling(kwargs)
+        .map_err(|e| vec![format!("transformers refuses these kwargs: {e}")])?;
     let mut m = Map::new();
     m.insert(
         "samplers".into(),
@@ -61,25 +63,19 @@ pub fn matching_request(
             "typ_p"
         ]),
     );
-    if sample {
-        m.insert("temperature".into(), json!(f("temperature").unwrap_or(1.0)));
-        m.insert(
-            "top_k".into(),
-            json!(kwargs.get("top_k").and_then(Value::as_i64).unwrap_or(50)),
-        );
-        m.insert("top_p".into(), json!(f("top_p").unwrap_or(1.0)));
-        m.insert("min_p".into(), json!(f("min_p").unwrap_or(0.0)));
-        m.insert("typical_p".into(), json!(f("typical_p").unwrap_or(1.0)));
+    if hf.do_sample {
+        m.insert("temperature".into(), json!(hf.temperature));
+        m.insert("top_k".into(), json!(hf.top_k.unwrap_or(0)));
+        m.insert("top_p".into(), json!(hf.top_p));
+        m.insert("min_p".into(), json!(hf.min_p.unwrap_or(0.0)));
+        m.insert("typical_p".into(), json!(hf.typical_p));
     } else {
         m.insert("temperature".into(), json!(0.0));
         m.insert("top_k".into(), json!(0));
         m.insert("top_p".into(), json!(1.0));
         m.insert("min_p".into(), json!(0.0));
     }
-    m.insert(
-        "repeat_penalty".into(),
-        json!(f("repetition_penalty").unwrap_or(1.0)),
-    );
+    m.insert("repeat_penalty".into(), json!(hf.repetition_penalty));
     m.insert("repeat_last_n".into(), json!(repeat_last_n.max(1)));
     Ok(m)
 }
@@ -217,5 +213,20 @@ mod tests {
             (r["temperature"].as_f64(), r["top_k"].as_i64()),
             (Some(0.0), Some(0))
         );
+    }
+
+    #[test]
+    fn the_request_spells_out_what_transformers_resolves() {
+        // `top_k: null` is transformers' top-k off (generation/utils.py adds
+        // TopKLogitsWarper only for a top_k that is not None and != 0), not
+        // its default 50: llama.cpp's off is 0. An unset top_k is the 50.
+        let top_k = |kw: Value| matching_request(&map(kw), 10).expect("matchable")["top_k"].clone();
+        assert_eq!(top_k(json!({"do_sample": true, "top_k": null})), json!(0));
+        assert_eq!(top_k(json!({"do_sample": true, "top_k": 0})), json!(0));
+        assert_eq!(top_k(json!({"do_sample": true})), json!(50));
+        // A null temperature is transformers' default 1.0.
+        let r = matching_request(&map(json!({"do_sample": true, "temperature": null})), 10)
+            .expect("matchable");
+        assert_eq!(r["temperature"], json!(1.0));
     }
 }

@@ -225,26 +225,20 @@ impl Semantics for MlxLm {
     }
 }
 
-fn kw_f64(kwargs: &Map<String, Value>, k: &str) -> Option<f64> {
-    kwargs.get(k).and_then(Value::as_f64)
-}
-
-/// The transformers settings these kwargs run with: (sampling, T, top_k,
-/// top_p, min_p), with `generate`'s defaults (T 1, top_k 50, top_p 1).
-fn transformers_setting(kwargs: &Map<String, Value>) -> (bool, f64, i64, f64, f64) {
-    let sampling = kwargs.get("do_sample") == Some(&Value::Bool(true));
-    let t = kw_f64(kwargs, "temperature").unwrap_or(1.0);
-    let k = match kwargs.get("top_k") {
-        None => 50,
-        Some(v) => v.as_i64().unwrap_or(0),
-    };
-    (
-        sampling,
-        t,
-        k,
-        kw_f64(kwargs, "top_p").unwrap_or(1.0),
-        kw_f64(kwargs, "min_p").unwrap_or(0.0),
-    )
+/// The transformers settings these kwargs run with, as transformers
+/// resolves them ([`hf_sampling::resolve_sampling`]: an unset or `null` value is its
+/// default): (sampling, T, top_k (0 = off), top_p, min_p (0 = off),
+/// repetition penalty); `None` when transformers refuses the kwargs.
+fn transformers_setting(kwargs: &Map<String, Value>) -> Option<(bool, f64, i64, f64, f64, f64)> {
+    let p = hf_sampling::resolve_sampling(kwargs).ok()?;
+    Some((
+        p.do_sample,
+        p.temperature,
+        p.top_k.map_or(0, |k| i64::try_from(k).unwrap_or(i64::MAX)),
+        p.top_p,
+        p.min_p.unwrap_or(0.0),
+        p.repetition_penalty,
+    ))
 }
 
 /// The mlx-lm setup that reproduces transformers' distribution for these
@@ -252,9 +246,9 @@ fn transformers_setting(kwargs: &Map<String, Value>) -> (bool, f64, i64, f64, f6
 /// top-k and top-p, top-p and min-p only at T = 1 (mlx-lm filters before
 /// tempering); the repetition penalty over the whole context (size 0).
 fn fix(kwargs: &Map<String, Value>) -> Option<Fix> {
-    let (sampling, t, k, top_p, min_p) = transformers_setting(kwargs);
+    let (sampling, t, k, top_p, min_p, r) = transformers_setting(kwargs)?;
     let mut m = Map::new();
-    if let Some(r) = kw_f64(kwargs, "repetition_penalty").filter(|&r| r != 1.0) {
+    if r != 1.0 {
         m.insert("repetition_penalty".into(), Value::from(r));
         m.insert("repetition_context_size".into(), Value::from(0));
     }
@@ -295,7 +289,10 @@ fn fix(kwargs: &Map<String, Value>) -> Option<Fix> {
 
 fn explain(row: &Against<'_>, p: &MlxParams) -> Explanation {
     let kwargs = row.kwargs;
-    let (sampling, _, k_hf, _, _) = transformers_setting(kwargs);
+    let (sampling, k_hf, top_p_hf) = transformers_setting(kwargs)
+        .map_or((false, 0, 1.0), |(sampling, _, k, top_p, ..)| {
+            (sampling, k, top_p)
+        });
     let mut reasons = Vec::new();
     if !sampling && !p.is_greedy() {
         reasons.push(
@@ -323,7 +320,7 @@ fn explain(row: &Against<'_>, p: &MlxParams) -> Explanation {
         if p.top_k > 0 && row.transformers.kept().len() > row.this.kept().len() && k_hf == p.top_k {
             reasons.push("top-k ties: mlx-lm keeps exactly k (argpartition, lower ids win); transformers keeps every token tied with the k-th".to_string());
         }
-        if kw_f64(kwargs, "top_p") == Some(0.0) {
+        if top_p_hf == 0.0 {
             reasons.push(
                 "top_p=0: off in mlx-lm (only 0 < top_p < 1 filters); transformers keeps one token"
                     .to_string(),

@@ -562,17 +562,18 @@ fn fix(kwargs: &Map<String, Value>) -> Option<Fix> {
     if crate::translate::missing_warper(kwargs) {
         return None;
     }
-    let f = |k: &str| kwargs.get(k).and_then(Value::as_f64);
+    // What transformers runs with (an unset or `null` value its default).
+    let hf = hf_sampling::resolve_sampling(kwargs).ok()?;
     let mut m = Map::new();
     let mut text = Vec::new();
-    if let Some(r) = f("repetition_penalty").filter(|&r| r != 1.0) {
+    if let Some(r) = Some(hf.repetition_penalty).filter(|&r| r != 1.0) {
         m.insert("repeat_penalty".into(), Value::from(r));
         m.insert("repeat_last_n".into(), Value::from(-1));
         text.push(format!(
             "repeat_penalty={r}, repeat_last_n=-1 (the whole context)"
         ));
     }
-    if kwargs.get("do_sample") != Some(&Value::Bool(true)) {
+    if !hf.do_sample {
         m.insert("temperature".into(), Value::from(0.0));
         text.insert(0, "temperature=0 (greedy)".to_string());
         return Some(Fix {
@@ -580,13 +581,9 @@ fn fix(kwargs: &Map<String, Value>) -> Option<Fix> {
             params: m,
         });
     }
-    let t = f("temperature").unwrap_or(1.0);
-    let k = match kwargs.get("top_k") {
-        None => 50,
-        Some(v) => v.as_i64().unwrap_or(0),
-    };
-    let top_p = f("top_p").unwrap_or(1.0);
-    let min_p = f("min_p").unwrap_or(0.0);
+    let (t, top_p) = (hf.temperature, hf.top_p);
+    let k = hf.top_k.unwrap_or(0);
+    let min_p = hf.min_p.unwrap_or(0.0);
     m.insert("temperature".into(), Value::from(t));
     m.insert("top_k".into(), Value::from(k));
     m.insert("top_p".into(), Value::from(top_p));

@@ -320,8 +320,6 @@ fn unmatched(kwargs: &Map<String, Value>) -> Vec<String> {
 /// sampler ignores, a sampler it lacks).
 pub fn matching_options(kwargs: &Map<String, Value>) -> Result<Map<String, Value>, Vec<String>> {
     let mut blocked = unmatched(kwargs);
-    let f = |key: &str| kwargs.get(key).and_then(Value::as_f64);
-    let sample = kwargs.get("do_sample").and_then(Value::as_bool) == Some(true);
     let acting = hf_sampling::Acting::of(kwargs);
     // The value as a number prints as Rust prints it (`1.2`, `0.00001`).
     let shown = |a: &hf_sampling::Act| {
@@ -344,15 +342,16 @@ pub fn matching_options(kwargs: &Map<String, Value>) -> Result<Map<String, Value
     if !blocked.is_empty() {
         return Err(blocked);
     }
+    // What transformers runs with: an unset or `null` kwarg is its default,
+    // top-k off (`0` or `null`) is the Go sampler's 0.
+    let hf = hf_sampling::resolve_sampling(kwargs)
+        .map_err(|e| vec![format!("transformers refuses these kwargs: {e}")])?;
     let mut m = Map::new();
-    if sample {
-        m.insert("temperature".into(), json!(f("temperature").unwrap_or(1.0)));
-        m.insert(
-            "top_k".into(),
-            json!(kwargs.get("top_k").and_then(Value::as_i64).unwrap_or(50)),
-        );
-        m.insert("top_p".into(), json!(f("top_p").unwrap_or(1.0)));
-        m.insert("min_p".into(), json!(f("min_p").unwrap_or(0.0)));
+    if hf.do_sample {
+        m.insert("temperature".into(), json!(hf.temperature));
+        m.insert("top_k".into(), json!(hf.top_k.unwrap_or(0)));
+        m.insert("top_p".into(), json!(hf.top_p));
+        m.insert("min_p".into(), json!(hf.min_p.unwrap_or(0.0)));
     } else {
         m.insert("temperature".into(), json!(0.0));
     }

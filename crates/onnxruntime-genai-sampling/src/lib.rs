@@ -252,31 +252,29 @@ fn matching_search(kwargs: &Map<String, Value>) -> Result<Map<String, Value>, Ve
     blocked.extend(
         hf_sampling::Acting::of(kwargs).blocked(&chains, "ONNX Runtime GenAI has no such option"),
     );
-    let sample = kwargs.get("do_sample").and_then(Value::as_bool) == Some(true);
-    let top_k = kwargs.get("top_k").and_then(Value::as_i64).unwrap_or(50);
-    if sample && top_k == 0 {
-        blocked.push("top_k = 0: ONNX Runtime GenAI's nucleus path stops at a tail bound (and keeps one token at top_p 0); send top_k = the model's vocabulary size for the full softmax".into());
+    // What transformers runs with (an unset or `null` kwarg is its default).
+    let hf = match hf_sampling::resolve_sampling(kwargs) {
+        Ok(hf) => hf,
+        Err(e) => {
+            blocked.push(format!("transformers refuses these kwargs: {e}"));
+            return Err(blocked);
+        }
+    };
+    if hf.do_sample && hf.top_k.is_none() {
+        let given = kwargs.get("top_k").map_or("0".into(), parity_core::py::str);
+        blocked.push(format!("top_k = {given}: ONNX Runtime GenAI's nucleus path stops at a tail bound (and keeps one token at top_p 0); send top_k = the model's vocabulary size for the full softmax"));
     }
     if !blocked.is_empty() {
         return Err(blocked);
     }
     let mut m = Map::new();
-    if sample {
+    if let (true, Some(top_k)) = (hf.do_sample, hf.top_k) {
         m.insert("do_sample".into(), json!(true));
         m.insert("top_k".into(), json!(top_k));
-        m.insert(
-            "top_p".into(),
-            json!(kw_f64(kwargs, "top_p").unwrap_or(1.0)),
-        );
-        m.insert(
-            "temperature".into(),
-            json!(kw_f64(kwargs, "temperature").unwrap_or(1.0)),
-        );
+        m.insert("top_p".into(), json!(hf.top_p));
+        m.insert("temperature".into(), json!(hf.temperature));
     }
-    m.insert(
-        "repetition_penalty".into(),
-        json!(kw_f64(kwargs, "repetition_penalty").unwrap_or(1.0)),
-    );
+    m.insert("repetition_penalty".into(), json!(hf.repetition_penalty));
     if let Some(n) = kwargs
         .get("no_repeat_ngram_size")
         .and_then(Value::as_i64)
@@ -381,11 +379,11 @@ fn explain(row: &Against<'_>, p: &SearchParams) -> Explanation {
     }
     // The fix for the top_k 0 trap: every token in a top-k of the whole
     // vocabulary, softmax over all of them.
-    if sample && kw_f64(kw, "top_k") == Some(0.0) {
+    let hf = hf_sampling::resolve_sampling(kw).ok();
+    if let Some(hf) = hf.filter(|hf| hf.do_sample && hf.top_k.is_none()) {
         let mut params = search_for_generate(kw).unwrap_or_default();
         params.insert("top_k".into(), json!(n));
-        let top_p = kw_f64(kw, "top_p").unwrap_or(1.0);
-        if top_p >= 1.0 {
+        if hf.top_p >= 1.0 {
             params.remove("top_p");
         }
         fix = Some(Fix {

@@ -227,13 +227,12 @@ impl Semantics for Sglang {
     }
 }
 
-/// The kwargs transformers resolves `top_k` to when sampling: 50 unless set.
+/// The top-k transformers resolves these kwargs to when sampling
+/// ([`hf_sampling::resolve_sampling`]: its default unless set; `None` = off, or
+/// kwargs transformers refuses).
 fn hf_top_k(kwargs: &Map<String, Value>) -> Option<i64> {
-    match kwargs.get("top_k") {
-        None => Some(50),
-        Some(Value::Null) => None,
-        Some(v) => v.as_i64().filter(|&k| k > 0),
-    }
+    let k = hf_sampling::resolve_sampling(kwargs).ok()?.top_k?;
+    Some(i64::try_from(k).unwrap_or(i64::MAX))
 }
 
 /// Whether the `k`-th largest logit is tied with the `(k+1)`-th.

@@ -209,3 +209,15 @@ fn only_what_transformers_runs_blocks_a_port() {
         ["typical_p = 0.5: the Go sampler has no typical sampling"]
     );
 }
+
+/// The options spell out what transformers resolves: `top_k: null` is its
+/// top-k off (the Go sampler's 0), not its default 50, which an unset
+/// top_k is.
+#[test]
+fn a_null_top_k_is_off_not_the_default() {
+    let top_k = |kw: Value| {
+        ollama_sampling::matching_options(&map(kw)).expect("matchable")["top_k"].clone()
+    };
+    assert_eq!(top_k(json!({"do_sample": true, "top_k": null})), json!(0));
+    assert_eq!(top_k(json!({"do_sample": true})), json!(50));
+}
