@@ -759,9 +759,65 @@ impl Semantics for Ollama {
         Some(Described::Fields(params.describe()))
     }
 
+    /// llama.cpp's reasons (the chain is llama-server's), with Ollama's own
+    /// fix: its options cannot order the chain, so llama.cpp's recipe
+    /// (`samplers`) is not one ([`matching_options`]).
     fn explain(&self, row: &Against<'_>, params: &ServerParams) -> Explanation {
-        crate::explain(row, params)
+        let mut explanation = crate::explain(row, params);
+        explanation.fix = matching_options(row.kwargs, row.context.input_ids().len())
+            .ok()
+            .map(|params| parity_core::Fix {
+                text: RECIPE.into(),
+                params,
+            });
+        explanation
     }
+}
+
+/// Ollama's fix, in words.
+const RECIPE: &str = "send temperature, top_k (0 when transformers' top-k is off), top_p, min_p, typical_p and repeat_penalty with transformers' values, and repeat_last_n at least the context length (Ollama's defaults: temperature 0.8, top_k 40, top_p 0.9, repeat_last_n 64); exact except where top_k cuts a tie or top_p/min_p sit on a float rounding boundary";
+
+/// The Ollama options that reproduce transformers' `generate(**kwargs)` on
+/// the llama-server path, for a context of `context_len` ids, or what stands
+/// in the way: a sampler llama.cpp lacks ([`crate::translate::unmatched`]),
+/// or a temperature other than 1 with top-p, min-p or typical-p. Ollama
+/// sends no `samplers` (llm/llama_server.go `llamaServerCompletionRequest`),
+/// so llama-server runs its default order, temperature last
+/// (common/common.h `common_params_sampling::samplers`), where transformers
+/// tempers first; top-k keeps the same tokens at any temperature.
+fn matching_options(
+    kwargs: &Map<String, Value>,
+    context_len: usize,
+) -> Result<Map<String, Value>, Vec<String>> {
+    let mut blocked = crate::translate::unmatched(kwargs);
+    let hf = hf_sampling::resolve_sampling(kwargs)
+        .map_err(|e| vec![format!("transformers refuses these kwargs: {e}")])?;
+    let min_p = hf.min_p.unwrap_or(0.0);
+    if hf.do_sample
+        && hf.temperature != 1.0
+        && (hf.top_p < 1.0 || min_p > 0.0 || hf.typical_p < 1.0)
+    {
+        blocked.push(format!(
+            "temperature {} with top_p/min_p/typical_p: Ollama cannot order llama-server's chain, which applies the temperature after them (transformers before)",
+            hf.temperature
+        ));
+    }
+    if !blocked.is_empty() {
+        return Err(blocked);
+    }
+    let mut m = Map::new();
+    if hf.do_sample {
+        m.insert("temperature".into(), Value::from(hf.temperature));
+        m.insert("top_k".into(), Value::from(hf.top_k.unwrap_or(0)));
+        m.insert("top_p".into(), Value::from(hf.top_p));
+        m.insert("min_p".into(), Value::from(min_p));
+        m.insert("typical_p".into(), Value::from(hf.typical_p));
+    } else {
+        m.insert("temperature".into(), Value::from(0.0));
+    }
+    m.insert("repeat_penalty".into(), Value::from(hf.repetition_penalty));
+    m.insert("repeat_last_n".into(), Value::from(context_len.max(1)));
+    Ok(m)
 }
 
 #[cfg(test)]
@@ -774,6 +830,23 @@ mod tests {
             Value::Object(m) => m,
             _ => Map::new(),
         }
+    }
+
+    #[test]
+    fn the_fix_is_ollama_options_not_a_llama_server_chain() {
+        let kw = obj(json!({"do_sample": true, "temperature": 0.7, "top_k": null}));
+        let m = matching_options(&kw, 38).expect("matchable");
+        assert!(!m.contains_key("samplers"));
+        assert_eq!(
+            Value::Object(m.clone()),
+            json!({"temperature": 0.7, "top_k": 0, "top_p": 1.0, "min_p": 0.0,
+                   "typical_p": 1.0, "repeat_penalty": 1.0, "repeat_last_n": 38})
+        );
+        // Every key is an option Ollama reads.
+        assert!(Ollama::default().parse_params(&m).is_ok());
+        let kw = obj(json!({"do_sample": true, "temperature": 0.7, "top_p": 0.9}));
+        let e = matching_options(&kw, 38).expect_err("temperature last");
+        assert!(e[0].starts_with("temperature 0.7 with top_p"), "{e:?}");
     }
 
     #[test]
