@@ -34,6 +34,7 @@
 //! `repeat_penalty` 1.1, `max_tokens` 16 on `/v1/completions`; see
 //! [`routes`].
 
+use parity_core::py::PyNum;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value, json};
 
@@ -333,7 +334,7 @@ impl ServerRoute {
 /// holding one (`"0.7"`); anything else is `float_parsing`.
 fn lax_float(v: &Value) -> Option<f64> {
     match v {
-        Value::Number(n) => n.as_f64(),
+        Value::Number(n) => Some(PyNum::of(n).float()),
         Value::String(s) => s.trim().parse::<f64>().ok().filter(|x| x.is_finite()),
         _ => None,
     }
@@ -343,13 +344,12 @@ fn lax_float(v: &Value) -> Option<f64> {
 /// with no fractional part (`40.0`), or a string of digits (`"7"`).
 fn lax_int(v: &Value) -> Result<i64, &'static str> {
     match v {
-        Value::Number(n) => match (n.as_i64(), n.as_f64()) {
+        Value::Number(n) => match (PyNum::of(n).int64(), PyNum::of(n).float()) {
             (Some(i), _) => Ok(i),
-            (None, Some(x)) if x.fract() == 0.0 && x.abs() < 9.2e18 => Ok(x as i64),
-            (None, Some(_)) => Err(
+            (None, x) if x.fract() == 0.0 && x.abs() < 9.2e18 => Ok(x as i64),
+            (None, _) => Err(
                 "int_from_float: Input should be a valid integer, got a number with a fractional part",
             ),
-            _ => Err("int_parsing: Input should be a valid integer"),
         },
         Value::String(s) => python_int(s).ok_or(
             "int_parsing: Input should be a valid integer, unable to parse string as an integer",
@@ -508,7 +508,7 @@ fn server_params(route: ServerRoute, body: &Map<String, Value>) -> Result<Python
             ServerRoute::Chat => {
                 let ok = match v {
                     Value::Bool(_) => true,
-                    Value::Number(n) => n.as_f64().is_some_and(|x| x == 0.0 || x == 1.0),
+                    Value::Number(n) => [0.0, 1.0].contains(&PyNum::of(n).float()),
                     Value::String(t) => matches!(
                         t.to_ascii_lowercase().as_str(),
                         "0" | "1"

@@ -170,12 +170,7 @@ enum Ty {
 /// A JSON value as the Python value `json.loads` makes of it, when it is a
 /// number: (value, is a Python int).
 fn python_number(v: &Value) -> Option<(f64, bool)> {
-    match v {
-        Value::Bool(b) => Some((f64::from(u8::from(*b)), true)),
-        Value::Number(n) if n.is_f64() => n.as_f64().map(|x| (x, false)),
-        Value::Number(n) => n.as_f64().map(|x| (x, true)),
-        _ => None,
-    }
+    parity_core::py::PyNum::numeric(v).map(|n| (n.float(), !n.is_float()))
 }
 
 /// `APIHandler._validate(name, type, min_val, max_val, optional)` on a
@@ -205,7 +200,9 @@ fn validate(
             _ => return Err(type_error("int")),
         },
         Ty::Float => match v {
-            Value::Number(n) if n.is_f64() => n.as_f64().unwrap_or(f64::NAN),
+            Value::Number(n) if parity_core::py::PyNum::of(n).is_float() => {
+                parity_core::py::PyNum::of(n).float()
+            }
             _ => return Err(type_error("float")),
         },
         Ty::Bool => match v {

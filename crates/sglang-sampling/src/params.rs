@@ -9,6 +9,7 @@
 use std::collections::BTreeMap;
 
 use parity_core::params::{DefaultFrom, Null, from_map, python_int};
+use parity_core::py::{self, PyNum};
 use parity_core::text::python_float_repr as py_float;
 use parity_core::{Error, ensure};
 use serde::{Deserialize, Deserializer};
@@ -150,6 +151,17 @@ pub(crate) enum Num {
     Float(f64),
 }
 
+impl From<PyNum> for Num {
+    /// The JSON number as Python reads it (an int beyond i64, which
+    /// SGLang's pydantic models would hold, becomes its float).
+    fn from(n: PyNum) -> Self {
+        match n.int64() {
+            Some(i) => Self::Int(i),
+            None => Self::Float(n.float()),
+        }
+    }
+}
+
 impl Num {
     fn value(self) -> f64 {
         match self {
@@ -175,12 +187,7 @@ impl Num {
 
 impl<'de> Deserialize<'de> for Num {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let n = Number::deserialize(d)?;
-        Ok(match (n.as_i64(), n.as_f64()) {
-            (Some(i), _) => Self::Int(i),
-            (None, Some(f)) => Self::Float(f),
-            (None, None) => return Err(serde::de::Error::custom("not a number SGLang can hold")),
-        })
+        Ok(Self::from(PyNum::of(&Number::deserialize(d)?)))
     }
 }
 
@@ -304,24 +311,21 @@ impl Raw {
         );
         let sampling_seed = match self.sampling_seed {
             None => None,
-            Some(Value::Number(n)) => match (n.as_i64(), n.as_u64()) {
-                (Some(i), _) => Some(i),
-                (None, Some(u)) => {
-                    return Err(Error::new(format_args!(
-                        "sampling_seed must be in [-2**63, 2**63 - 1], got {u}."
-                    )));
-                }
-                _ => {
+            Some(Value::Number(n)) => match PyNum::of(&n) {
+                PyNum::Int(i) => match i64::try_from(i) {
+                    Ok(i) => Some(i),
+                    Err(_) => {
+                        return Err(Error::new(format_args!(
+                            "sampling_seed must be in [-2**63, 2**63 - 1], got {i}."
+                        )));
+                    }
+                },
+                PyNum::Float(_) => {
                     return Err(Error::new("sampling_seed must be an integer, got float."));
                 }
             },
             Some(v) => {
-                let ty = match v {
-                    Value::String(_) => "str",
-                    Value::Bool(_) => "bool",
-                    Value::Array(_) => "list",
-                    _ => "dict",
-                };
+                let ty = py::type_name(&v);
                 return Err(Error::new(format_args!(
                     "sampling_seed must be an integer, got {ty}. (`sampling_seed` = {v})"
                 )));
@@ -467,18 +471,15 @@ fn pydantic(request: &Map<String, Value>, key: &str, field: Field) -> Result<Opt
         (Field::Float { nullable: true } | Field::Int { nullable: true }, Value::Null) => Ok(None),
         (Field::Float { .. }, Value::Null) => refuse("Input should be a valid number", v),
         (Field::Int { .. }, Value::Null) => refuse("Input should be a valid integer", v),
-        (Field::Float { .. }, Value::Number(n)) => match n.as_f64() {
-            Some(f) => Ok(Some(Num::Float(f))),
-            None => refuse("Input should be a valid number", v),
-        },
-        (Field::Int { .. }, Value::Number(n)) => match (n.as_i64(), n.as_f64()) {
+        (Field::Float { .. }, Value::Number(n)) => Ok(Some(Num::Float(PyNum::of(n).float()))),
+        (Field::Int { .. }, Value::Number(n)) => match (PyNum::of(n).int64(), PyNum::of(n).float())
+        {
             (Some(i), _) => Ok(Some(Num::Int(i))),
-            (None, Some(f)) if f.fract() == 0.0 && f.abs() < 9.2e18 => Ok(Some(Num::Int(f as i64))),
-            (None, Some(_)) => refuse(
+            (None, f) if f.fract() == 0.0 && f.abs() < 9.2e18 => Ok(Some(Num::Int(f as i64))),
+            (None, _) => refuse(
                 "Input should be a valid integer, got a number with a fractional part",
                 v,
             ),
-            (None, None) => refuse("Input should be a valid integer", v),
         },
         (Field::Float { .. }, _) => refuse("Input should be a valid number", v),
         (Field::Int { .. }, _) => refuse("Input should be a valid integer", v),
@@ -504,7 +505,7 @@ pub fn request_params(
 ) -> Result<SglangParams, Error> {
     for &k in UNMODELLED {
         if let Some(v) = request.get(k) {
-            let inert = v.is_null() || (k == "min_tokens" && v.as_i64() == Some(0));
+            let inert = v.is_null() || (k == "min_tokens" && *v == Value::from(0));
             if !inert {
                 return Err(Error::new(format_args!(
                     "request field `{k}` (= {v}) changes SGLang's sampling and is not modelled by the sglang semantics"
@@ -559,10 +560,7 @@ pub fn request_params(
             }
             *own = match gc.get(*key) {
                 None | Some(Value::Null) => None,
-                Some(Value::Number(n)) => n
-                    .as_i64()
-                    .map(Num::Int)
-                    .or_else(|| n.as_f64().map(Num::Float)),
+                Some(Value::Number(n)) => Some(Num::from(PyNum::of(n))),
                 Some(other) => {
                     return Err(Error::new(format_args!(
                         "generation_config `{key}` = {other} is not a number"
