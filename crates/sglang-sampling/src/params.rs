@@ -505,7 +505,7 @@ pub fn request_params(
 ) -> Result<SglangParams, Error> {
     for &k in UNMODELLED {
         if let Some(v) = request.get(k) {
-            let inert = v.is_null() || (k == "min_tokens" && *v == Value::from(0));
+            let inert = v.is_null() || (k == "min_tokens" && v.as_u64() == Some(0));
             if !inert {
                 return Err(Error::new(format_args!(
                     "request field `{k}` (= {v}) changes SGLang's sampling and is not modelled by the sglang semantics"
