@@ -670,23 +670,18 @@ impl PythonParams {
     /// The fields that differ from `create_completion`'s defaults, floats
     /// as their shortest float32 text.
     pub fn describe(&self) -> Map<String, Value> {
-        let mut m = parity_core::params::non_default(self);
-        for (k, v) in m.iter_mut() {
-            let float = matches!(
-                k.as_str(),
-                "temperature"
-                    | "top_p"
-                    | "min_p"
-                    | "typical_p"
-                    | "repeat_penalty"
-                    | "frequency_penalty"
-                    | "presence_penalty"
-            );
-            if float && let Some(x) = v.as_f64() {
-                *v = parity_core::jsonl::f32_value(x as f32);
-            }
-        }
-        m
+        parity_core::params::non_default_f32(
+            self,
+            &[
+                "temperature",
+                "top_p",
+                "min_p",
+                "typical_p",
+                "repeat_penalty",
+                "frequency_penalty",
+                "presence_penalty",
+            ],
+        )
     }
 }
 

@@ -178,15 +178,10 @@ impl Semantics for OrtGenAi {
     /// The options that differ from `struct Search`'s defaults, floats as
     /// their shortest float32 text.
     fn describe(&self, params: &SearchParams) -> Option<Described> {
-        let mut m = parity_core::params::non_default(params);
-        for (k, v) in m.iter_mut() {
-            if matches!(k.as_str(), "top_p" | "temperature" | "repetition_penalty")
-                && let Some(x) = v.as_f64()
-            {
-                *v = parity_core::jsonl::f32_value(x as f32);
-            }
-        }
-        Some(Described::Fields(m))
+        Some(Described::Fields(parity_core::params::non_default_f32(
+            params,
+            &["top_p", "temperature", "repetition_penalty"],
+        )))
     }
 
     fn explain(&self, row: &Against<'_>, params: &SearchParams) -> Explanation {

@@ -121,9 +121,7 @@ fn float<'de, D: Deserializer<'de>>(d: D) -> Result<f32, D::Error> {
 
 fn number<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
     match Value::deserialize(d)? {
-        Value::Number(n) => n
-            .as_f64()
-            .ok_or_else(|| serde::de::Error::custom("not a double")),
+        Value::Number(n) => Ok(parity_core::py::PyNum::of(&n).float()),
         other => Err(serde::de::Error::custom(format_args!(
             "ONNX Runtime GenAI refuses it (Expected a number but saw a {})",
             json_kind(&other)

@@ -189,6 +189,25 @@ pub fn non_default<T: serde::Serialize + Default>(params: &T) -> Map<String, Val
     m
 }
 
+/// [`non_default`], with the numbers under `f32_keys` as the float32 the
+/// engine holds them in, printed as their shortest float32 text
+/// ([`crate::jsonl::f32_value`]): how an engine with f32 options describes
+/// a setup.
+pub fn non_default_f32<T: serde::Serialize + Default>(
+    params: &T,
+    f32_keys: &[&str],
+) -> Map<String, Value> {
+    let mut m = non_default(params);
+    for (k, v) in m.iter_mut() {
+        if f32_keys.contains(&k.as_str())
+            && let Some(x) = v.as_f64()
+        {
+            *v = crate::jsonl::f32_value(x as f32);
+        }
+    }
+    m
+}
+
 /// `params` as JSON, for `to_json`: `T`'s `serde::Serialize` (which says
 /// which fields are left out, e.g. `skip_serializing_if`) as a map; empty if
 /// `T` does not serialize to one.

@@ -626,7 +626,9 @@ impl BeamConfig {
                 "max_new_tokens" => new_tokens = Some(count(key, v)?),
                 "num_return_sequences" => config.num_return_sequences = count(key, v)?,
                 "length_penalty" => {
-                    config.length_penalty = v.as_f64().ok_or_else(|| bad(key, v, "a number"))?
+                    config.length_penalty = parity_core::py::PyNum::of_value(v)
+                        .map(parity_core::py::PyNum::float)
+                        .ok_or_else(|| bad(key, v, "a number"))?
                 }
                 "early_stopping" => {
                     config.early_stopping = match v {

@@ -98,8 +98,8 @@ parity_core::params! {
 
 /// `top_k` as torch's `topk` takes it: an integer.
 fn top_k<'de, D: serde::Deserializer<'de>>(d: D) -> Result<i64, D::Error> {
-    serde_json::Number::deserialize(d)?
-        .as_i64()
+    parity_core::py::PyNum::of(&serde_json::Number::deserialize(d)?)
+        .int64()
         .ok_or_else(|| serde::de::Error::custom("must be an integer (torch's topk takes no float)"))
 }
 
