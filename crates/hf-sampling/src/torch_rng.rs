@@ -56,7 +56,7 @@
 //! torch computes, and the one case where it is not (`u = 0`, so `q = 0` and
 //! `0 / 0` is NaN) is detected from the raw bits.
 
-use parity_core::mt19937::Mt19937;
+use replicas::mt19937::Mt19937;
 
 use crate::torch::softmax_lanes;
 use crate::{GenerationParams, HfError, process};

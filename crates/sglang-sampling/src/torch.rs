@@ -18,7 +18,7 @@ use hf_sampling::CpuCapability;
 
 pub(crate) use hf_sampling::torch_ops::{argmax_first, cumsum};
 
-use parity_core::stl;
+use replicas::libstdcxx as stl;
 
 /// `torch.softmax(x, dim=-1)` on the recording CPU (AVX512: 16 lanes). All
 /// `-inf` gives NaN everywhere, as torch.
@@ -96,7 +96,7 @@ mod stl_tests {
         ] {
             let v = values(n, distinct, seed);
             let mut pairs: Vec<(f32, usize)> = v.iter().copied().zip(0..).collect();
-            parity_core::stl::sort(&mut pairs, 0, n, &|x: &(f32, usize), y: &(f32, usize)| {
+            replicas::libstdcxx::sort(&mut pairs, 0, n, &|x: &(f32, usize), y: &(f32, usize)| {
                 x.0 < y.0
             });
             let ours: Vec<usize> = pairs.iter().map(|p| p.1).collect();
