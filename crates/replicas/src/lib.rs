@@ -33,3 +33,4 @@ pub mod cpython;
 pub mod libstdcxx;
 pub mod mt19937;
 pub mod murmur3;
+pub mod torch;

@@ -71,6 +71,7 @@
 
 mod context;
 mod dispatch;
+mod exp;
 mod scan;
 mod top_p;
 
@@ -78,10 +79,10 @@ pub use dispatch::Dispatch;
 
 use rand::Rng;
 
-use crate::torch::{self, LANES, sleef_expf};
 use crate::{GenerationParams, HfError, Processor};
 use context::Context;
 use dispatch::{Isa, Level, dispatch};
+use replicas::torch::{self, LANES, sleef_expf};
 use scan::{scan_min_p, scan_top_k, with_map};
 
 /// Histogram bins: f32 bit pattern of a value in `[0, 1]` shifted right by 20
