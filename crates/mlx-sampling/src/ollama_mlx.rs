@@ -55,8 +55,8 @@ use serde_json::{Map, Value};
 
 use ollama_sampling::api::{self, Read};
 
-use crate::random;
 use crate::sampler::argmax;
+use replicas::mlx as random;
 
 /// Ollama's MLX-runner sampler (fb3076099), serving a model with no
 /// Modelfile parameters ([`OllamaMlx::default`]) or

@@ -104,7 +104,6 @@
 
 pub mod api;
 mod fragile;
-pub mod go;
 pub mod openai;
 mod options;
 mod request;

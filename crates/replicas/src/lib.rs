@@ -30,7 +30,9 @@
 #![deny(missing_docs)]
 
 pub mod cpython;
+pub mod go;
 pub mod libstdcxx;
+pub mod mlx;
 pub mod mt19937;
 pub mod murmur3;
 pub mod torch;
