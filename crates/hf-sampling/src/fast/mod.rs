@@ -66,8 +66,8 @@
 //! kernels that find the maximum and the candidates; `top_p` the exact top-p
 //! after a top-k and the certificate for top-p over all V; `context` the
 //! incremental set of seen ids; `dispatch` the runtime choice of SIMD level
-//! every pass over the vocabulary runs at. The fast exps live beside SLEEF's
-//! exp in `torch::exp`.
+//! every pass over the vocabulary runs at; `exp` the fast exps, bounded
+//! against SLEEF's exp (`replicas::torch::sleef_expf`).
 
 mod context;
 mod dispatch;
