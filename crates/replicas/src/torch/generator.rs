@@ -139,8 +139,8 @@ impl std::fmt::Debug for TorchGenerator {
 impl TorchGenerator {
     /// The generator as `torch.manual_seed(seed)` leaves it. Python ints are
     /// taken modulo 2^64 by torch (pass `-1` as `u64::MAX`); only the low 32
-    /// bits reach the engine, so `2^32 + 5` draws like `5`. [`Self::sample`]
-    /// takes the softmax of an AVX2 torch; see [`Self::with_capability`].
+    /// bits reach the engine, so `2^32 + 5` draws like `5`. Its
+    /// [`Self::capability`] is an AVX2 torch's; see [`Self::with_capability`].
     pub fn manual_seed(seed: u64) -> Self {
         Self {
             seed,
@@ -149,8 +149,9 @@ impl TorchGenerator {
         }
     }
 
-    /// The softmax [`Self::sample`] replays: that of a torch whose
-    /// `get_cpu_capability()` is `capability`.
+    /// The softmax a step on this generator replays (hf-sampling's
+    /// `TorchSample::sample`): that of a torch whose `get_cpu_capability()`
+    /// is `capability`.
     pub fn with_capability(mut self, capability: CpuCapability) -> Self {
         self.capability = capability;
         self
