@@ -2,7 +2,7 @@
 """Record the tokens transformers' `generate(do_sample=True)` draws for a torch seed.
 
 The Rust replica of torch's CPU generator and `torch.multinomial`
-(crates/hf-sampling/src/torch_rng.rs) is checked against these files; see
+(crates/replicas/src/torch/generator.rs) is checked against these files; see
 docs/engines/torch-seeded.md. Everything here is real torch 2.15.0 and
 transformers 5.23.0 on CPU; nothing re-implements a sampler.
 

@@ -18,14 +18,15 @@
 //!   drawn with a seeded `StdRng` through the fast sampler.
 //! - [`HfLogitsProcessor::torch_seeded`]: transformers' very tokens for a
 //!   `torch.manual_seed(seed)`, step after step, through
-//!   [`hf_sampling::TorchGenerator`] (torch 2.15's CPU generator and
+//!   [`replicas::torch::TorchGenerator`] (torch 2.15's CPU generator and
 //!   `torch.multinomial` replayed; `docs/engines/torch-seeded.md`). Given the
 //!   logits transformers saw, it returns the tokens `generate(do_sample=True)`
 //!   returned; a port whose tokens part from transformers' under this mode
 //!   parts because of its logits, not its sampler.
 
 use candle_core::{DType, Storage, Tensor};
-use hf_sampling::{GenerationParams, HfError, HfSampler, TorchGenerator};
+use hf_sampling::{GenerationParams, HfError, HfSampler, TorchSample};
+use replicas::torch::TorchGenerator;
 
 use rand::SeedableRng;
 use rand::rngs::StdRng;

@@ -35,7 +35,7 @@ use serde_json::Value;
 
 use crate::error::HfError;
 use crate::pyfmt::{PyNum, float_repr, py_repr};
-use crate::torch;
+use replicas::torch;
 
 /// Values of the generate kwargs beyond the sampling ones, as resolved
 /// (kwargs > `generation_config.json` > defaults). Validation happens where

@@ -31,7 +31,7 @@ use parity_core::fragile::{Fragile, FragileKind, near};
 use crate::error::HfError;
 use crate::params::GenerationParams;
 use crate::processors::{Processor, TopPSort, eta_threshold, kth_largest};
-use crate::torch;
+use replicas::torch;
 
 /// The fragile decisions transformers' chain makes on `logits` for a step
 /// whose context is `input_ids` (the first `prompt_len` of them prompt);

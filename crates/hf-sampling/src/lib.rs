@@ -52,11 +52,13 @@
 //! [`draw`] samples an index from [`HfOutput::probs`] with any [`rand::Rng`]:
 //! the same distribution transformers samples from, not the same tokens.
 //!
-//! [`TorchGenerator`] draws the very tokens transformers draws: seeded like
-//! `torch.manual_seed(seed)`, [`TorchGenerator::sample`] replays torch's CPU
-//! generator and `torch.multinomial(probs, 1)` (an exponential race over all
-//! V entries) bit for bit, step after step (see its module docs and
-//! `docs/engines/torch-seeded.md`).
+//! [`TorchSample::sample`] draws the very tokens transformers draws: on a
+//! [`replicas::torch::TorchGenerator`] seeded like `torch.manual_seed(seed)`,
+//! it runs the processors and replays torch's CPU generator and
+//! `torch.multinomial(probs, 1)` (an exponential race over all V entries)
+//! bit for bit, step after step (see `replicas::torch` and
+//! `docs/engines/torch-seeded.md`). torch's CPU operations themselves
+//! (`sort`, `softmax`, `cumsum`, `argmax`) are [`replicas::torch`]'s.
 #![deny(missing_docs)]
 
 mod acting;
@@ -72,8 +74,7 @@ mod request;
 mod seed;
 mod semantics;
 mod serve;
-mod torch;
-mod torch_rng;
+mod torch_sample;
 pub mod version;
 
 pub use acting::{Act, Acting, NOT_IN_SAMPLER_CHAINS};
@@ -92,18 +93,10 @@ pub use request::{
 };
 pub use semantics::{Hf, HfRust, Recorded, Source, provenance, rules};
 pub use serve::{Refusal, ServeEndpoint, ServeReading, serve_request};
-pub use torch_rng::{CpuCapability, TorchGenerator, TorchSampleError};
+pub use torch_sample::{TorchSample, TorchSampleError};
 pub use version::{Passed, TransformersVersion};
 
-/// torch's CPU operations, replayed bit for bit, for other engines that run
-/// torch on CPU (vLLM): `torch.sort`'s order (a hand-written replica of
-/// libstdc++'s introsort, which decides the order of ties) and `cumsum` (f64
-/// accumulator, each prefix rounded to f32) and `argmax` (first index of
-/// the maximum, for NaN-free input). The softmax, whose last bit
-/// depends on the vector width, is [`CpuCapability::softmax`].
-pub mod torch_ops {
-    pub use crate::torch::{argmax_first, argsort_ascending, cumsum};
-}
+use replicas::torch;
 
 /// Individual processors, for callers composing their own chain (candle's
 /// port runs transformers' penalty, temperature and top-k on its logits).

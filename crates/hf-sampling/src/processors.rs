@@ -11,7 +11,7 @@ use parity_core::fragile::{FRAGILE_ULPS, near};
 
 use crate::constraints;
 use crate::error::HfError;
-use crate::torch;
+use replicas::torch;
 
 /// One processor of transformers' list, with its parameters resolved for one
 /// generation (prompt length and `max_length` already applied).

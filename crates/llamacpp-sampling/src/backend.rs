@@ -45,7 +45,7 @@
 //!   `ggml_top_k` (`ggml/src/ggml-cpu/ops.cpp` lines 8785–8822:
 //!   `std::partial_sort` of the indices by logit, then the first two outputs
 //!   swapped), `ggml_argsort` (lines 8717–8756: `std::sort` of the indices),
-//!   both through [`parity_core::stl`]'s libstdc++ algorithms;
+//!   both through [`replicas::libstdcxx`]'s libstdc++ algorithms;
 //!   `ggml_soft_max` (lines 5813–5923: the row's max by `MAX`, then
 //!   `ggml_vec_soft_max_f32`, `vec.cpp` lines 531–600: AVX2/FMA blocks of 8
 //!   through ggml's own `ggml_v_expf`, `vec.h` lines 1234–1271, each block
@@ -80,7 +80,8 @@
 //! greedy (`llama_sampler_init_greedy`), which llama-server's chain never
 //! contains.
 
-use parity_core::{Distribution, Error, Precision, stl};
+use parity_core::{Distribution, Error, Precision};
+use replicas::libstdcxx as stl;
 
 use crate::chain::{Candidates, Sampler, TokenData, XtcBranch};
 use crate::engine::{self, Outcome};

@@ -7,14 +7,14 @@
 //! in place and in the same order, because the final `dist` sampler scans it
 //! in array order and tie order decides which token a given random number
 //! lands on. Sorting goes through the hand-written libstdc++ algorithms in
-//! [`parity_core::stl`] and llama.cpp's own 128-bucket partial sort
+//! [`replicas::libstdcxx`] and llama.cpp's own 128-bucket partial sort
 //! (`llama_token_data_array_partial_sort`), replayed here.
 //!
 //! `expf`, `logf`, `powf`, `exp` and `sqrt` are Rust's `f32::exp` & co., which
 //! call the platform libm: on Linux/glibc the same functions llama.cpp calls.
 
 use crate::mt::Mt19937;
-use parity_core::stl;
+use replicas::libstdcxx as stl;
 
 /// `llama_token_data`.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -21,7 +21,7 @@
 //!
 //! Hand-written replicas (no C code is linked): `std::mt19937` and
 //! libstdc++ 12's `generate_canonical` ([`mt`]), libstdc++ 12's `std::sort`
-//! and `std::partial_sort` ([`parity_core::stl`]), and every CPU sampler of
+//! and `std::partial_sort` ([`replicas::libstdcxx`]), and every CPU sampler of
 //! src/llama-sampler.cpp including llama.cpp's bucket sort ([`chain`]). Where
 //! C++ leaves a conversion undefined (a float out of `int` range), the x86-64
 //! result is reproduced. `expf`/`logf`/`powf` come from the platform libm

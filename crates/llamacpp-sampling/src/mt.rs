@@ -6,7 +6,7 @@
 //! with the same seed (src/llama-sampler.cpp at llama.cpp 0c1e57098). This
 //! module reproduces both bit for bit:
 //!
-//! * `std::mt19937` is [`parity_core::mt19937::Mt19937`], the engine every
+//! * `std::mt19937` is [`replicas::mt19937::Mt19937`], the engine every
 //!   replica in the workspace shares (checked there against the C++
 //!   standard's 10000th output).
 //! * `generate_canonical<RealType, bits>` (libstdc++ 12, bits/random.tcc)
@@ -14,19 +14,19 @@
 //!   `sum / 2^(32 k)` with `sum = x0 + x1 * 2^32 + …` accumulated in
 //!   `RealType`, replaced by `nextafter(1, 0)` if it rounds to 1. For `double`
 //!   (53 bits) that is two outputs per number
-//!   ([`parity_core::stl_random::canonical_f64`]), for `float` (24 bits) one.
+//!   ([`replicas::libstdcxx::canonical_f64`]), for `float` (24 bits) one.
 //!   `uniform_real_distribution(0, 1)` then returns `canonical * (1 - 0) + 0`,
 //!   the same number.
 
 /// `std::mt19937` (the engine is parity-core's, shared with torch's
 /// generator replicas), with libstdc++'s uniform draws.
 #[derive(Debug, Clone)]
-pub(crate) struct Mt19937(parity_core::mt19937::Mt19937);
+pub(crate) struct Mt19937(replicas::mt19937::Mt19937);
 
 impl Mt19937 {
     /// `std::mt19937(seed)`.
     pub(crate) fn new(seed: u32) -> Self {
-        Self(parity_core::mt19937::Mt19937::new(seed))
+        Self(replicas::mt19937::Mt19937::new(seed))
     }
 
     /// The next 32-bit output.
@@ -35,10 +35,10 @@ impl Mt19937 {
     }
 
     /// `std::uniform_real_distribution<double>(0.0, 1.0)(rng)`: libstdc++'s
-    /// `generate_canonical<double, 53>` ([`parity_core::stl_random`], shared
+    /// `generate_canonical<double, 53>` ([`replicas::libstdcxx`], shared
     /// with ONNX Runtime GenAI's `discrete_distribution`).
     pub(crate) fn uniform_f64(&mut self) -> f64 {
-        parity_core::stl_random::canonical_f64(&mut self.0)
+        replicas::libstdcxx::canonical_f64(&mut self.0)
     }
 
     /// `std::uniform_real_distribution<float>(0.0f, 1.0f)(rng)`.

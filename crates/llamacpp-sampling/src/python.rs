@@ -39,8 +39,8 @@ use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value, json};
 
 use parity_core::params::{Null, from_map, python_int};
-use parity_core::python_random::PyRandom;
 use parity_core::{Context, Distribution, Error, Logits, Precision, Route};
+use replicas::cpython::PyRandom;
 
 use crate::chain::{Candidates, PenaltyCounts, Sampler, XtcBranch};
 use crate::engine::outcome;

@@ -9,7 +9,7 @@
 //! `apply_top_k`, `categorical_sampling`), `mlx_lm/generate.py`
 //! (`generate_step`) and `mlx_lm/server.py` (`APIHandler.do_POST`,
 //! `validate_model_parameters`, `_make_sampler`, `_make_logits_processors`),
-//! and in MLX's C++ at v0.32.2 for the kernels ([`random`] module docs).
+//! and in MLX's C++ at v0.32.2 for the kernels ([`replicas::mlx`] module docs).
 //! `scripts/reference/mlx/record.py` runs the real package on the fixture
 //! logits and records `fixtures/mlx/cases.jsonl`; the tests replay every
 //! case. `docs/engines/mlx-lm.md` has the details.
@@ -29,7 +29,7 @@
 //! xtc_probability < 1 it is the mixture of the XTC-applied and -skipped
 //! distributions. With `seed` and `draws: N` it also carries the N tokens
 //! N successive sampler calls draw after `mx.random.seed(seed)`, replayed
-//! exactly ([`random`]).
+//! exactly ([`replicas::mlx`]).
 //!
 //! # Versions
 //!
@@ -49,7 +49,6 @@
 pub mod ollama_mlx;
 pub mod ollama_mlx_request;
 mod params;
-mod random;
 mod sampler;
 mod seed;
 mod translate;

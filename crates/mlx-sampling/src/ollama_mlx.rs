@@ -37,7 +37,7 @@
 //! 3. temperature <= 0: argmax (first index).
 //! 4. 0 < top_k < V (sparse): `argpartition(-scores, k - 1)[:k]` — exactly
 //!    k, lower ids win ties, **in the order libstdc++'s `nth_element` leaves
-//!    them** ([`parity_core::stl`]) — then `softmax(scores[ids] / T)`; otherwise
+//!    them** ([`replicas::libstdcxx`]) — then `softmax(scores[ids] / T)`; otherwise
 //!    (dense) `softmax(scores / T)` over the vocabulary. Temperature before
 //!    the filters.
 //! 5. top-p (0 < p < 1): stable argsort of `-probs`, keep while
@@ -55,8 +55,8 @@ use serde_json::{Map, Value};
 
 use ollama_sampling::api::{self, Read};
 
-use crate::random;
 use crate::sampler::argmax;
+use replicas::mlx as random;
 
 /// Ollama's MLX-runner sampler (fb3076099), serving a model with no
 /// Modelfile parameters ([`OllamaMlx::default`]) or
@@ -321,7 +321,7 @@ fn step(logits: &[f32], context: &Context<'_>, o: &OllamaMlxParams) -> Result<St
             let mut idx: Vec<usize> = (0..vocab).collect();
             // MLX's argpartition comparator: value, then index.
             let n = idx.len();
-            parity_core::stl::nth_element(&mut idx, 0, k - 1, n, &|&a: &usize, &b: &usize| {
+            replicas::libstdcxx::nth_element(&mut idx, 0, k - 1, n, &|&a: &usize, &b: &usize| {
                 neg[a] < neg[b] || (neg[a] == neg[b] && a < b)
             });
             idx.truncate(k);

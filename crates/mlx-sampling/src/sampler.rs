@@ -29,7 +29,7 @@
 use parity_core::{Context, Error};
 
 use crate::params::{MlxParams, py};
-use crate::random::{self, KeySequence};
+use replicas::mlx::{self as random, KeySequence};
 
 /// What one step computes before drawing.
 pub(crate) struct Pass {

@@ -118,7 +118,7 @@ pub enum Read {
 pub fn read(kind: Kind, val: &Value) -> Result<Read, &'static str> {
     match kind {
         Kind::Int | Kind::Float => match val.as_f64() {
-            Some(f) if kind == Kind::Int => Ok(Read::Int(crate::go::int64(f))),
+            Some(f) if kind == Kind::Int => Ok(Read::Int(replicas::go::int64(f))),
             Some(f) => Ok(Read::Float(f as f32)),
             None if kind == Kind::Int => Err("of type integer"),
             None => Err("of type float32"),

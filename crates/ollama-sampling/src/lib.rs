@@ -78,7 +78,7 @@
 //!
 //! # Hand-written replicas
 //!
-//! [`go`] has them: `math/rand/v2`'s `PCG` (128-bit LCG, DXSM output) and
+//! [`replicas::go`] has them: `math/rand/v2`'s `PCG` (128-bit LCG, DXSM output) and
 //! `Rand.Float32`; `slices.SortFunc`'s pdqsort (which orders tied logits
 //! in its own way: it is not stable) and `container/heap` (whose order
 //! decides which of several tied tokens top-k keeps and in which order
@@ -104,7 +104,6 @@
 
 pub mod api;
 mod fragile;
-pub mod go;
 pub mod openai;
 mod options;
 mod request;

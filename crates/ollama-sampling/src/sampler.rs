@@ -26,7 +26,7 @@
 
 use parity_core::Error;
 
-use crate::go::{Heap, Pcg, exp, sort_func};
+use replicas::go::{Heap, Pcg, exp, sort_func};
 
 /// One entry of the sampler's slice: a token id and its logit, later its
 /// probability.

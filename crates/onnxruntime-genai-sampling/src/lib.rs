@@ -34,9 +34,9 @@
 //! # Hand-written replicas
 //!
 //! The float32 steps in the engine's order, libstdc++'s `partial_sort`
-//! ([`parity_core::stl`]) and `discrete_distribution`
-//! ([`parity_core::stl_random`]) on `std::mt19937`
-//! ([`parity_core::mt19937`]): which of several tied tokens survives and
+//! ([`replicas::libstdcxx`]) and `discrete_distribution`
+//! ([`replicas::libstdcxx`]) on `std::mt19937`
+//! ([`replicas::mt19937`]): which of several tied tokens survives and
 //! which token a seed draws depend on them.
 #![deny(missing_docs)]
 

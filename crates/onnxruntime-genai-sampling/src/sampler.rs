@@ -15,14 +15,15 @@
 //! `(score - max) * (1 / T)`, sums accumulated left to right, the top-k
 //! renormalised by division and the kept set by the reciprocal of its sum.
 //! The index orders come from libstdc++'s `std::partial_sort`
-//! ([`parity_core::stl::partial_sort`], on `iota` indices with
+//! ([`replicas::libstdcxx::partial_sort`], on `iota` indices with
 //! `scores[i] > scores[j]`), the draw from libstdc++'s
 //! `std::discrete_distribution<int>` on `std::mt19937`
-//! ([`parity_core::stl_random`]).
+//! ([`replicas::libstdcxx`]).
 
-use parity_core::stl::partial_sort;
-use parity_core::stl_random::DiscreteDistribution;
-use parity_core::{Error, mt19937::Mt19937};
+use parity_core::Error;
+use replicas::libstdcxx::DiscreteDistribution;
+use replicas::libstdcxx::partial_sort;
+use replicas::mt19937::Mt19937;
 
 use crate::params::{Mode, SearchParams};
 

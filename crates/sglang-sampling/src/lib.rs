@@ -37,7 +37,7 @@
 //!    probabilities in descending order — `torch.topk(probs, top_k)` when
 //!    `top_k < V` and the request has no seed, else a full sort — then
 //!    **top-k by position** (exactly k survive; ties at the cut are decided
-//!    by torch's `topk`/`sort` order, `parity_core::stl`), **top-p on the
+//!    by torch's `topk`/`sort` order, `replicas::libstdcxx`), **top-p on the
 //!    full-vocabulary mass** (a position is dropped when the f32 cumulative
 //!    sum of the probabilities before it exceeds `top_p`, measured before
 //!    top-k and never renormalised), then min-p against the largest
@@ -50,7 +50,7 @@
 //!    generator, which no request controls.
 //!
 //! Written by hand because exactness needs it: the libstdc++ algorithms
-//! that decide torch's sort/topk order among ties (`parity_core::stl`, shared
+//! that decide torch's sort/topk order among ties (`replicas::libstdcxx`, shared
 //! with llama.cpp's and MLX's replicas) and
 //! the murmur3/Gumbel draw ([`seeded`]). The softmax, cumulative sum and
 //! argmax are `hf-sampling`'s torch replicas.

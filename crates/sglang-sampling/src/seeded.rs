@@ -15,10 +15,10 @@
 //! hand-written Python version of the formula (`scripts/reference/sglang/
 //! record.py`); neither is the GPU kernel's output.
 
-use parity_core::murmur3;
+use replicas::murmur3;
 
 /// `murmur_hash32(seed, position, col)` for one column
-/// ([`parity_core::murmur3::hash32`], the kernel's block mix and finaliser).
+/// ([`replicas::murmur3::hash32`], the kernel's block mix and finaliser).
 pub fn murmur_hash32(seed: i64, position: i64, col: u32) -> u32 {
     murmur3::hash32(seed, position, col)
 }

@@ -1,24 +1,23 @@
 //! The torch CPU operations SGLang's torch sampler runs, replayed in f32.
 //!
-//! - `torch.softmax` is `hf-sampling`'s replica ([`CpuCapability`], SLEEF's
+//! - `torch.softmax` is `replicas::torch`'s ([`CpuCapability`], SLEEF's
 //!   `expf_u10` and torch's lane-wise sum). SGLang 0.5.23 pins torch 2.14.1;
 //!   the recorded fixtures (`fixtures/sglang/`) were made on an AVX512 CPU,
 //!   where torch's `Vectorized<float>` has 16 lanes, so the softmax here is
 //!   [`CpuCapability::Avx512`]'s. On an AVX2 machine torch's probabilities can
 //!   differ in the last bit.
 //! - `torch.cumsum` (f64 accumulator, each prefix rounded to f32) and
-//!   `torch.argmax` (first index of the maximum) are `hf-sampling`'s.
+//!   `torch.argmax` (first index of the maximum) are `replicas::torch`'s.
 //! - `probs.sort(descending=True)` is libstdc++'s `std::sort` on (value,
 //!   index) pairs with `x > y`; `torch.topk(probs, k, sorted=True)` is
 //!   `std::partial_sort` when `64·k ≤ V`, else `std::nth_element` at `k − 1`
 //!   followed by `std::sort` of the first `k − 1` (`aten/src/ATen/native/
-//!   TopKImpl.h`). Both are ported in [`crate::stl`].
+//!   TopKImpl.h`). Both are ported in [`replicas::libstdcxx`].
 
-use hf_sampling::CpuCapability;
+pub(crate) use replicas::torch::{argmax_first, cumsum};
 
-pub(crate) use hf_sampling::torch_ops::{argmax_first, cumsum};
-
-use parity_core::stl;
+use replicas::libstdcxx as stl;
+use replicas::torch::CpuCapability;
 
 /// `torch.softmax(x, dim=-1)` on the recording CPU (AVX512: 16 lanes). All
 /// `-inf` gives NaN everywhere, as torch.
@@ -96,11 +95,11 @@ mod stl_tests {
         ] {
             let v = values(n, distinct, seed);
             let mut pairs: Vec<(f32, usize)> = v.iter().copied().zip(0..).collect();
-            parity_core::stl::sort(&mut pairs, 0, n, &|x: &(f32, usize), y: &(f32, usize)| {
+            replicas::libstdcxx::sort(&mut pairs, 0, n, &|x: &(f32, usize), y: &(f32, usize)| {
                 x.0 < y.0
             });
             let ours: Vec<usize> = pairs.iter().map(|p| p.1).collect();
-            assert_eq!(ours, hf_sampling::torch_ops::argsort_ascending(&v), "n={n}");
+            assert_eq!(ours, replicas::torch::argsort_ascending(&v), "n={n}");
         }
     }
 }

@@ -73,7 +73,7 @@ pub fn gumbel_argmax(row: &[f32], seed: u64) -> usize {
 /// (checked against torch 2.13 and every recorded draw).
 pub fn kernel_seed(seed: u64, steps_before: usize) -> u64 {
     // torch seeds `at::mt19937` with the low 32 bits of the seed.
-    let mut mt = parity_core::mt19937::Mt19937::new(seed as u32);
+    let mut mt = replicas::mt19937::Mt19937::new(seed as u32);
     for _ in 0..2 * steps_before + 1 {
         mt.next_u32();
     }

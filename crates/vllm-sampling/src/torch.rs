@@ -1,16 +1,15 @@
 //! The torch CPU operations vLLM's sampler runs, replayed in f32.
 //!
-//! The replicas are `hf-sampling`'s, verified there against torch for
+//! The replicas are `replicas::torch`'s, verified against torch for
 //! transformers: `torch.sort`'s order, `cumsum` and `argmax`
-//! ([`hf_sampling::torch_ops`]) and the softmax of a given vector width
-//! ([`hf_sampling::CpuCapability`]). vLLM 0.32.0 pins torch 2.13.0; the
+//! ([`replicas::torch`]) and the softmax of a given vector width
+//! ([`replicas::torch::CpuCapability`]). vLLM 0.32.0 pins torch 2.13.0; the
 //! recorded fixtures (`fixtures/vllm/`) were made on an AVX2 CPU, where
 //! torch's `Vectorized<float>` has 8 lanes, so the softmax is
 //! [`CpuCapability::Avx2`]'s.
 
-use hf_sampling::CpuCapability;
-
-pub(crate) use hf_sampling::torch_ops::{argmax_first, argsort_ascending, cumsum};
+use replicas::torch::CpuCapability;
+pub(crate) use replicas::torch::{argmax_first, argsort_ascending, cumsum};
 
 /// `torch.amax` (no NaN).
 pub(crate) fn max(values: &[f32]) -> f32 {

@@ -124,7 +124,7 @@ impl Rounding {
             Self::Up => n,
             Self::Down => -n,
             Self::Mixed(salt) => {
-                let h = parity_core::murmur3::fmix(bits ^ salt);
+                let h = replicas::murmur3::fmix(bits ^ salt);
                 (h % (2 * n as u32 + 1)) as i32 - n
             }
         }

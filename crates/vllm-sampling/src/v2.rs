@@ -164,10 +164,10 @@ fn min_p_mask(x: &mut [f32], min_p: f32) {
 // ---------------------------------------------------------------------------
 
 /// `murmur3_hash32(seed, pos, offset)` (gumbel.py:103-115, domain 0): the
-/// 32-bit hash a token's noise comes from ([`parity_core::murmur3::hash32`],
+/// 32-bit hash a token's noise comes from ([`replicas::murmur3::hash32`],
 /// the same mix SGLang's kernel runs).
 pub fn murmur3_hash32(seed: i64, pos: i64, token: u32) -> u32 {
-    parity_core::murmur3::hash32(seed, pos, token)
+    replicas::murmur3::hash32(seed, pos, token)
 }
 
 /// `murmur3_uniform32` (gumbel.py:118-131): the two 16-bit halves, each

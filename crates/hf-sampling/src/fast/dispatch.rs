@@ -150,7 +150,7 @@ pub(super) struct Plain;
 impl Level for Plain {
     #[inline(always)]
     fn exp(self, d: f32) -> f32 {
-        crate::torch::fast_exp(d)
+        crate::fast::exp::fast_exp(d)
     }
 
     #[inline(always)]
@@ -163,7 +163,7 @@ impl Level for Plain {
 impl Level for pulp::x86::V3 {
     #[inline(always)]
     fn exp(self, d: f32) -> f32 {
-        crate::torch::fast_exp_fma(d)
+        crate::fast::exp::fast_exp_fma(d)
     }
 
     /// The same sums with the two 8-lane halves in registers (the default
@@ -325,7 +325,7 @@ mod tests {
             let full = n - n % 16;
             let want: Vec<f32> = x[..full]
                 .iter()
-                .map(|&s| crate::torch::fast_exp_fma(s / 0.9 - 0.5))
+                .map(|&s| crate::fast::exp::fast_exp_fma(s / 0.9 - 0.5))
                 .collect();
             for (i, &e) in want.iter().enumerate() {
                 want_lanes[i % 16] += e;

@@ -66,11 +66,12 @@
 //! kernels that find the maximum and the candidates; `top_p` the exact top-p
 //! after a top-k and the certificate for top-p over all V; `context` the
 //! incremental set of seen ids; `dispatch` the runtime choice of SIMD level
-//! every pass over the vocabulary runs at. The fast exps live beside SLEEF's
-//! exp in `torch::exp`.
+//! every pass over the vocabulary runs at; `exp` the fast exps, bounded
+//! against SLEEF's exp (`replicas::torch::sleef_expf`).
 
 mod context;
 mod dispatch;
+mod exp;
 mod scan;
 mod top_p;
 
@@ -78,10 +79,10 @@ pub use dispatch::Dispatch;
 
 use rand::Rng;
 
-use crate::torch::{self, LANES, sleef_expf};
 use crate::{GenerationParams, HfError, Processor};
 use context::Context;
 use dispatch::{Isa, Level, dispatch};
+use replicas::torch::{self, LANES, sleef_expf};
 use scan::{scan_min_p, scan_top_k, with_map};
 
 /// Histogram bins: f32 bit pattern of a value in `[0, 1]` shifted right by 20

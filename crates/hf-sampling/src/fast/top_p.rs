@@ -5,7 +5,9 @@
 use super::dispatch::dispatch;
 use super::scan::collect_ge;
 use super::{BINS, HfSampler, exact_exps, lane_sum_at};
-use crate::torch::{FAST_EXP_ABS, FAST_EXP_REL, LANES};
+use replicas::torch::LANES;
+
+use super::exp::{FAST_EXP_ABS, FAST_EXP_REL};
 
 /// `ln(2^-12)`: scores this far below the maximum form the small group of
 /// [`HfSampler::top_p_dense`] (about 0.1% of a SmolLM2-like vocabulary lies

@@ -3,7 +3,7 @@
 //! (ties included), probabilities bit-identical on truncated (sparse) steps
 //! and within 4e-6 relative on dense (untruncated) steps, whose exps come
 //! from a fast exp (its bound, 2^-20 relative, is checked by the unit tests
-//! of `torch::exp`).
+//! of `fast::exp`).
 
 use hf_sampling::{Dispatch, GenerationParams, HfSampler, StepPath, process, resolve};
 use parity_core::fixture::{Fixture, bundled_fixtures};

@@ -11,7 +11,8 @@
 
 use std::path::PathBuf;
 
-use hf_sampling::{CpuCapability, GenerationConfig, GenerationParams, HfSampler, process, resolve};
+use hf_sampling::{GenerationConfig, GenerationParams, HfSampler, process, resolve};
+use replicas::torch::CpuCapability;
 use serde_json::{Map, Value};
 
 use crate::f32s;

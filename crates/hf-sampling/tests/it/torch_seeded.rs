@@ -6,8 +6,9 @@ use parity_core::recording::fnv1a64;
 use std::collections::HashMap;
 use std::path::PathBuf;
 
-use hf_sampling::{CpuCapability, TorchGenerator, process, resolve};
+use hf_sampling::{TorchSample, process, resolve};
 use parity_core::fixture::{Fixture, bundled_dir};
+use replicas::torch::{CpuCapability, TorchGenerator};
 use serde_json::{Map, Value};
 
 fn torch_dir() -> PathBuf {

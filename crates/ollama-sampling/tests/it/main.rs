@@ -4,5 +4,4 @@
 
 mod errors;
 mod explain;
-mod goexp;
 mod recorded;

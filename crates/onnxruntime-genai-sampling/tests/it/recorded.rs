@@ -10,9 +10,9 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 use onnxruntime_genai_sampling::{OrtGenAi, categorical_input};
-use parity_core::mt19937::Mt19937;
-use parity_core::stl_random::DiscreteDistribution;
 use parity_core::{Context, Fixture, Logits, Semantics};
+use replicas::libstdcxx::DiscreteDistribution;
+use replicas::mt19937::Mt19937;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 

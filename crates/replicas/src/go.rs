@@ -29,7 +29,7 @@ fn bits_len(n: usize) -> usize {
 
 /// `slices.SortFunc(data, cmp)` where `less(a, b)` is `cmp(a, b) < 0` (the
 /// only way Go's pdqsort reads `cmp`).
-pub(crate) fn sort_func<T: Copy>(data: &mut [T], less: &impl Fn(&T, &T) -> bool) {
+pub fn sort_func<T: Copy>(data: &mut [T], less: &impl Fn(&T, &T) -> bool) {
     let n = data.len();
     pdqsort(data, 0, n, bits_len(n), less);
 }
@@ -348,14 +348,15 @@ fn median_adjacent<T: Copy>(
 
 /// `container/heap` over a slice ordered by `less(h[i], h[j])`, with the
 /// slice's own `Push` (append) and `Pop` (remove the last element).
-pub(crate) struct Heap<T, L> {
-    pub(crate) data: Vec<T>,
+pub struct Heap<T, L> {
+    /// The heap's slice (`h` in Go), in heap order.
+    pub data: Vec<T>,
     less: L,
 }
 
 impl<T: Copy, L: Fn(&T, &T) -> bool> Heap<T, L> {
     /// The slice as given, then `heap.Init`.
-    pub(crate) fn init(data: Vec<T>, less: L) -> Self {
+    pub fn init(data: Vec<T>, less: L) -> Self {
         let mut h = Self { data, less };
         let n = h.data.len();
         let mut i = n as isize / 2 - 1;
@@ -371,13 +372,13 @@ impl<T: Copy, L: Fn(&T, &T) -> bool> Heap<T, L> {
     }
 
     /// `heap.Push`.
-    pub(crate) fn push(&mut self, x: T) {
+    pub fn push(&mut self, x: T) {
         self.data.push(x);
         self.up(self.data.len() - 1);
     }
 
     /// `heap.Pop`; `None` on an empty heap (Go would panic).
-    pub(crate) fn pop(&mut self) -> Option<T> {
+    pub fn pop(&mut self) -> Option<T> {
         let n = self.data.len().checked_sub(1)?;
         self.data.swap(0, n);
         self.down(0, n);
@@ -420,7 +421,7 @@ impl<T: Copy, L: Fn(&T, &T) -> bool> Heap<T, L> {
 
 /// `math.Exp` as Go runs it on amd64 CPUs with AVX and FMA: [`exp_amd64`]
 /// with `fma` true, what the sampler uses.
-pub(crate) fn exp(x: f64) -> f64 {
+pub fn exp(x: f64) -> f64 {
     exp_amd64(x, true)
 }
 

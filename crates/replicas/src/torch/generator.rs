@@ -1,6 +1,6 @@
 //! torch's CPU generator and `torch.multinomial(probs, 1)`, replayed bit for
-//! bit: the very token transformers' `generate(do_sample=True)` draws for a
-//! `torch.manual_seed`.
+//! bit: the draw behind the very token transformers'
+//! `generate(do_sample=True)` returns for a `torch.manual_seed`.
 //!
 //! This is a **hand-written replica** of torch 2.15.0's CPU code path, not a
 //! binding: no torch code is linked or copied. It was checked against the real
@@ -36,17 +36,12 @@
 //!   `argmax` (first index of the maximum; the first NaN wins, as measured
 //!   on the wheel). One draw over V probabilities advances the engine by exactly
 //!   `2 V` outputs, whatever the probabilities are.
-//! - **transformers' `_sample`** (`transformers/generation/utils.py`, 5.23.0):
-//!   `probs = softmax(next_token_scores, dim=-1)`, then
-//!   `torch.multinomial(probs, num_samples=1)` from the global generator,
-//!   once per step, with nothing else drawing from it on CPU; greedy steps
-//!   (`do_sample=False`) take `argmax` and draw nothing.
 //!
-//! [`TorchGenerator::sample`] is exactly that step: the processors of
-//! [`crate::process`], torch's softmax of the resulting scores
-//! ([`CpuCapability::softmax`]: the vector width changes how the sum is
-//! rounded, so an AVX2 and an AVX512 torch differ in the last bit of some
-//! probabilities), then [`TorchGenerator::multinomial`].
+//! [`CpuCapability::softmax`] is torch's softmax of a step's scores (the
+//! vector width changes how the sum is rounded, so an AVX2 and an AVX512
+//! torch differ in the last bit of some probabilities) and
+//! [`TorchGenerator::multinomial`] the draw from it; transformers' `_sample`
+//! step on top of them (its processors first) is hf-sampling's.
 //! The only foreign numeric routine is `log1p` on doubles; torch calls the C
 //! library's, and so does Rust's [`f64::ln_1p`] on Linux (glibc), which is
 //! where the recorded draws were reproduced.
@@ -56,24 +51,19 @@
 //! torch computes, and the one case where it is not (`u = 0`, so `q = 0` and
 //! `0 / 0` is NaN) is detected from the raw bits.
 
-use parity_core::mt19937::Mt19937;
+use crate::mt19937::Mt19937;
 
-use crate::torch::softmax_lanes;
-use crate::{GenerationParams, HfError, process};
+use super::softmax_lanes;
 
 /// Mask of the 53 bits `uniform_real_distribution<double>` keeps (`digits`).
 const MASK53: u64 = (1 << 53) - 1;
 /// `1 / 2^53`, the divisor of `uniform_real_distribution<double>`.
 const DIVISOR53: f64 = 1.0 / (1u64 << 53) as f64;
 
-/// Why `torch.multinomial` (or the step before it) refused.
+/// Why `torch.multinomial` refused (it checks before drawing).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum TorchSampleError {
-    /// The processor chain refused (invalid parameters, NaN logits, nothing
-    /// left to sample from, ...): exactly [`crate::process`]'s errors.
-    #[error(transparent)]
-    Hf(#[from] HfError),
+pub enum MultinomialError {
     /// A probability is `inf`, NaN or negative (torch's message, with the
     /// first offending index and value).
     #[error(
@@ -105,7 +95,7 @@ pub enum CpuCapability {
     /// reference was recorded on; the default.
     #[default]
     Avx2,
-    /// `"AVX512"`: 16 lanes; the probabilities of [`crate::process`].
+    /// `"AVX512"`: 16 lanes; the probabilities of hf-sampling's `process`.
     Avx512,
 }
 
@@ -149,8 +139,8 @@ impl std::fmt::Debug for TorchGenerator {
 impl TorchGenerator {
     /// The generator as `torch.manual_seed(seed)` leaves it. Python ints are
     /// taken modulo 2^64 by torch (pass `-1` as `u64::MAX`); only the low 32
-    /// bits reach the engine, so `2^32 + 5` draws like `5`. [`Self::sample`]
-    /// takes the softmax of an AVX2 torch; see [`Self::with_capability`].
+    /// bits reach the engine, so `2^32 + 5` draws like `5`. Its
+    /// [`Self::capability`] is an AVX2 torch's; see [`Self::with_capability`].
     pub fn manual_seed(seed: u64) -> Self {
         Self {
             seed,
@@ -159,8 +149,9 @@ impl TorchGenerator {
         }
     }
 
-    /// The softmax [`Self::sample`] replays: that of a torch whose
-    /// `get_cpu_capability()` is `capability`.
+    /// The softmax a step on this generator replays (hf-sampling's
+    /// `TorchSample::sample`): that of a torch whose `get_cpu_capability()`
+    /// is `capability`.
     pub fn with_capability(mut self, capability: CpuCapability) -> Self {
         self.capability = capability;
         self
@@ -177,7 +168,7 @@ impl TorchGenerator {
     }
 
     /// Two engine outputs, the first as the high half (`CPUGeneratorImpl::random64`).
-    pub(crate) fn random64(&mut self) -> u64 {
+    pub fn random64(&mut self) -> u64 {
         let hi = self.random();
         let lo = self.random();
         (u64::from(hi) << 32) | u64::from(lo)
@@ -194,9 +185,9 @@ impl TorchGenerator {
     /// tensor: the exponential race `argmax(probs / q)` described in the
     /// module docs. Advances the generator by `2 * probs.len()` outputs, or
     /// not at all when it returns an error (torch checks before drawing).
-    pub fn multinomial(&mut self, probs: &[f32]) -> Result<usize, TorchSampleError> {
+    pub fn multinomial(&mut self, probs: &[f32]) -> Result<usize, MultinomialError> {
         if probs.is_empty() {
-            return Err(TorchSampleError::Empty);
+            return Err(MultinomialError::Empty);
         }
         // torch: `(max < inf) & (min >= 0)`, so NaN fails too.
         if let Some((index, &value)) = probs
@@ -204,10 +195,10 @@ impl TorchGenerator {
             .enumerate()
             .find(|(_, p)| !(**p >= 0.0 && **p < f32::INFINITY))
         {
-            return Err(TorchSampleError::InvalidProbability { index, value });
+            return Err(MultinomialError::InvalidProbability { index, value });
         }
         if probs.iter().all(|&p| p == 0.0) {
-            return Err(TorchSampleError::ZeroSum);
+            return Err(MultinomialError::ZeroSum);
         }
         let mut best = 0usize;
         let mut best_value = f32::NEG_INFINITY;
@@ -234,23 +225,10 @@ impl TorchGenerator {
         Ok(best)
     }
 
-    /// One step of transformers' `_sample`: run the processors on `logits`
-    /// with the context `input_ids` (as [`crate::process`]); when sampling,
-    /// `torch.multinomial(softmax(scores), 1)` from this generator, with the
-    /// softmax of the generator's [`CpuCapability`]; when not,
-    /// the greedy token, drawing nothing. Append the token to the context and
-    /// call again for the next step: the generator carries on as torch's does.
-    pub fn sample(
-        &mut self,
-        logits: &[f32],
-        input_ids: &[i64],
-        params: &GenerationParams,
-    ) -> Result<usize, TorchSampleError> {
-        let out = process(logits, input_ids, params)?;
-        match out.greedy {
-            Some(token) => Ok(token),
-            None => self.multinomial(&self.capability.softmax(&out.scores)),
-        }
+    /// The softmax width this generator's owner replays (see
+    /// [`Self::with_capability`]).
+    pub fn capability(&self) -> CpuCapability {
+        self.capability
     }
 }
 
@@ -280,37 +258,26 @@ mod tests {
         let fresh = TorchGenerator::manual_seed(0).random();
         assert!(matches!(
             g.multinomial(&[0.5, f32::NAN]),
-            Err(TorchSampleError::InvalidProbability { index: 1, .. })
+            Err(MultinomialError::InvalidProbability { index: 1, .. })
         ));
         assert!(matches!(
             g.multinomial(&[-0.5, 1.0]),
-            Err(TorchSampleError::InvalidProbability { index: 0, .. })
+            Err(MultinomialError::InvalidProbability { index: 0, .. })
         ));
         assert!(matches!(
             g.multinomial(&[f32::INFINITY]),
-            Err(TorchSampleError::InvalidProbability { index: 0, .. })
+            Err(MultinomialError::InvalidProbability { index: 0, .. })
         ));
         assert!(matches!(
             g.multinomial(&[0.0, 0.0]),
-            Err(TorchSampleError::ZeroSum)
+            Err(MultinomialError::ZeroSum)
         ));
-        assert!(matches!(g.multinomial(&[]), Err(TorchSampleError::Empty)));
+        assert!(matches!(g.multinomial(&[]), Err(MultinomialError::Empty)));
         assert_eq!(
             g.random(),
             fresh,
             "a refused draw must not advance the engine"
         );
-    }
-
-    #[test]
-    fn greedy_steps_draw_nothing() {
-        let mut g = TorchGenerator::manual_seed(3);
-        let fresh = TorchGenerator::manual_seed(3).random();
-        let token = g
-            .sample(&[0.0, 2.0, 1.0], &[], &GenerationParams::default())
-            .expect("valid");
-        assert_eq!(token, 1);
-        assert_eq!(g.random(), fresh);
     }
 
     #[test]

@@ -1,54 +1,6 @@
-//! `exp` in f32: SLEEF's `expf_u10` replayed exactly (torch's softmax
-//! kernel), and the fast exp the sampler's fast path uses with a checked error
-//! bound against it.
-
-/// `exp` of an f32, correctly rounded in practice (computed in f64). Used
-/// where torch calls its elementwise `exp` (whose kernel depends on the build).
-#[inline]
-pub(crate) fn exp_f32(x: f32) -> f32 {
-    (x as f64).exp() as f32
-}
-
-/// SLEEF's `xexpf` (`Sleef_expf16_u10`, 1.0-ulp), the `Vectorized<float>::exp`
-/// that torch's CPU softmax kernel calls on AVX512/AVX2 builds. Replayed
-/// operation by operation (FMA where SLEEF's `vmla` is an FMA) so softmax
-/// probabilities are bit-identical to torch's.
-#[inline(always)]
-pub(crate) fn sleef_expf(d: f32) -> f32 {
-    // SLEEF's constants, as the f32 bit patterns its C literals round to.
-    const R_LN2F: f32 = std::f32::consts::LOG2_E; // 0x3fb8aa3b
-    let l2uf = f32::from_bits(0x3f31_7200); // 0.693145751953125
-    let l2lf = f32::from_bits(0x35bf_be8e); // 1.428606765330187045e-06
-    const MAGIC: f32 = 12_582_912.0; // 1.5 * 2^23
-    // vrint_vi2_vf. Outside [-256, 256] the result is masked below, so the
-    // clamp changes no result; it lets the integer be read off the bits of
-    // `q + 1.5 * 2^23` (exact for |q| < 2^22), which vectorises where Rust's
-    // saturating `as i32` does not. Checked on all 2^32 inputs against
-    // `q as i32`: bit-identical results (NaN stays NaN).
-    let q = (d * R_LN2F).round_ties_even().clamp(-256.0, 256.0);
-    let qi = (q + MAGIC).to_bits() as i32 - MAGIC.to_bits() as i32;
-    let qf = qi as f32;
-    let mut s = qf.mul_add(-l2uf, d);
-    s = qf.mul_add(-l2lf, s);
-    let mut u = f32::from_bits(0x3950_2bda); // 0.000198527617612853646278381
-    u = u.mul_add(s, f32::from_bits(0x3ab6_96c9)); // 0.00139304355252534151077271
-    u = u.mul_add(s, f32::from_bits(0x3c08_88a6)); // 0.00833336077630519866943359
-    u = u.mul_add(s, f32::from_bits(0x3d2a_aa7a)); // 0.0416664853692054748535156
-    u = u.mul_add(s, f32::from_bits(0x3e2a_aaab)); // 0.166666671633720397949219
-    u = u.mul_add(s, 0.5);
-    u = 1.0 + (s * s).mul_add(u, s);
-    // vldexp2: u * 2^(q >> 1) * 2^(q - (q >> 1))
-    let pow2i = |e: i32| f32::from_bits((e.wrapping_add(127) as u32).wrapping_shl(23));
-    let h = qi >> 1;
-    u = u * pow2i(h) * pow2i(qi.wrapping_sub(h));
-    if d < -104.0 {
-        0.0
-    } else if 100.0 < d {
-        f32::INFINITY
-    } else {
-        u
-    }
-}
+//! The fast exp the sampler's fast path uses: SLEEF's `expf_u10` algorithm
+//! (torch's softmax kernel, replayed exactly in [`replicas::torch::sleef_expf`])
+//! reshaped to vectorise, with an error bound against it that the tests check.
 
 /// Relative error bound of the fast exp against the reference's SLEEF exp,
 /// with an absolute slack of [`FAST_EXP_ABS`] (checked on every f32 in
@@ -59,7 +11,7 @@ pub(crate) const FAST_EXP_ABS: f64 = 1.0e-38;
 
 /// SLEEF's `expf_u10` algorithm without fused multiply-adds and with a
 /// branch-free rounding, so it vectorises on baseline x86-64. Within
-/// [`FAST_EXP_REL`] relative (plus [`FAST_EXP_ABS`]) of [`sleef_expf`] for
+/// [`FAST_EXP_REL`] relative (plus [`FAST_EXP_ABS`]) of [`replicas::torch::sleef_expf`] for
 /// every `d <= 0`; 0 below -104.
 #[inline(always)]
 pub(crate) fn fast_exp(d: f32) -> f32 {
@@ -94,7 +46,7 @@ pub(crate) fn fast_exp(d: f32) -> f32 {
 /// coefficients minimise the relative error of `exp(s)` on `|s| <= ln 2 / 2`
 /// (weighted least squares iterated towards the max norm, in f64, then
 /// rounded to f32): 1.2e-7 before rounding. Within [`FAST_EXP_REL`]
-/// relative (plus [`FAST_EXP_ABS`]) of [`sleef_expf`] for every `d <= 0`
+/// relative (plus [`FAST_EXP_ABS`]) of [`replicas::torch::sleef_expf`] for every `d <= 0`
 /// (checked as the fast exp is); 0 below -104. `mul_add` is fused
 /// everywhere (a libm call without FMA hardware), so the results do not
 /// depend on the CPU.
@@ -125,6 +77,7 @@ pub(crate) fn fast_exp_fma(d: f32) -> f32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use replicas::torch::sleef_expf;
 
     /// Checks both fast exps' bound on every f32 bit pattern in `bits`;
     /// returns how many and the worst relative error where the exact exp
@@ -173,12 +126,9 @@ mod tests {
     }
 
     #[test]
-    fn sleef_exp_of_zero_is_one_and_flushes_below_minus_104() {
-        assert_eq!(sleef_expf(0.0), 1.0);
-        assert_eq!(sleef_expf(-104.5), 0.0);
+    fn fast_exps_of_zero_are_one_and_flush_below_minus_104() {
         assert_eq!(fast_exp(-104.5), 0.0);
         assert_eq!(fast_exp_fma(-104.5), 0.0);
         assert_eq!(fast_exp_fma(0.0), 1.0);
-        assert_eq!(sleef_expf(101.0), f32::INFINITY);
     }
 }

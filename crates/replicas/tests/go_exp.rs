@@ -2,7 +2,7 @@
 //! both branches: `fixtures/ollama/go_exp_fma.jsonl` (AVX+FMA, the default on
 //! current CPUs) and `go_exp_sse2.jsonl` (`GODEBUG=cpu.fma=off`).
 
-use ollama_sampling::go::exp_amd64;
+use replicas::go::exp_amd64;
 use serde_json::Value;
 
 fn check(file: &str, fma: bool) -> (usize, usize) {

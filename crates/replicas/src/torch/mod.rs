@@ -1,4 +1,12 @@
-//! The few torch CPU operations the processors need, reproduced in f32.
+//! torch's CPU operations the engines built on torch run (transformers,
+//! vLLM, SGLang), reproduced in f32, and torch's CPU generator.
+//!
+//! A **hand-written replica** of torch 2.15.0's CPU kernels (PyPI wheel;
+//! `aten/src/ATen/native/cpu/SoftMaxKernel.cpp`, `Sorting.cpp`,
+//! `ReduceOps`, SLEEF's `expf_u10`, `CPUGeneratorImpl.cpp`), not a binding:
+//! no torch code is linked. Hand-written because exactness needs it: the
+//! order of tied tokens and the last bit of a probability decide which token
+//! survives a cut and which a seed draws.
 //!
 //! Facts checked against torch 2.15.0 on CPU (see `docs/hf-sampling.md`):
 //! - `torch.sort(x)` (not stable) on CPU is libstdc++ `std::sort` run on
@@ -16,22 +24,24 @@
 //!   computed in f64 and rounded: within an ulp or two of torch.
 //! - Comparing an f32 tensor with a Python float casts the float to f32 first.
 //!
-//! Two exact replicas live in submodules: `sort` (libstdc++'s introsort, which
-//! decides the order of ties) and `exp` (SLEEF's `expf_u10`, beside the fast
-//! exp that the sampler's fast path bounds against it).
+//! Three exact replicas live in submodules: `sort` (libstdc++'s introsort, which
+//! decides the order of ties), `exp` (SLEEF's `expf_u10`) and `generator`
+//! (torch's `at::mt19937` generator and `torch.multinomial(probs, 1)`).
 
 mod exp;
+mod generator;
 mod sort;
 
-pub(crate) use exp::{FAST_EXP_ABS, FAST_EXP_REL, exp_f32, fast_exp, fast_exp_fma, sleef_expf};
+pub use exp::{exp_f32, sleef_expf};
+pub use generator::{CpuCapability, MultinomialError, TorchGenerator};
 pub use sort::argsort_ascending;
 
 /// Number of f32 lanes of torch's `Vectorized<float>` on the reference CPU
 /// (AVX512; an AVX2 build uses 8 and rounds sums differently).
-pub(crate) const LANES: usize = 16;
+pub const LANES: usize = 16;
 
 /// `vec::reduce_all(x + y)` over f32 with [`LANES`] lanes.
-pub(crate) fn lane_sum(values: &[f32]) -> f32 {
+pub fn lane_sum(values: &[f32]) -> f32 {
     lane_sum_of::<LANES>(values)
 }
 
@@ -39,7 +49,7 @@ pub(crate) fn lane_sum(values: &[f32]) -> f32 {
 /// AVX512): lane-wise accumulation of full vectors, the tail added into its
 /// lanes, then a halving tree (lane i + lane i + L/2, ...). Below one
 /// vector, a plain left-to-right sum.
-pub(crate) fn lane_sum_of<const L: usize>(values: &[f32]) -> f32 {
+pub fn lane_sum_of<const L: usize>(values: &[f32]) -> f32 {
     let n = values.len();
     if n < L {
         let mut acc = 0.0f32;
@@ -64,7 +74,7 @@ pub(crate) fn lane_sum_of<const L: usize>(values: &[f32]) -> f32 {
 
 /// The end of torch's vectorised sum: the lanes added pairwise, halving the
 /// width each time (16 → 8 → 4 → 2 → 1), in f32.
-pub(crate) fn fold_lanes<const L: usize>(mut acc: [f32; L]) -> f32 {
+pub fn fold_lanes<const L: usize>(mut acc: [f32; L]) -> f32 {
     let mut width = L / 2;
     while width >= 1 {
         for i in 0..width {
@@ -76,7 +86,7 @@ pub(crate) fn fold_lanes<const L: usize>(mut acc: [f32; L]) -> f32 {
 }
 
 /// `torch.amax` over the vector (no NaN allowed).
-pub(crate) fn max(values: &[f32]) -> f32 {
+pub fn max(values: &[f32]) -> f32 {
     values.iter().copied().fold(f32::NEG_INFINITY, f32::max)
 }
 
@@ -119,7 +129,7 @@ fn sleef_exps_minus(values: &[f32], m: f32) -> Vec<f32> {
 
 /// `torch.softmax(x, dim=-1)` on CPU with [`LANES`] lanes: see
 /// [`softmax_lanes`]. Bit-identical to torch 2.15 on an AVX512 CPU.
-pub(crate) fn softmax(values: &[f32]) -> Vec<f32> {
+pub fn softmax(values: &[f32]) -> Vec<f32> {
     softmax_lanes::<LANES>(values)
 }
 
@@ -127,7 +137,7 @@ pub(crate) fn softmax(values: &[f32]) -> Vec<f32> {
 /// lanes: `e = exp(x - max)` with SLEEF's exp, `sum = reduce_all(e)`,
 /// `e * (1 / sum)`. With every entry -inf the result is NaN everywhere, as
 /// in torch.
-pub(crate) fn softmax_lanes<const L: usize>(values: &[f32]) -> Vec<f32> {
+pub fn softmax_lanes<const L: usize>(values: &[f32]) -> Vec<f32> {
     let m = max(values);
     let e = sleef_exps_minus(values, m);
     let r = 1.0f32 / lane_sum_of::<L>(&e);
@@ -136,7 +146,7 @@ pub(crate) fn softmax_lanes<const L: usize>(values: &[f32]) -> Vec<f32> {
 
 /// `torch.log_softmax(x, dim=-1)` in f32: `x - max - log(sum(exp(x - max)))`,
 /// in that order of operations (torch keeps it to avoid cancellation).
-pub(crate) fn log_softmax(values: &[f32]) -> Vec<f32> {
+pub fn log_softmax(values: &[f32]) -> Vec<f32> {
     let m = max(values);
     let e = sleef_exps_minus(values, m);
     let log_sum = (lane_sum(&e) as f64).ln() as f32;
@@ -144,7 +154,7 @@ pub(crate) fn log_softmax(values: &[f32]) -> Vec<f32> {
 }
 
 /// `torch.logsumexp(x, dim=-1)` in f32: `log(sum(exp(x - max))) + max`.
-pub(crate) fn logsumexp(values: &[f32]) -> f32 {
+pub fn logsumexp(values: &[f32]) -> f32 {
     let m = max(values);
     if m == f32::NEG_INFINITY {
         return m;
@@ -167,7 +177,7 @@ pub fn cumsum(values: &[f32]) -> Vec<f32> {
 
 /// Sum of an f32 vector rounded to f32 (torch's reductions are f32 with a
 /// CPU-dependent order; f64 accumulation is within their rounding).
-pub(crate) fn sum(values: impl IntoIterator<Item = f32>) -> f32 {
+pub fn sum(values: impl IntoIterator<Item = f32>) -> f32 {
     values.into_iter().map(|v| v as f64).sum::<f64>() as f32
 }
 

@@ -6,6 +6,13 @@
 //! (multiplier 1812433253) from a 32-bit seed, as the C++ standard specifies
 //! ([rand.eng.mers]); what each engine does with the outputs (torch's
 //! `random64`, libstdc++'s `generate_canonical`) lives with that engine.
+//!
+//! Copied from the reference code, Matsumoto and Nishimura's `mt19937ar.c`
+//! (2002-01-26: `init_genrand`, `init_by_array`, `genrand_int32`), which
+//! libstdc++ (GCC 12 `bits/random.tcc`), torch 2.15.0
+//! (`aten/src/ATen/core/MT19937RNGEngine.h`) and CPython 3.11
+//! (`Modules/_randommodule.c`) each reproduce; hand-written because exactness
+//! needs every output word.
 
 /// State words.
 const N: usize = 624;

@@ -24,8 +24,8 @@
 //!   `searchsorted(exclusive_cumsum(w), u * sum(w), right) - 1` with
 //!   `w = exp(x - max x)` (or `x == max` when the max is infinite).
 //!
-//! Public so that other MLX-based semantics (Ollama's MLX runner) can reuse
-//! it.
+//! Used by both MLX-based semantics: mlx-lm's sampler and Ollama's MLX
+//! runner.
 
 /// A threefry key: two 32-bit words, as `mx.random.key` holds it.
 pub type Key = [u32; 2];

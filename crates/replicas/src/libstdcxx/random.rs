@@ -1,7 +1,7 @@
 //! libstdc++'s `std::generate_canonical<double, 53>` and
 //! `std::discrete_distribution<int>`, hand-written because exactness needs
 //! them: two engines draw their token with them from a `std::mt19937`
-//! ([`crate::mt19937::Mt19937`]), llama.cpp's `dist` sampler (the uniform
+//! ([`Mt19937`]), llama.cpp's `dist` sampler (the uniform
 //! double) and ONNX Runtime GenAI's CPU sampler (`SampleCategoricalToken`
 //! in src/sampling_distribution.h builds a `std::discrete_distribution<int>`
 //! from the kept probabilities), and a replayed draw must pick the token the
