@@ -2,6 +2,7 @@
 //! kernels under Triton's CPU interpreter (`fixtures/vllm-v2/`, made by
 //! `scripts/reference/vllm/record_v2.py`) with `runner: "v2-gpu"`.
 
+use parity_core::fragile::FragileKind;
 use parity_core::recording::{Recording, fnv1a64};
 use parity_core::{Context, Fixture, Logits, Semantics};
 use serde_json::Value;
@@ -58,6 +59,7 @@ fn every_recorded_v2_case_replays() {
     let (mut cases, mut refused, mut draws, mut kept_checked) = (0, 0, 0, 0);
     let mut degenerate = 0;
     let (mut top_p_cases, mut fragile_cases, mut fragile_differs) = (0, 0, 0);
+    let (mut proc_cases, mut proc_reproduced, mut fragile_min_p) = (0, 0, 0);
     let mut max_dp = 0.0f64;
     for rec in all() {
         let Some(source) = rec.meta.get("source").and_then(Value::as_str) else {
@@ -65,7 +67,14 @@ fn every_recorded_v2_case_replays() {
         };
         let source = source.to_string();
         let fixture = Fixture::load(&dir().join(&source)).expect("source fixture");
-        let context = Context::new(&fixture.input_ids, None).expect("context");
+        // The logits processors' files split the ids into prompt and output
+        // (`prompt_len`); the others record a request whose ids are all prompt.
+        let prompt_len = rec
+            .meta
+            .get("prompt_len")
+            .and_then(Value::as_str)
+            .map(|n| n.parse::<usize>().expect("prompt_len"));
+        let context = Context::new(&fixture.input_ids, prompt_len).expect("context");
         let logits = Logits::from_f32(&fixture.logits);
         let vocab = fixture.logits.len() as i64;
         let out_of_vocab = fixture.input_ids.iter().any(|&t| t < 0 || t >= vocab);
@@ -83,6 +92,8 @@ fn every_recorded_v2_case_replays() {
                 .parse_params(&params)
                 .unwrap_or_else(|e| panic!("{what}: {e}"));
             cases += 1;
+            let processors = case.get("processors").is_some();
+            proc_cases += usize::from(processors);
             let got = Vllm::AUTO.distribution(&logits, &context, &p);
             if out_of_vocab {
                 assert!(
@@ -97,7 +108,11 @@ fn every_recorded_v2_case_replays() {
                 // Kept or dropped by the bits of exp/log: the replay's set
                 // may differ from the interpreter's, but only in the tokens
                 // the report names.
-                assert!(p.top_p < 1.0, "{what}: fragile without top-p");
+                assert!(
+                    p.top_p < 1.0 || p.min_p > 0.0,
+                    "{what}: fragile without top-p or min-p"
+                );
+                fragile_min_p += usize::from(fragile.iter().any(|f| f.kind == FragileKind::MinP));
                 let got = got.unwrap_or_else(|e| panic!("{what}: {e}"));
                 let same = got.scores().map(fnv1a64).as_deref() == case["fnv1a64"].as_str();
                 let ids = rec.i64s(&format!("{name}.ids")).expect("ids");
@@ -198,12 +213,24 @@ fn every_recorded_v2_case_replays() {
                 assert_eq!(positions[0], fixture.input_ids.len() as i64 - 1);
                 assert_eq!(d.tokens(), Some(&[tokens[0]][..]), "{what}: seeded draw");
             }
+            proc_reproduced += usize::from(processors);
         }
     }
     eprintln!(
-        "vllm v2: {cases} cases ({refused} refused: ids outside the vocabulary; {degenerate} refused as unmodelled), {top_p_cases} top-p cases reproduced, {fragile_cases} top-p cases fragile (decided by exp/log bits; the interpreter's kept set differs from the replay's on {fragile_differs}, only in reported tokens), {kept_checked} kept sets compared token by token, {draws} interpreted draws replayed, max |dp| {max_dp:e}"
+        "vllm v2: logits processors (logit bias, allowed ids, penalties): {proc_cases} cases, {proc_reproduced} reproduced bit for bit"
+    );
+    eprintln!(
+        "vllm v2: {cases} cases ({refused} refused: ids outside the vocabulary; {degenerate} refused as unmodelled), {top_p_cases} top-p cases reproduced, {fragile_cases} cases fragile ({fragile_min_p} of them at min-p) (decided by exp/log bits; the interpreter's kept set differs from the replay's on {fragile_differs}, only in reported tokens), {kept_checked} kept sets compared token by token, {draws} interpreted draws replayed, max |dp| {max_dp:e}"
     );
     assert!(top_p_cases >= 100, "{top_p_cases} top-p cases reproduced");
     assert!(cases > 300 && draws > 4500, "{cases} cases, {draws} draws");
     assert_eq!(degenerate, 0, "{degenerate} refused as unmodelled");
+    assert!(
+        proc_cases >= 400,
+        "{proc_cases} logits-processor cases recorded"
+    );
+    assert!(
+        proc_reproduced + 10 >= proc_cases,
+        "{proc_reproduced} of {proc_cases} logits-processor cases reproduced"
+    );
 }
