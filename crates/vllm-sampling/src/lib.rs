@@ -376,9 +376,10 @@ fn explain(kwargs: &Map<String, Value>, p: &VllmParams) -> Explanation {
         );
     }
     if p.repetition_penalty != 1.0 {
-        reasons.push(
-            "repetition penalty arithmetic: vLLM's CPU op multiplies a positive logit by the f32 reciprocal of the penalty, transformers divides (an ulp apart)".to_string(),
-        );
+        reasons.push(match p.runner {
+            Runner::V1 => "repetition penalty arithmetic: vLLM's CPU op multiplies a positive logit by the f32 reciprocal of the penalty, transformers divides (an ulp apart)".to_string(),
+            Runner::V2Gpu => "repetition penalty arithmetic: Model Runner V2's penalty kernel multiplies a positive logit by `1.0 / penalty` computed in f32 (on CUDA Triton's approximate division), transformers divides (an ulp apart)".to_string(),
+        });
     }
     let t = kwargs.get("temperature").and_then(Value::as_f64);
     if t.is_some_and(|t| t > 0.0 && t < 0.01) {

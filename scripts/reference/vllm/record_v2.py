@@ -12,6 +12,12 @@ FlashInfer, or no top-k/top-p: `Sampler.sample`, sampler.py:301-326) it runs:
                                        np.random.randint(int64); whether the row
                                        needs processing)
   apply_sampling_params               sampler.py:226-276 (skip_top_k_top_p=True):
+    the logits processors in list order (sampler.py:71-76), proc__* files only:
+    _bias_kernel                      sample/logit_bias.py:158-349 (allowed ids,
+                                       then logit bias; min-tokens off)
+    _bincount_kernel, _penalties_kernel
+                                      sample/penalties.py:107-298 (prompt ids as a
+                                       bit mask, the later ids counted as output)
     _temperature_kernel               sample/gumbel.py:21-62 (skipped at T 0 or 1)
     _min_p_kernel                     sample/min_p.py:8-60   (threshold max + log(min_p))
   apply_top_k_top_p                   v1/sample/ops/topk_topp_sampler.py:501-521
@@ -34,7 +40,14 @@ for a top-p-only row, num_sm = 132 (any GPU with >= 32 SMs splits a row in
 without a GPU. These are NOT outputs of a GPU: the interpreter computes in
 numpy (its exp/log/sum, not CUDA's).
 
-Output: fixtures/vllm-v2/<group>__<fixture>.safetensors (see docs/engines/vllm.md).
+Output: fixtures/vllm-v2/<group>__<fixture>.safetensors (no logits processor,
+every id of the fixture prompt) and proc__<group>__<fixture>.safetensors (logit
+bias, allowed ids, penalties; the fixture's ids split at its prompt_len), see
+docs/engines/vllm.md.
+
+Environment: RECORD_V2_ONLY=<substring> records (or checks) only the fixtures
+whose file name contains it; RECORD_V2_KINDS=base or proc only those files. A
+partial --check compares only the files it regenerated.
 
 Usage (from the repository root, after scripts/reference/vllm/setup.sh v2):
     scripts/reference/vllm/.venv-v2/bin/python scripts/reference/vllm/record_v2.py          # write

@@ -59,7 +59,7 @@ fn every_recorded_v2_case_replays() {
     let (mut cases, mut refused, mut draws, mut kept_checked) = (0, 0, 0, 0);
     let mut degenerate = 0;
     let (mut top_p_cases, mut fragile_cases, mut fragile_differs) = (0, 0, 0);
-    let (mut proc_cases, mut proc_reproduced, mut fragile_min_p) = (0, 0, 0);
+    let (mut proc_cases, mut proc_reproduced, mut proc_fragile, mut fragile_min_p) = (0, 0, 0, 0);
     let mut max_dp = 0.0f64;
     for rec in all() {
         let Some(source) = rec.meta.get("source").and_then(Value::as_str) else {
@@ -138,6 +138,7 @@ fn every_recorded_v2_case_replays() {
                 );
                 fragile_differs += usize::from(!same);
                 fragile_cases += 1;
+                proc_fragile += usize::from(processors);
                 continue;
             }
             if p.top_p < 1.0 && !p.is_greedy() {
@@ -158,6 +159,15 @@ fn every_recorded_v2_case_replays() {
             }
             let got = got.unwrap_or_else(|e| panic!("{what}: {e}"));
             let scores = got.scores().expect("final logits");
+            let penalty_ran = case
+                .get("processors")
+                .and_then(Value::as_array)
+                .is_some_and(|l| l.iter().any(|x| x == "penalties"));
+            assert_eq!(
+                got.penalised().is_some(),
+                penalty_ran,
+                "{what}: the penalised logits are reported exactly when the penalty kernel ran"
+            );
             assert_eq!(
                 fnv1a64(scores),
                 case["fnv1a64"].as_str().expect("hash"),
@@ -217,7 +227,7 @@ fn every_recorded_v2_case_replays() {
         }
     }
     eprintln!(
-        "vllm v2: logits processors (logit bias, allowed ids, penalties): {proc_cases} cases, {proc_reproduced} reproduced bit for bit"
+        "vllm v2: logits processors (logit bias, allowed ids, penalties): {proc_cases} cases, {proc_reproduced} reproduced bit for bit, {proc_fragile} fragile"
     );
     eprintln!(
         "vllm v2: {cases} cases ({refused} refused: ids outside the vocabulary; {degenerate} refused as unmodelled), {top_p_cases} top-p cases reproduced, {fragile_cases} cases fragile ({fragile_min_p} of them at min-p) (decided by exp/log bits; the interpreter's kept set differs from the replay's on {fragile_differs}, only in reported tokens), {kept_checked} kept sets compared token by token, {draws} interpreted draws replayed, max |dp| {max_dp:e}"
@@ -229,8 +239,13 @@ fn every_recorded_v2_case_replays() {
         proc_cases >= 400,
         "{proc_cases} logits-processor cases recorded"
     );
+    assert_eq!(
+        proc_reproduced + proc_fragile,
+        proc_cases,
+        "every logits-processor case reproduced or reported fragile"
+    );
     assert!(
-        proc_reproduced + 10 >= proc_cases,
-        "{proc_reproduced} of {proc_cases} logits-processor cases reproduced"
+        proc_fragile <= 10,
+        "{proc_fragile} logits-processor cases fragile"
     );
 }
