@@ -199,6 +199,18 @@ PROC_EDGE_CASES = [
                "logit_bias": "top", "allowed_token_ids": "top"}),
 ]
 
+# Ids outside the vocabulary never reach the kernels: SamplingParams.verify
+# refuses them first (sampling_params.py:904-915, _validate_logit_bias
+# 1075-1095, _validate_allowed_token_ids 1154-1183). Recorded with vLLM's own
+# validators on edge/int_ties_v1000 (V = 1000), the ids in ascending order.
+PROC_REJECTED = [
+    {"logit_bias": {1000: 1.0}},
+    {"logit_bias": {-1: 2.0, 5: 1.0, 1000: -1.0}},
+    {"allowed_token_ids": [0, 999, 1000]},
+    {"allowed_token_ids": [-3, 0]},
+    {"allowed_token_ids": [1, 2], "logit_bias": {7: 1.0, 4096: 1.0}},
+]
+
 
 def fnv1a64(data: bytes) -> str:
     h = 0xCBF29CE484222325
@@ -513,7 +525,25 @@ def record_proc_source(src: Path) -> tuple[str, bytes] | None:
     cases: list[dict] = []
     for name, kwargs in case_list:
         record_case(logits, ids, name, resolve(kwargs, logits, group), tensors, cases, offsets, prompt_len)
+    extra = {}
+    if src.stem == "int_ties_v1000":
+        from types import SimpleNamespace
+
+        # The one ModelConfig method the two validators call.
+        model_config = SimpleNamespace(get_vocab_size=lambda: len(logits))
+        rejected = []
+        for kw in PROC_REJECTED:
+            sp = SamplingParams(**kw)
+            try:
+                sp._validate_logit_bias(model_config)
+                sp._validate_allowed_token_ids(model_config)
+            except Exception as e:  # noqa: BLE001 - the message is what is recorded
+                rejected.append({"params": jsonable(kw), "error": str(e)})
+                continue
+            raise AssertionError(f"accepted: {kw}")
+        extra["rejected"] = json.dumps(rejected, sort_keys=True)
     metadata = {
+        **extra,
         "format": FORMAT,
         "source": f"{group}/{src.name}",
         "prompt_len": str(prompt_len),

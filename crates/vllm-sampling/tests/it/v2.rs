@@ -249,3 +249,39 @@ fn every_recorded_v2_case_replays() {
         "{proc_fragile} logits-processor cases fragile"
     );
 }
+
+/// Out-of-vocabulary `logit_bias` / `allowed_token_ids` ids, refused by
+/// vLLM 0.33.0's own validators (`SamplingParams._validate_logit_bias`,
+/// `_validate_allowed_token_ids`) before any V2 kernel: the same message.
+#[test]
+fn out_of_vocabulary_ids_give_vllms_own_message() {
+    let rec = all()
+        .into_iter()
+        .find(|r| r.meta.contains_key("rejected"))
+        .expect("a file with rejected params");
+    let source = rec.meta["source"].as_str().expect("source").to_string();
+    let fixture = Fixture::load(&dir().join(&source)).expect("source fixture");
+    let context = Context::new(&fixture.input_ids, None).expect("context");
+    let logits = Logits::from_f32(&fixture.logits);
+    let mut n = 0;
+    for r in rec
+        .meta_json("rejected")
+        .expect("recorded")
+        .as_array()
+        .expect("list")
+    {
+        let mut params = r["params"].as_object().expect("params").clone();
+        params.insert("runner".into(), Value::from("v2-gpu"));
+        let p = Vllm::AUTO.parse_params(&params).expect("valid params");
+        let err = Vllm::AUTO
+            .distribution(&logits, &context, &p)
+            .expect_err("vLLM refused these");
+        assert_eq!(
+            err.to_string(),
+            r["error"].as_str().expect("message"),
+            "{params:?}"
+        );
+        n += 1;
+    }
+    assert!(n >= 5, "{n}");
+}
