@@ -254,9 +254,16 @@ fn penalties(x: &mut [f32], context: &Context<'_>, p: &VllmParams) -> Vec<bool> 
     let freq = p.frequency_penalty as f32;
     let pres = p.presence_penalty as f32;
     let mut seen = vec![false; vocab];
+    for i in 0..vocab {
+        seen[i] = prompt[i] || counts[i] > 0;
+    }
+    // 130-136: the kernel returns untouched when, in f32, no penalty is on
+    // (a penalty that rounds to 1 or 0 does not turn a -0.0 into +0.0).
+    if rep == 1.0 && freq == 0.0 && pres == 0.0 {
+        return seen;
+    }
     for (i, v) in x.iter_mut().enumerate() {
         let in_output = counts[i] > 0;
-        seen[i] = prompt[i] || in_output;
         if rep != 1.0 {
             // 175-177: scale rep where seen else 1.0; logits > 0 times 1/scale.
             let scale = if seen[i] { rep } else { 1.0 };
