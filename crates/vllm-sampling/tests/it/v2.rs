@@ -285,3 +285,64 @@ fn out_of_vocabulary_ids_give_vllms_own_message() {
     }
     assert!(n >= 5, "{n}");
 }
+
+/// The recorded penalty cases depend on where the prompt ends: replayed
+/// with every id taken as prompt (no output, so frequency and presence have
+/// nothing to count), the rows of the frequency/presence cases without
+/// truncation, on fixtures where a penalty can move an output id's logit,
+/// are no longer the interpreter's.
+#[test]
+fn the_penalty_cases_depend_on_the_prompt_output_split() {
+    let (mut checked, mut differ) = (0, 0);
+    for rec in all() {
+        let Some(prompt_len) = rec.meta.get("prompt_len").and_then(Value::as_str) else {
+            continue;
+        };
+        let prompt_len: usize = prompt_len.parse().expect("prompt_len");
+        let source = rec.meta["source"].as_str().expect("source").to_string();
+        let fixture = Fixture::load(&dir().join(&source)).expect("source fixture");
+        // An output id whose logit a penalty of 0.3 or more moves (not
+        // -inf, not so large that it is below its ulp).
+        let output_finite = fixture.input_ids[prompt_len..]
+            .iter()
+            .any(|&t| fixture.logits[t as usize].abs() < 1e6);
+        if !output_finite {
+            continue;
+        }
+        let all_prompt = Context::new(&fixture.input_ids, None).expect("context");
+        let logits = Logits::from_f32(&fixture.logits);
+        for case in rec
+            .meta_json("cases")
+            .expect("cases")
+            .as_array()
+            .expect("list")
+        {
+            let mut params = case["params"].as_object().expect("params").clone();
+            let counted = ["frequency_penalty", "presence_penalty"].iter().any(|k| {
+                params
+                    .get(*k)
+                    .and_then(Value::as_f64)
+                    .is_some_and(|v| v != 0.0)
+            });
+            // Truncation (top-k, allowed ids) can mask the output ids.
+            let truncated =
+                params.contains_key("top_k") || params.contains_key("allowed_token_ids");
+            if !counted || truncated {
+                continue;
+            }
+            params.insert("runner".into(), Value::from("v2-gpu"));
+            let p = Vllm::AUTO.parse_params(&params).expect("params");
+            let d = Vllm::AUTO
+                .distribution(&logits, &all_prompt, &p)
+                .expect("replayed");
+            checked += 1;
+            let moved = d.scores().map(fnv1a64).as_deref() != case["fnv1a64"].as_str();
+            assert!(moved, "{source} {}: same row without output", case["name"]);
+            differ += usize::from(moved);
+        }
+    }
+    eprintln!(
+        "vllm v2: {differ} of {checked} frequency/presence cases differ from the recording when every id is taken as prompt"
+    );
+    assert!(checked >= 60, "{checked}");
+}
