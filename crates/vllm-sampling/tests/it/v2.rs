@@ -2,6 +2,7 @@
 //! kernels under Triton's CPU interpreter (`fixtures/vllm-v2/`, made by
 //! `scripts/reference/vllm/record_v2.py`) with `runner: "v2-gpu"`.
 
+use parity_core::fragile::FragileKind;
 use parity_core::recording::{Recording, fnv1a64};
 use parity_core::{Context, Fixture, Logits, Semantics};
 use serde_json::Value;
@@ -58,6 +59,7 @@ fn every_recorded_v2_case_replays() {
     let (mut cases, mut refused, mut draws, mut kept_checked) = (0, 0, 0, 0);
     let mut degenerate = 0;
     let (mut top_p_cases, mut fragile_cases, mut fragile_differs) = (0, 0, 0);
+    let (mut proc_cases, mut proc_reproduced, mut proc_fragile, mut fragile_min_p) = (0, 0, 0, 0);
     let mut max_dp = 0.0f64;
     for rec in all() {
         let Some(source) = rec.meta.get("source").and_then(Value::as_str) else {
@@ -65,7 +67,14 @@ fn every_recorded_v2_case_replays() {
         };
         let source = source.to_string();
         let fixture = Fixture::load(&dir().join(&source)).expect("source fixture");
-        let context = Context::new(&fixture.input_ids, None).expect("context");
+        // The logits processors' files split the ids into prompt and output
+        // (`prompt_len`); the others record a request whose ids are all prompt.
+        let prompt_len = rec
+            .meta
+            .get("prompt_len")
+            .and_then(Value::as_str)
+            .map(|n| n.parse::<usize>().expect("prompt_len"));
+        let context = Context::new(&fixture.input_ids, prompt_len).expect("context");
         let logits = Logits::from_f32(&fixture.logits);
         let vocab = fixture.logits.len() as i64;
         let out_of_vocab = fixture.input_ids.iter().any(|&t| t < 0 || t >= vocab);
@@ -83,6 +92,8 @@ fn every_recorded_v2_case_replays() {
                 .parse_params(&params)
                 .unwrap_or_else(|e| panic!("{what}: {e}"));
             cases += 1;
+            let processors = case.get("processors").is_some();
+            proc_cases += usize::from(processors);
             let got = Vllm::AUTO.distribution(&logits, &context, &p);
             if out_of_vocab {
                 assert!(
@@ -97,7 +108,11 @@ fn every_recorded_v2_case_replays() {
                 // Kept or dropped by the bits of exp/log: the replay's set
                 // may differ from the interpreter's, but only in the tokens
                 // the report names.
-                assert!(p.top_p < 1.0, "{what}: fragile without top-p");
+                assert!(
+                    p.top_p < 1.0 || p.min_p > 0.0,
+                    "{what}: fragile without top-p or min-p"
+                );
+                fragile_min_p += usize::from(fragile.iter().any(|f| f.kind == FragileKind::MinP));
                 let got = got.unwrap_or_else(|e| panic!("{what}: {e}"));
                 let same = got.scores().map(fnv1a64).as_deref() == case["fnv1a64"].as_str();
                 let ids = rec.i64s(&format!("{name}.ids")).expect("ids");
@@ -123,6 +138,7 @@ fn every_recorded_v2_case_replays() {
                 );
                 fragile_differs += usize::from(!same);
                 fragile_cases += 1;
+                proc_fragile += usize::from(processors);
                 continue;
             }
             if p.top_p < 1.0 && !p.is_greedy() {
@@ -143,6 +159,15 @@ fn every_recorded_v2_case_replays() {
             }
             let got = got.unwrap_or_else(|e| panic!("{what}: {e}"));
             let scores = got.scores().expect("final logits");
+            let penalty_ran = case
+                .get("processors")
+                .and_then(Value::as_array)
+                .is_some_and(|l| l.iter().any(|x| x == "penalties"));
+            assert_eq!(
+                got.penalised().is_some(),
+                penalty_ran,
+                "{what}: the penalised logits are reported exactly when the penalty kernel ran"
+            );
             assert_eq!(
                 fnv1a64(scores),
                 case["fnv1a64"].as_str().expect("hash"),
@@ -198,12 +223,126 @@ fn every_recorded_v2_case_replays() {
                 assert_eq!(positions[0], fixture.input_ids.len() as i64 - 1);
                 assert_eq!(d.tokens(), Some(&[tokens[0]][..]), "{what}: seeded draw");
             }
+            proc_reproduced += usize::from(processors);
         }
     }
     eprintln!(
-        "vllm v2: {cases} cases ({refused} refused: ids outside the vocabulary; {degenerate} refused as unmodelled), {top_p_cases} top-p cases reproduced, {fragile_cases} top-p cases fragile (decided by exp/log bits; the interpreter's kept set differs from the replay's on {fragile_differs}, only in reported tokens), {kept_checked} kept sets compared token by token, {draws} interpreted draws replayed, max |dp| {max_dp:e}"
+        "vllm v2: logits processors (logit bias, allowed ids, penalties): {proc_cases} cases, {proc_reproduced} reproduced bit for bit, {proc_fragile} fragile"
+    );
+    eprintln!(
+        "vllm v2: {cases} cases ({refused} refused: ids outside the vocabulary; {degenerate} refused as unmodelled), {top_p_cases} top-p cases reproduced, {fragile_cases} cases fragile ({fragile_min_p} of them at min-p) (decided by exp/log bits; the interpreter's kept set differs from the replay's on {fragile_differs}, only in reported tokens), {kept_checked} kept sets compared token by token, {draws} interpreted draws replayed, max |dp| {max_dp:e}"
     );
     assert!(top_p_cases >= 100, "{top_p_cases} top-p cases reproduced");
     assert!(cases > 300 && draws > 4500, "{cases} cases, {draws} draws");
     assert_eq!(degenerate, 0, "{degenerate} refused as unmodelled");
+    assert!(
+        proc_cases >= 400,
+        "{proc_cases} logits-processor cases recorded"
+    );
+    assert_eq!(
+        proc_reproduced + proc_fragile,
+        proc_cases,
+        "every logits-processor case reproduced or reported fragile"
+    );
+    assert!(
+        proc_fragile <= 10,
+        "{proc_fragile} logits-processor cases fragile"
+    );
+}
+
+/// Out-of-vocabulary `logit_bias` / `allowed_token_ids` ids, refused by
+/// vLLM 0.33.0's own validators (`SamplingParams._validate_logit_bias`,
+/// `_validate_allowed_token_ids`) before any V2 kernel: the same message.
+#[test]
+fn out_of_vocabulary_ids_give_vllms_own_message() {
+    let rec = all()
+        .into_iter()
+        .find(|r| r.meta.contains_key("rejected"))
+        .expect("a file with rejected params");
+    let source = rec.meta["source"].as_str().expect("source").to_string();
+    let fixture = Fixture::load(&dir().join(&source)).expect("source fixture");
+    let context = Context::new(&fixture.input_ids, None).expect("context");
+    let logits = Logits::from_f32(&fixture.logits);
+    let mut n = 0;
+    for r in rec
+        .meta_json("rejected")
+        .expect("recorded")
+        .as_array()
+        .expect("list")
+    {
+        let mut params = r["params"].as_object().expect("params").clone();
+        params.insert("runner".into(), Value::from("v2-gpu"));
+        let p = Vllm::AUTO.parse_params(&params).expect("valid params");
+        let err = Vllm::AUTO
+            .distribution(&logits, &context, &p)
+            .expect_err("vLLM refused these");
+        assert_eq!(
+            err.to_string(),
+            r["error"].as_str().expect("message"),
+            "{params:?}"
+        );
+        n += 1;
+    }
+    assert!(n >= 5, "{n}");
+}
+
+/// The recorded penalty cases depend on where the prompt ends: replayed
+/// with every id taken as prompt (no output, so frequency and presence have
+/// nothing to count), the rows of the frequency/presence cases without
+/// truncation, on fixtures where a penalty can move an output id's logit,
+/// are no longer the interpreter's.
+#[test]
+fn the_penalty_cases_depend_on_the_prompt_output_split() {
+    let (mut checked, mut differ) = (0, 0);
+    for rec in all() {
+        let Some(prompt_len) = rec.meta.get("prompt_len").and_then(Value::as_str) else {
+            continue;
+        };
+        let prompt_len: usize = prompt_len.parse().expect("prompt_len");
+        let source = rec.meta["source"].as_str().expect("source").to_string();
+        let fixture = Fixture::load(&dir().join(&source)).expect("source fixture");
+        // An output id whose logit a penalty of 0.3 or more moves (not
+        // -inf, not so large that it is below its ulp).
+        let output_finite = fixture.input_ids[prompt_len..]
+            .iter()
+            .any(|&t| fixture.logits[t as usize].abs() < 1e6);
+        if !output_finite {
+            continue;
+        }
+        let all_prompt = Context::new(&fixture.input_ids, None).expect("context");
+        let logits = Logits::from_f32(&fixture.logits);
+        for case in rec
+            .meta_json("cases")
+            .expect("cases")
+            .as_array()
+            .expect("list")
+        {
+            let mut params = case["params"].as_object().expect("params").clone();
+            let counted = ["frequency_penalty", "presence_penalty"].iter().any(|k| {
+                params
+                    .get(*k)
+                    .and_then(Value::as_f64)
+                    .is_some_and(|v| v != 0.0)
+            });
+            // Truncation (top-k, allowed ids) can mask the output ids.
+            let truncated =
+                params.contains_key("top_k") || params.contains_key("allowed_token_ids");
+            if !counted || truncated {
+                continue;
+            }
+            params.insert("runner".into(), Value::from("v2-gpu"));
+            let p = Vllm::AUTO.parse_params(&params).expect("params");
+            let d = Vllm::AUTO
+                .distribution(&logits, &all_prompt, &p)
+                .expect("replayed");
+            checked += 1;
+            let moved = d.scores().map(fnv1a64).as_deref() != case["fnv1a64"].as_str();
+            assert!(moved, "{source} {}: same row without output", case["name"]);
+            differ += usize::from(moved);
+        }
+    }
+    eprintln!(
+        "vllm v2: {differ} of {checked} frequency/presence cases differ from the recording when every id is taken as prompt"
+    );
+    assert!(checked >= 60, "{checked}");
 }
