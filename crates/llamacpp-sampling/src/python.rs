@@ -109,7 +109,7 @@ fn bias_in<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<(i64, f64)>, D::Error>
                 "key {k:?} is not an integer: llama-cpp-python's int(k) raises ValueError"
             ))
         })?;
-        let bias = v.as_f64().ok_or_else(|| {
+        let bias = PyNum::of_value(&v).map(PyNum::float).ok_or_else(|| {
             serde::de::Error::custom(format_args!(
                 "bias {v} for {k:?} is not a number: float(v) raises"
             ))

@@ -134,11 +134,11 @@ fn validation(message: String, parameter: Option<&str>, value: Option<String>) -
 /// `top_k` as Python holds it: a float is refused in `_verify_args`' words
 /// (below -1 by its range check, which comes first, else as not an int).
 fn top_k<'de, D: Deserializer<'de>>(d: D) -> Result<i64, D::Error> {
-    let n = serde_json::Number::deserialize(d)?;
-    if let Some(i) = n.as_i64() {
+    let n = parity_core::py::PyNum::of(&serde_json::Number::deserialize(d)?);
+    if let Some(i) = n.int64() {
         return Ok(i);
     }
-    let f = n.as_f64().unwrap_or(f64::NAN);
+    let f = n.float();
     Err(verbatim(if f < -1.0 {
         format!(
             "top_k must be 0 (disable), or at least 1, got {}.",
