@@ -198,6 +198,10 @@ mod tests {
         assert_eq!(&shares[9..], &[0.0, 0.0]);
         assert_eq!(d.index_of(1.0f64.next_down()), 8);
         // a negative weight is not a distribution
-        assert!(DiscreteDistribution::new([1.0, -0.5, 1.0]).probabilities(3).is_none());
+        assert!(
+            DiscreteDistribution::new([1.0, -0.5, 1.0])
+                .probabilities(3)
+                .is_none()
+        );
     }
 }
