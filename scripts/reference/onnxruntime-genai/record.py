@@ -141,6 +141,23 @@ def edge_multi(v: int) -> list[tuple[str, dict, list[str]]]:
 MULTI_SEEDS = SEEDS[:40] + SEEDS[-10:]
 
 
+def rounding_cases(v: int, stem: str) -> list[tuple[str, dict]]:
+    """top_k = V-1 and V-2 (and V), where libstdc++'s discrete_distribution can see the
+    double partial sums of the kept weights pass 1 before the last one, which it then
+    sets to exactly 1 (NOTES.md, "The draw and the RNG"). On the SmolLM2 files at T 0.8
+    (and int_ties_v1000 at T 0.05 and 0.1) they do; int_ties_v1000 at T 0.8 is the
+    control where they do not. Recorded after every other case of the file, so the
+    lines recorded before these cases were added are unchanged."""
+    if stem == "int_ties_v1000":
+        return [(f"kVm{d}_t{tag}", {"do_sample": True, "top_k": v - d, "temperature": t})
+                for tag, t in (("005", 0.05), ("01", 0.1), ("08", 0.8)) for d in (1, 2)]
+    if v < 1000:
+        return []
+    return [("kVm1_t08", {"do_sample": True, "top_k": v - 1, "temperature": 0.8}),
+            ("kVm2_t08", {"do_sample": True, "top_k": v - 2, "temperature": 0.8}),
+            ("kV_t08", {"do_sample": True, "top_k": v, "temperature": 0.8})]
+
+
 def edge_cases(v: int, stem: str) -> list[tuple[str, dict]]:
     """Extra cases for an edge fixture of vocabulary v: top_k = V (the largest
     accepted), top_k = V + 1, and the fixture's own top-p boundary."""
@@ -405,6 +422,10 @@ def record() -> list[str]:
                     lines.append(json.dumps(run_case(models, fixture, name, search, logits, input_ids,
                                                      plan), sort_keys=True, allow_nan=False))
                     n += 1
+            for name, search in rounding_cases(len(logits), path.stem):
+                lines.append(json.dumps(run_case(models, fixture, name, search, logits, input_ids),
+                                        sort_keys=True, allow_nan=False))
+                n += 1
             print(f"record.py: {fixture}: {n} cases", file=sys.stderr, flush=True)
     return lines
 

@@ -96,22 +96,31 @@ impl DiscreteDistribution {
     }
 
     /// Each index's probability: the share of `[0, 1)` for which
-    /// [`Self::index_of`] returns it, as the differences of the cumulative
-    /// weights (`None` when a cumulative weight is NaN or they decrease, so
-    /// the shares are not a distribution). One index and no weights: `[1]`.
+    /// [`Self::index_of`] returns it, `min(cp[i], 1) - min(cp[i-1], 1)`
+    /// (`cp[-1] = 0`). The double partial sums can pass 1 by rounding before
+    /// the last entry, which libstdc++ then sets to exactly 1 (GCC 12
+    /// bits/random.tcc:2679-2682, `partial_sum` then `_M_cp[size-1] = 1.0`):
+    /// the index whose sum first reaches 1 gets `1 - cp[i-1]`, the indices
+    /// after it none, since `generate_canonical` is below 1
+    /// (random.tcc:2714-2718, `lower_bound` of it in `_M_cp`). `None` when a
+    /// cumulative weight is NaN or one but the last decreases (a negative
+    /// weight: the shares are not a distribution). One index and no weights:
+    /// `[1]`.
     pub fn probabilities(&self, n: usize) -> Option<Vec<f64>> {
         if self.cp.is_empty() {
             let mut one = vec![0.0; n.max(1)];
             one[0] = 1.0;
             return Some(one);
         }
+        let last = self.cp.len() - 1;
         let mut out = Vec::with_capacity(self.cp.len());
-        let mut prev = 0.0;
-        for &c in &self.cp {
-            if c.is_nan() || c < prev {
+        let mut prev = 0.0f64;
+        for (i, &c) in self.cp.iter().enumerate() {
+            // Only the forced last entry may be below its predecessor.
+            if c.is_nan() || (c < prev && i != last) {
                 return None;
             }
-            out.push(c - prev);
+            out.push(c.min(1.0) - prev.min(1.0));
             prev = c;
         }
         Some(out)
@@ -161,5 +170,38 @@ mod tests {
         assert!(nan.all_nan());
         assert_eq!(nan.index_of(0.9), 0);
         assert!(nan.probabilities(3).is_none());
+    }
+
+    #[test]
+    fn partial_sums_past_one_give_the_forced_last_entry_nothing() {
+        // Nine equal weights then a zero: the double partial sums of 1/9
+        // reach 1.0000000000000002 at the ninth, and libstdc++ sets the last
+        // entry to exactly 1, below it.
+        let w = [1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 0.0];
+        let d = DiscreteDistribution::new(w);
+        let ninth = (0..9).fold(0.0f64, |acc, _| acc + 1.0 / 9.0);
+        assert!(ninth > 1.0, "{ninth}");
+        let shares = d.probabilities(w.len()).expect("a distribution");
+        assert_eq!(shares.len(), 10);
+        assert_eq!(shares[9], 0.0);
+        let eighth = (0..8).fold(0.0f64, |acc, _| acc + 1.0 / 9.0);
+        assert_eq!(shares[8], 1.0 - eighth);
+        assert_eq!(shares.iter().sum::<f64>(), 1.0);
+        // what lower_bound does: nothing below 1 reaches the last entry, and
+        // the ninth takes everything above the eighth partial sum
+        assert_eq!(d.index_of(1.0f64.next_down()), 8);
+        assert_eq!(d.index_of(eighth.next_up()), 8);
+        assert_eq!(d.index_of(eighth), 7);
+        // a weight pushing the sum past 1 before zeros: those zeros get 0 too
+        let d = DiscreteDistribution::new([1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 0.0, 0.0]);
+        let shares = d.probabilities(11).expect("a distribution");
+        assert_eq!(&shares[9..], &[0.0, 0.0]);
+        assert_eq!(d.index_of(1.0f64.next_down()), 8);
+        // a negative weight is not a distribution
+        assert!(
+            DiscreteDistribution::new([1.0, -0.5, 1.0])
+                .probabilities(3)
+                .is_none()
+        );
     }
 }
