@@ -18,8 +18,8 @@
 //!   `std::accumulate` sum, `_M_cp` holds their `std::partial_sum`, and its
 //!   last entry is set to exactly 1.
 //! * `operator()` draws one `generate_canonical<double, 53>` number `p` and
-//!   returns the index `std::lower_bound(_M_cp.begin(), _M_cp.end() - 1, p)`
-//!   points at.
+//!   returns the index `std::lower_bound(_M_cp.begin(), _M_cp.end(), p)`
+//!   points at (random.tcc:2714-2718).
 
 use crate::mt19937::Mt19937;
 
@@ -72,8 +72,12 @@ impl DiscreteDistribution {
         self.index_of(p)
     }
 
-    /// The index `operator()` returns for the uniform number `p`:
-    /// `lower_bound(_M_cp[..n-1], p)` (the first entry not less than `p`).
+    /// The index `operator()` returns for the uniform number `p`: the first
+    /// entry not less than `p`. libstdc++ searches all of `_M_cp`; this
+    /// searches all but the last, which gives the same index: `_M_cp` is
+    /// partitioned by `*it < p` (the finite sums rise, a NaN and the last
+    /// entry, 1 > p, are never below `p`), so both searches end at the same
+    /// boundary, or at the last entry when every other is below `p`.
     pub fn index_of(&self, p: f64) -> usize {
         if self.cp.is_empty() {
             return 0;
