@@ -42,15 +42,13 @@ pub(crate) struct Pass {
     pub greedy: Option<usize>,
 }
 
-/// Runs the sampler's processing on `logits` for one request.
-pub(crate) fn run(logits: &[f32], context: &Context<'_>, p: &VllmParams) -> Result<Pass, Error> {
-    let vocab = logits.len();
-    check_inputs(vocab, context, p)?;
-    let mut x = logits.to_vec();
-
-    // 3. allowed_token_ids: every other token is masked with -inf.
+/// `allowed_token_ids` (every other token masked with `-inf`), then each
+/// logit bias added in f32, a bias on a masked token leaving `-inf`: the V1
+/// sampler's steps 3 and 5b, and V2's `_bias_kernel` (v2.rs), which compute
+/// the same numbers. The ids are checked before ([`check_inputs`]).
+pub(crate) fn allowed_then_bias(x: &mut [f32], p: &VllmParams) {
     if let Some(allowed) = &p.allowed_token_ids {
-        let mut keep = vec![false; vocab];
+        let mut keep = vec![false; x.len()];
         for &id in allowed {
             keep[id as usize] = true;
         }
@@ -60,10 +58,19 @@ pub(crate) fn run(logits: &[f32], context: &Context<'_>, p: &VllmParams) -> Resu
             }
         }
     }
-    // 5b. logit bias (f32 addition).
     for (&id, &b) in &p.logit_bias {
         x[id as usize] += b as f32;
     }
+}
+
+/// Runs the sampler's processing on `logits` for one request.
+pub(crate) fn run(logits: &[f32], context: &Context<'_>, p: &VllmParams) -> Result<Pass, Error> {
+    let vocab = logits.len();
+    check_inputs(vocab, context, p)?;
+    let mut x = logits.to_vec();
+
+    // 3. allowed_token_ids, 5b. logit bias.
+    allowed_then_bias(&mut x, p);
     // 6. penalties.
     let penalised = if p.has_penalties() {
         penalties(&mut x, context, p);

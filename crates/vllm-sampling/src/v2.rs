@@ -214,22 +214,9 @@ pub(crate) fn run(logits: &[f32], context: &Context<'_>, p: &VllmParams) -> Resu
 /// the row overwritten, the saved values stored back, so they keep their
 /// bits); then each biased logit gets `logit + bias` in f32 (225-236), the
 /// bias an f32 (`StagedWriteTensor` of float32, 41-45). A bias on a masked
-/// token leaves `-inf`.
+/// token leaves `-inf`. The same numbers as the V1 sampler's steps.
 fn logit_bias(x: &mut [f32], p: &VllmParams) {
-    if let Some(allowed) = &p.allowed_token_ids {
-        let mut keep = vec![false; x.len()];
-        for &id in allowed {
-            keep[id as usize] = true;
-        }
-        for (v, k) in x.iter_mut().zip(keep) {
-            if !k {
-                *v = f32::NEG_INFINITY;
-            }
-        }
-    }
-    for (&id, &b) in &p.logit_bias {
-        x[id as usize] += b as f32;
-    }
+    crate::sampler::allowed_then_bias(x, p);
 }
 
 /// `_penalties_kernel` (penalties.py:107-184), f32 as it computes, over
