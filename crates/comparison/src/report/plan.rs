@@ -125,14 +125,7 @@ impl Plan {
                 let (settings, missing) = match &input {
                     Input::Kwargs { .. } => (Vec::new(), Vec::new()),
                     Input::Recorded => {
-                        let chosen = select::settings(&fixture, default_settings, args);
-                        let settings = fixture
-                            .settings
-                            .iter()
-                            .enumerate()
-                            .filter(|(_, s)| chosen.iter().any(|c| std::ptr::eq(*c, *s)))
-                            .map(|(i, _)| i)
-                            .collect();
+                        let settings = select::settings(&fixture, default_settings, args);
                         let missing = select::missing_settings(&fixture, args)
                             .into_iter()
                             .map(String::from)

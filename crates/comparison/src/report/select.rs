@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use anyhow::{Context, bail};
-use parity_core::fixture::{self, Fixture, FixtureKind, Setting};
+use parity_core::fixture::{self, Fixture, FixtureKind};
 use parity_core::{AnySemantics, Role};
 use serde_json::{Map, Value};
 
@@ -201,15 +201,16 @@ pub(super) fn why_nothing(
     }
 }
 
-/// The settings of `fx` this report runs.
-pub(super) fn settings<'f>(
-    fx: &'f Fixture,
+/// The settings of `fx` this report runs, as indices into `fx.settings`.
+pub(super) fn settings(
+    fx: &Fixture,
     default_settings: Option<SettingNames>,
     args: &ReportArgs,
-) -> Vec<&'f Setting> {
+) -> Vec<usize> {
     fx.settings
         .iter()
-        .filter(|s| {
+        .enumerate()
+        .filter(|(_, s)| {
             if !args.settings.is_empty() {
                 args.settings.contains(&s.name)
             } else if args.all_settings {
@@ -222,5 +223,6 @@ pub(super) fn settings<'f>(
                 }
             }
         })
+        .map(|(i, _)| i)
         .collect()
 }
