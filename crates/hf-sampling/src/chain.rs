@@ -29,8 +29,8 @@
 use crate::acting::{below_one, not_one, open_unit};
 use crate::constraints::{bad_words_arg, sequence_bias_arg};
 use crate::error::HfError;
-use crate::pyfmt;
 use crate::{GenerationParams, Processor};
+use parity_core::text::python_float_repr as float_repr;
 
 fn invalid(key: &str, message: String) -> HfError {
     HfError::Invalid {
@@ -142,7 +142,7 @@ pub(crate) fn build(
     if not_one(p) {
         if !positive(p) {
             return Err(HfError::RepetitionPenalty {
-                value: pyfmt::float_repr(p),
+                value: float_repr(p),
             });
         }
         list.push(Processor::RepetitionPenalty { penalty: p });
@@ -176,7 +176,7 @@ pub(crate) fn build(
             Some(i) => (Some(i.saturating_add(n) as f64), None),
             None => {
                 let x = m.float() + prompt_len as f64;
-                (Some(x), Some(pyfmt::float_repr(x)))
+                (Some(x), Some(float_repr(x)))
             }
         },
         (None, Some(m)) => (Some(m.float()), m.int64().is_none().then(|| m.str())),
@@ -269,7 +269,7 @@ fn warpers(params: &GenerationParams, list: &mut Vec<Processor>) -> Result<(), H
     if not_one(t) {
         if !positive(t) {
             return Err(HfError::Temperature {
-                value: pyfmt::float_repr(t),
+                value: float_repr(t),
                 zero: t == 0.0,
                 string: false,
             });
@@ -291,7 +291,7 @@ fn warpers(params: &GenerationParams, list: &mut Vec<Processor>) -> Result<(), H
     if below_one(params.top_p) {
         if params.top_p < 0.0 {
             return Err(HfError::TopP {
-                value: pyfmt::float_repr(params.top_p),
+                value: float_repr(params.top_p),
             });
         }
         list.push(Processor::TopP {
@@ -301,7 +301,7 @@ fn warpers(params: &GenerationParams, list: &mut Vec<Processor>) -> Result<(), H
     if let Some(m) = params.min_p {
         if !(0.0..=1.0).contains(&m) {
             return Err(HfError::MinP {
-                value: pyfmt::float_repr(m),
+                value: float_repr(m),
             });
         }
         list.push(Processor::MinP { min_p: m });
@@ -309,7 +309,7 @@ fn warpers(params: &GenerationParams, list: &mut Vec<Processor>) -> Result<(), H
     if below_one(params.typical_p) {
         if !positive(params.typical_p) {
             return Err(HfError::TypicalP {
-                value: pyfmt::float_repr(params.typical_p),
+                value: float_repr(params.typical_p),
             });
         }
         list.push(Processor::Typical {

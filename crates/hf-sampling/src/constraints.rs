@@ -34,7 +34,8 @@
 use serde_json::Value;
 
 use crate::error::HfError;
-use crate::pyfmt::{PyNum, float_repr, py_repr};
+use parity_core::py::{self, PyNum};
+use parity_core::text::python_float_repr as float_repr;
 use replicas::torch;
 
 /// Values of the generate kwargs beyond the sampling ones, as resolved
@@ -278,7 +279,7 @@ pub(crate) fn sequence_bias_arg(v: &Value, smallest: i64) -> Result<Vec<(Vec<i64
             key,
             format!(
                 "`sequence_bias` has to be a non-empty dictionary, or non-empty list of lists but is {}.",
-                py_repr(v)
+                py::repr(v)
             ),
         ));
     };
@@ -294,7 +295,7 @@ pub(crate) fn sequence_bias_arg(v: &Value, smallest: i64) -> Result<Vec<(Vec<i64
             format!(
                 "Each element in `sequence_bias` has to be a non-empty list of lists of positive \
                  integers and float, but is {}.",
-                py_repr(v)
+                py::repr(v)
             ),
         )
     };
@@ -336,7 +337,7 @@ pub(crate) fn bad_words_arg(v: &Value, eos: Option<&[i64]>) -> Result<Vec<Vec<i6
                 key,
                 format!(
                     "`bad_words_ids` has to be a non-empty list, but is {}.",
-                    py_repr(v)
+                    py::repr(v)
                 ),
             ));
         }
@@ -346,7 +347,7 @@ pub(crate) fn bad_words_arg(v: &Value, eos: Option<&[i64]>) -> Result<Vec<Vec<i6
             key,
             format!(
                 "`bad_words_ids` has to be a list of lists, but is {}.",
-                py_repr(v)
+                py::repr(v)
             ),
         ));
     }
@@ -363,7 +364,7 @@ pub(crate) fn bad_words_arg(v: &Value, eos: Option<&[i64]>) -> Result<Vec<Vec<i6
                 key,
                 format!(
                     "Each list in `bad_words_ids` has to be a list of positive integers, but is {}.",
-                    py_repr(v)
+                    py::repr(v)
                 ),
             ));
         };

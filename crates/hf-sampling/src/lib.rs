@@ -69,7 +69,6 @@ mod fast;
 mod fragile;
 mod params;
 mod processors;
-mod pyfmt;
 mod request;
 mod seed;
 mod semantics;

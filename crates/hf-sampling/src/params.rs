@@ -20,8 +20,9 @@ use serde_json::{Map, Value};
 
 use crate::constraints::{self, Constraints};
 use crate::error::HfError;
-use crate::pyfmt::{PyNum, float_repr, value_str};
 use crate::version::{self, Passed, TransformersVersion};
+use parity_core::py::{self, PyNum};
+use parity_core::text::python_float_repr as float_repr;
 
 parity_core::params! {
     /// Resolved transformers generation parameters (after kwargs >
@@ -504,7 +505,7 @@ fn resolve_kwargs(
             key: "max_new_tokens".into(),
             message: format!(
                 "`max_new_tokens` must be greater than 0, but is {}.",
-                value_str(v)
+                py::str(v)
             ),
         });
     }
@@ -520,7 +521,7 @@ fn resolve_kwargs(
             message: format!(
                 "Greedy methods (do_sample != True) without beam search do not support \
                  `num_return_sequences` different than 1 (got {}).",
-                value_str(v)
+                py::str(v)
             ),
         });
     }
@@ -538,9 +539,7 @@ fn resolve_kwargs(
         let n = number(v);
         ensure!(
             matches!(n, Some((x, float)) if x == 1.0 || (float && x > 0.0)),
-            HfError::RepetitionPenalty {
-                value: value_str(v),
-            }
+            HfError::RepetitionPenalty { value: py::str(v) }
         );
         p.repetition_penalty = n.map_or(1.0, |(x, _)| x);
     }
@@ -573,7 +572,7 @@ fn resolve_kwargs(
         ensure!(
             matches!(n, Some((x, float)) if x == 1.0 || (float && x > 0.0)),
             HfError::Temperature {
-                value: value_str(v),
+                value: py::str(v),
                 zero: n.is_some_and(|(x, _)| x == 0.0),
                 string: v.is_string(),
             }
@@ -590,9 +589,7 @@ fn resolve_kwargs(
             let n = number(v);
             ensure!(
                 matches!(n, Some((x, float)) if x == 0.0 || (!float && x > 0.0)),
-                HfError::TopK {
-                    value: value_str(v),
-                }
+                HfError::TopK { value: py::str(v) }
             );
             p.top_k = n
                 .is_some_and(|(x, _)| x != 0.0)
@@ -617,9 +614,7 @@ fn resolve_kwargs(
         let (x, _) = number(v).ok_or_else(|| wrong_type("min_p", "a number", v))?;
         ensure!(
             (0.0..=1.0).contains(&x),
-            HfError::MinP {
-                value: value_str(v),
-            }
+            HfError::MinP { value: py::str(v) }
         );
         p.min_p = Some(x);
     }
@@ -712,7 +707,7 @@ pub fn ignored_sampling_flags(
                     "`do_sample` is not set to `True`. However, `{name}` is set to `{value}` -- this \
                      flag is only used in sample-based generation modes. You should set \
                      `do_sample=True` or unset `{name}`.",
-                    value = value_str(v)
+                    value = py::str(v)
                 ),
             })
         })

@@ -69,7 +69,7 @@ use serde_json::{Map, Number, Value};
 
 use crate::error::HfError;
 use crate::params::{GenerationConfig, GenerationParams, is_generate_kwarg, resolve};
-use crate::pyfmt::{PyNum, py_repr, py_str, py_type};
+use parity_core::py::{self, PyNum};
 
 /// One of `transformers serve`'s generation endpoints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -337,7 +337,7 @@ fn py_float(v: &Value) -> Result<f64, Refusal> {
                 500,
                 format!(
                     "ValueError: could not convert string to float: {}",
-                    py_str(s)
+                    py::str_repr(s)
                 ),
             )
         }),
@@ -345,7 +345,7 @@ fn py_float(v: &Value) -> Result<f64, Refusal> {
             500,
             format!(
                 "TypeError: float() argument must be a string or a real number, not {}",
-                py_str(py_type(other))
+                py::str_repr(py::type_name(other))
             ),
         )),
     }
@@ -358,7 +358,7 @@ fn py_int(v: &Value) -> Result<i64, Refusal> {
             500,
             format!(
                 "ValueError: invalid literal for int() with base 10: {}",
-                py_str(s)
+                py::str_repr(s)
             ),
         )
     };
@@ -375,7 +375,7 @@ fn py_int(v: &Value) -> Result<i64, Refusal> {
             format!(
                 "TypeError: int() argument must be a string, a bytes-like object or a real \
                  number, not {}",
-                py_str(py_type(other))
+                py::str_repr(py::type_name(other))
             ),
         )),
     }
@@ -399,7 +399,7 @@ fn sequence_bias(v: &Value) -> Result<Value, Refusal> {
             500,
             format!(
                 "AttributeError: {} object has no attribute 'items'",
-                py_str(py_type(v))
+                py::str_repr(py::type_name(v))
             ),
         ));
     };
@@ -415,7 +415,7 @@ fn sequence_bias(v: &Value) -> Result<Value, Refusal> {
         "{{{}}}",
         pairs
             .iter()
-            .map(|(id, b)| format!("({id},): {}", py_repr(b)))
+            .map(|(id, b)| format!("({id},): {}", py::repr(b)))
             .collect::<Vec<_>>()
             .join(", ")
     );
@@ -481,7 +481,7 @@ pub fn serve_request(
         unexpected.sort_unstable();
         let set = unexpected
             .iter()
-            .map(|k| py_str(k))
+            .map(|k| py::str_repr(k))
             .collect::<Vec<_>>()
             .join(", ");
         reading.params = Err(http(
@@ -506,7 +506,7 @@ pub fn serve_request(
         let set = reading
             .warned
             .iter()
-            .map(|k| py_str(k))
+            .map(|k| py::str_repr(k))
             .collect::<Vec<_>>()
             .join(", ");
         reading.notes.push(format!(
@@ -542,7 +542,7 @@ fn build(
                 500,
                 format!(
                     "TypeError: the JSON object must be str, bytes or bytearray, not {}",
-                    py_type(gc)
+                    py::type_name(gc)
                 ),
             ));
         };
@@ -554,7 +554,7 @@ fn build(
                 format!(
                     "TypeError: transformers.generation.configuration_utils.GenerationConfig() \
                      argument after ** must be a mapping, not {}",
-                    py_type(&parsed)
+                    py::type_name(&parsed)
                 ),
             ));
         };
@@ -679,7 +679,7 @@ mod tests {
         assert_eq!(py_int(&json!(5.7)), Ok(5));
         assert_eq!(py_int(&json!(" 42 ")), Ok(42));
         assert_eq!(
-            py_repr(&json!({"a": [1, 2.0, null, true, "x"]})),
+            py::repr(&json!({"a": [1, 2.0, null, true, "x"]})),
             "{'a': [1, 2.0, None, True, 'x']}"
         );
     }
