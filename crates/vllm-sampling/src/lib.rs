@@ -190,7 +190,7 @@ impl Semantics for Vllm {
         if params.runner == Runner::V2Gpu {
             return Ok(v2_distribution(
                 x.len(),
-                v2::run(&x, context, params)?,
+                v2::run(&x, context, params, false)?,
                 params,
             ));
         }
@@ -276,7 +276,7 @@ impl Semantics for Vllm {
         }
         logits
             .to_f32()
-            .and_then(|x| v2::run(&x, context, params))
+            .and_then(|x| v2::run(&x, context, params, true))
             .map(|pass| pass.fragile)
             .unwrap_or_default()
     }
@@ -291,8 +291,8 @@ impl Semantics for Vllm {
             return Ok((self.distribution(logits, context, params)?, Vec::new()));
         }
         let x = logits.to_f32()?;
-        let pass = v2::run(&x, context, params)?;
-        let fragile = pass.fragile.clone();
+        let mut pass = v2::run(&x, context, params, true)?;
+        let fragile = std::mem::take(&mut pass.fragile);
         Ok((v2_distribution(x.len(), pass, params), fragile))
     }
 }

@@ -44,8 +44,13 @@ pub(crate) struct Pass {
 
 /// `allowed_token_ids` (every other token masked with `-inf`), then each
 /// logit bias added in f32, a bias on a masked token leaving `-inf`: the V1
-/// sampler's steps 3 and 5b, and V2's `_bias_kernel` (v2.rs), which compute
-/// the same numbers. The ids are checked before ([`check_inputs`]).
+/// sampler's steps 3 and 5b, and V2's `_bias_kernel` (0.33.0
+/// `vllm/v1/worker/gpu/sample/logit_bias.py:158-300`, for a request without
+/// min-tokens, which is refused before: the allowed logits are saved, the
+/// row overwritten, the saved values stored back with their bits, 192-223;
+/// then `logit + bias` in f32, 225-236, the bias a float32
+/// `StagedWriteTensor`, 41-45), which compute the same numbers. The ids are
+/// checked before ([`check_inputs`]).
 pub(crate) fn allowed_then_bias(x: &mut [f32], p: &VllmParams) {
     if let Some(allowed) = &p.allowed_token_ids {
         let mut keep = vec![false; x.len()];

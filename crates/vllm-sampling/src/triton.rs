@@ -1028,33 +1028,34 @@ fn replay(row: &[f32], k: Option<u32>, p: Option<f32>, r: Rounding) -> Result<Ve
 }
 
 /// `apply_top_k_top_p_triton` on `row` (`k` below the vocabulary size, `p`
-/// below 1, as `SamplingStates` passes them), and the kept-set decisions
-/// that depend on exp/log bits.
+/// below 1, as `SamplingStates` passes them), and, with `check_fragile`, the
+/// kept-set decisions that depend on exp/log bits (four more replays with
+/// exp/log moved; their errors only ever become fragile entries, so a
+/// caller that wants the row alone skips them).
 pub(crate) fn top_k_top_p(
     row: &mut [f32],
     k: Option<u32>,
     p: Option<f32>,
+    check_fragile: bool,
 ) -> Result<Vec<Fragile>, Error> {
     let nominal = replay(row, k, p, Rounding::Nominal)?;
     let mut fragile = Vec::new();
-    if p.is_some() {
+    if check_fragile && p.is_some() {
         let kept = |x: &[f32]| -> Vec<bool> { x.iter().map(|&v| v > NINF).collect() };
         let base = kept(&nominal);
-        let mut moved: Vec<usize> = Vec::new();
+        let mut flipped = vec![false; row.len()];
         let mut refused = None;
         for r in Rounding::PERTURBED {
             match replay(row, k, p, r) {
                 Ok(x) => {
-                    for (i, (a, b)) in base.iter().zip(kept(&x)).enumerate() {
-                        if *a != b && !moved.contains(&i) {
-                            moved.push(i);
-                        }
+                    for ((f, a), b) in flipped.iter_mut().zip(&base).zip(kept(&x)) {
+                        *f |= *a != b;
                     }
                 }
                 Err(e) => refused = Some(e),
             }
         }
-        moved.sort_unstable();
+        let moved: Vec<usize> = (0..row.len()).filter(|&i| flipped[i]).collect();
         if !moved.is_empty() || refused.is_some() {
             let detail = match refused {
                 Some(e) => format!("with exp/log moved by up to {FRAGILE_ULPS} ulps: {e}"),
@@ -1115,7 +1116,7 @@ mod tests {
     fn split_keeps_the_smallest_prefix_reaching_p() {
         // probabilities ~ 0.64, 0.24, 0.09, 0.03: p 0.8 keeps two.
         let mut x = vec![3.0f32, 2.0, 1.0, 0.0];
-        let f = top_k_top_p(&mut x, None, Some(0.8)).expect("modelled");
+        let f = top_k_top_p(&mut x, None, Some(0.8), true).expect("modelled");
         assert!(f.is_empty(), "{f:?}");
         assert_eq!(x, vec![3.0, 2.0, NINF, NINF]);
     }
@@ -1127,7 +1128,7 @@ mod tests {
         let l = -std::f32::consts::LN_2;
         // Top-p alone (the split pipeline).
         let mut x = vec![0.0f32, l, l, f32::NEG_INFINITY];
-        let f = top_k_top_p(&mut x, None, Some(0.5)).expect("modelled");
+        let f = top_k_top_p(&mut x, None, Some(0.5), true).expect("modelled");
         assert_eq!(f.len(), 1, "{f:?}");
         assert_eq!(f[0].kind, FragileKind::TopPCut);
         assert!(

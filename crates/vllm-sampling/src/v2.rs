@@ -129,7 +129,14 @@ const MAX_NUM_ALLOWED_TOKEN_IDS: usize = 1024;
 const MAX_NUM_LOGIT_BIAS_TOKENS: usize = 1024;
 
 /// Runs the V2 sampler's processing on `logits` for one request.
-pub(crate) fn run(logits: &[f32], context: &Context<'_>, p: &VllmParams) -> Result<Pass, Error> {
+/// With `check_fragile` false, [`Pass::fragile`] leaves out the Triton top-p
+/// decisions (their check replays the kernels four more times).
+pub(crate) fn run(
+    logits: &[f32],
+    context: &Context<'_>,
+    p: &VllmParams,
+    check_fragile: bool,
+) -> Result<Pass, Error> {
     crate::sampler::check_inputs(logits.len(), context, p)?;
     check_limits(p)?;
     let vocab = logits.len();
@@ -156,7 +163,7 @@ pub(crate) fn run(logits: &[f32], context: &Context<'_>, p: &VllmParams) -> Resu
     if needs {
         // The processors in list order (sampler.py:71-76, 254-256).
         if use_bias {
-            logit_bias(&mut x, p);
+            crate::sampler::allowed_then_bias(&mut x, p);
         }
         if use_penalty {
             let seen = penalties(&mut x, context, p);
@@ -182,7 +189,7 @@ pub(crate) fn run(logits: &[f32], context: &Context<'_>, p: &VllmParams) -> Resu
             final_logits: x,
             greedy: Some(g),
             position,
-            fragile: Vec::new(),
+            fragile,
             penalised: penalised.map(|(x, _)| x),
         });
     }
@@ -190,7 +197,7 @@ pub(crate) fn run(logits: &[f32], context: &Context<'_>, p: &VllmParams) -> Resu
     let k = (k != vocab).then_some(k as u32);
     let top_p = (top_p != 1.0).then_some(top_p);
     if k.is_some() || top_p.is_some() {
-        fragile.extend(crate::triton::top_k_top_p(&mut x, k, top_p)?);
+        fragile.extend(crate::triton::top_k_top_p(&mut x, k, top_p, check_fragile)?);
     }
     if let Some((_, seen)) = &penalised
         && p.repetition_penalty != 1.0
@@ -206,17 +213,6 @@ pub(crate) fn run(logits: &[f32], context: &Context<'_>, p: &VllmParams) -> Resu
         fragile,
         penalised: penalised.map(|(x, _)| x),
     })
-}
-
-/// `_bias_kernel` (logit_bias.py:158-300) for a request without min-tokens
-/// (`min_tokens` other than 0 is refused before): with `allowed_token_ids`
-/// every other logit becomes `-inf` (192-223: the allowed ones are saved,
-/// the row overwritten, the saved values stored back, so they keep their
-/// bits); then each biased logit gets `logit + bias` in f32 (225-236), the
-/// bias an f32 (`StagedWriteTensor` of float32, 41-45). A bias on a masked
-/// token leaves `-inf`. The same numbers as the V1 sampler's steps.
-fn logit_bias(x: &mut [f32], p: &VllmParams) {
-    crate::sampler::allowed_then_bias(x, p);
 }
 
 /// `_penalties_kernel` (penalties.py:107-184), f32 as it computes, over
@@ -440,7 +436,7 @@ mod tests {
     fn exact_k_keeps_the_lowest_tied_ids() {
         let top_k = |x: &[f32], k: u32| {
             let mut x = x.to_vec();
-            let f = crate::triton::top_k_top_p(&mut x, Some(k), None).expect("modelled");
+            let f = crate::triton::top_k_top_p(&mut x, Some(k), None, true).expect("modelled");
             assert!(f.is_empty());
             x
         };

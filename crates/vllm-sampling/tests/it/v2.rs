@@ -293,7 +293,7 @@ fn out_of_vocabulary_ids_give_vllms_own_message() {
 /// are no longer the interpreter's.
 #[test]
 fn the_penalty_cases_depend_on_the_prompt_output_split() {
-    let (mut checked, mut differ) = (0, 0);
+    let mut checked = 0;
     for rec in all() {
         let Some(prompt_len) = rec.meta.get("prompt_len").and_then(Value::as_str) else {
             continue;
@@ -338,11 +338,10 @@ fn the_penalty_cases_depend_on_the_prompt_output_split() {
             checked += 1;
             let moved = d.scores().map(fnv1a64).as_deref() != case["fnv1a64"].as_str();
             assert!(moved, "{source} {}: same row without output", case["name"]);
-            differ += usize::from(moved);
         }
     }
     eprintln!(
-        "vllm v2: {differ} of {checked} frequency/presence cases differ from the recording when every id is taken as prompt"
+        "vllm v2: all {checked} frequency/presence cases differ from the recording when every id is taken as prompt"
     );
     assert!(checked >= 60, "{checked}");
 }
