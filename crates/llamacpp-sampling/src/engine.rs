@@ -291,21 +291,15 @@ pub(crate) fn distribution(
             "`draws` needs a `seed`: without one (or with -1) llama.cpp picks a random seed per request",
         ));
     }
-    let mut dist = if p.uses_backend_sampling() {
-        let out = backend::outcome(&chain, &logits)?;
-        let dist = out.distribution(n_vocab);
-        match p.draws {
-            Some(n) => dist.with_tokens(out.draws(p.seed, n)),
-            None => dist,
-        }
+    let out = if p.uses_backend_sampling() {
+        backend::outcome(&chain, &logits)?
     } else {
-        let out = outcome(&chain, &logits);
-        let dist = out.distribution(n_vocab);
-        match p.draws {
-            Some(n) => dist.with_tokens(out.draws(p.seed, n)),
-            None => dist,
-        }
+        backend::BackendOutcome::Partial(outcome(&chain, &logits))
     };
+    let mut dist = out.distribution(n_vocab);
+    if let Some(n) = p.draws {
+        dist = dist.with_tokens(out.draws(p.seed, n));
+    }
     // the logits after logit bias and penalties, for comparing penalty scopes
     let pre: Vec<&Sampler> = chain
         .iter()
