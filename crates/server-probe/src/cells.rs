@@ -24,7 +24,8 @@
 //! concentrated and smallest when spread, and the equal-token tails reach
 //! every value between, so a test at the extremes alone can miss the real
 //! one (the concentrated tail alone, all the probe tried without the
-//! vocabulary's size, left a server's own sampler at p 5e-3 on its T
+//! vocabulary's size, left a server's own sampler (mlx_lm.server 0.32.2,
+//! `fixtures/server-probe/mlx.json`) at p 5e-3 on its T
 //! 0.7 draws). A candidate is ruled out only when it is under every tail of
 //! the family.
 //!

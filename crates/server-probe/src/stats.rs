@@ -225,7 +225,10 @@ pub(crate) fn fit(
 
 /// The best fit of `counts` over several configurations of the same cells
 /// (the tails a truncated list allows, `cells`): the largest combined
-/// p-value, a supremum over the unknown tail. Simulating every
+/// p-value found, an approximation from below of the supremum over the
+/// unknown tail (so a candidate it rules out could fit a configuration not
+/// simulated, which the grid's spacing makes unlikely, not impossible).
+/// Simulating every
 /// configuration would cost `sims` draws of n each; the support p-value and
 /// G are exact and cheap, so the Monte Carlo runs only where the largest p
 /// can be: at the configuration with the largest support p-value, at the one

@@ -145,11 +145,12 @@ fn strings(v: &Value) -> Vec<&str> {
 /// set (top-p on the untempered mass) which every other candidate gives
 /// zero (llama.cpp's min_p 0.05; the Ollama routes' top_k 40 and top-p on
 /// the renormalised 40; vLLM, SGLang and transformers, top-p after the
-/// temperature), so mlx-lm is the only explanation. On T 0.7 the server's
+/// temperature), so mlx-lm is the only candidate left: every other is ruled
+/// out by a draw it gives zero, and mlx-lm's is not rejected. On T 0.7 the server's
 /// own sampler fits (it did not before, when only the two extreme tails
 /// were tried: p 5e-3) and the short list cannot tell it from vLLM and the
 /// Ollama routes; where every candidate keeps only listed tokens (T 0.7 +
-/// min_p 0.1) llama.cpp, llama-cpp-python and mlx-lm explain.
+/// min_p 0.1) llama.cpp, llama-cpp-python and mlx-lm are not ruled out.
 #[test]
 fn the_mlx_recording_names_mlx_lm_alone_on_top_p() {
     let doc = replay("mlx.json");
