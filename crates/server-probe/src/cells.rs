@@ -265,7 +265,11 @@ mod tests {
         // Every unnamed token is at most 0.2 (the top list's least likely),
         // not 0.01: the fewest is ⌈0.29 / 0.2⌉ = 2.
         let sizes: Vec<usize> = cells.configs.iter().map(|(_, l)| l.len() - 3).collect();
-        assert_eq!(sizes, [2, 5, 12, 29, 70, 169, 411, 997]);
+        // From 2 to all 997 unnamed tokens, geometric in 8 steps.
+        let grid: Vec<usize> = (0..8)
+            .map(|j| (2.0 * (997.0f64 / 2.0).powf(f64::from(j) / 7.0)).round() as usize)
+            .collect();
+        assert_eq!(sizes, grid);
         assert_eq!(cells.configs[3].0, "equal-token tail");
         // The named token has its own cell.
         assert_eq!(cells.len(), 4);
