@@ -699,7 +699,8 @@ fn matching_call(kwargs: &Map<String, Value>) -> Result<Map<String, Value>, Vec<
     let hf = hf_sampling::resolve_sampling(kwargs)
         .map_err(|e| vec![format!("transformers refuses these kwargs: {e}")])?;
     let sample = hf.do_sample;
-    if let Some(r) = Some(hf.repetition_penalty).filter(|&r| r != 1.0) {
+    let r = hf.repetition_penalty;
+    if r != 1.0 {
         blocked.push(format!(
             "repetition_penalty = {r}: llama-cpp-python penalises only the tokens it generated (never the prompt), transformers the whole sequence"
         ));

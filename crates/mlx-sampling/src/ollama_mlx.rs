@@ -566,7 +566,8 @@ fn fix(kwargs: &Map<String, Value>) -> Option<Fix> {
     let hf = hf_sampling::resolve_sampling(kwargs).ok()?;
     let mut m = Map::new();
     let mut text = Vec::new();
-    if let Some(r) = Some(hf.repetition_penalty).filter(|&r| r != 1.0) {
+    let r = hf.repetition_penalty;
+    if r != 1.0 {
         m.insert("repeat_penalty".into(), Value::from(r));
         m.insert("repeat_last_n".into(), Value::from(-1));
         text.push(format!(
