@@ -16,20 +16,27 @@ use parity_core::AnySemantics;
 
 /// The semantics, in the order `compare semantics` lists them. A model's
 /// `generation_config.json` goes to the engines that read one.
-pub fn all(generation_config: Option<&GenerationConfig>) -> Vec<Box<dyn AnySemantics>> {
+pub fn all(
+    generation_config: Option<&GenerationConfig>,
+    layers: Layers,
+) -> Vec<Box<dyn AnySemantics>> {
     let config = || generation_config.cloned();
     let config_map = || generation_config.map(|c| c.values().clone());
-    vec![
+    let llama_server: Box<dyn AnySemantics> = match layers.llama_server {
+        Some(defaults) => Box::new(llamacpp_sampling::LlamaServer::new(defaults)),
+        None => Box::new(llamacpp_sampling::LlamaCpp),
+    };
+    let mut registry: Vec<Box<dyn AnySemantics>> = vec![
         Box::new(hf_sampling::Hf::new(config())),
         Box::new(hf_sampling::HfRust::new(config())),
         Box::new(candle_adapter::Candle::LITERAL),
         Box::new(candle_adapter::Candle::EXACT),
         Box::new(spec_sampler::Spec),
-        Box::new(llamacpp_sampling::LlamaCpp),
+        llama_server,
         Box::new(llamacpp_sampling::LlamaCppPython),
-        Box::new(llamacpp_sampling::Ollama::default()),
-        Box::new(ollama_sampling::OllamaGo::default()),
-        Box::new(mlx_sampling::OllamaMlx::default()),
+    ];
+    registry.extend(layers.ollama.unwrap_or_else(ollama_sampling::semantics));
+    registry.extend::<[Box<dyn AnySemantics>; 6]>([
         Box::new(vllm_sampling::Vllm::AUTO.with_model_config(config_map())),
         match config_map() {
             Some(map) => Box::new(sglang_sampling::SglangServed::new(map)),
@@ -39,53 +46,46 @@ pub fn all(generation_config: Option<&GenerationConfig>) -> Vec<Box<dyn AnySeman
         Box::new(mlx_sampling::MlxLm),
         Box::new(onnxruntime_genai_sampling::OrtGenAi),
         Box::new(tutorial_sampling::Tutorial),
-    ]
+    ]);
+    registry
 }
 
-/// [`all`], with what the command line says about the servers layered in:
-/// a model's published Ollama parameters (`ollama show --parameters`, as a
-/// JSON object) under the requests of the Ollama engines that read them, as
-/// Ollama layers them; and a GGUF's `general.sampling.*` keys and
-/// llama-server's sampling flags under llama-server's requests.
-fn with_layers(
-    generation_config: Option<&GenerationConfig>,
-    options: &Options,
-) -> anyhow::Result<Vec<Box<dyn AnySemantics>>> {
-    let mut registry = all(generation_config);
-    let gguf = options.model_file.as_ref().and_then(ModelFile::gguf);
-    if gguf.is_some() || options.server_args.is_some() {
-        let defaults =
-            llamacpp_sampling::ServerDefaults::new(gguf, options.server_args.as_deref())?;
-        for s in &mut registry {
-            if s.info().name == "llama.cpp" {
-                *s = Box::new(llamacpp_sampling::LlamaServer::new(defaults.clone()));
-            }
-        }
-    }
-    let Some(params) = options.ollama_model_params.as_ref() else {
-        return Ok(registry);
-    };
-    for s in &mut registry {
-        let layered: Option<Box<dyn AnySemantics>> = match s.info().name {
-            "ollama" => Some(Box::new(
-                llamacpp_sampling::Ollama::with_model_params(params.clone())
-                    .context("--ollama-model-params")?,
-            )),
-            "ollama-go" => Some(Box::new(
-                ollama_sampling::OllamaGo::with_model_params(params.clone())
-                    .context("--ollama-model-params")?,
-            )),
-            "ollama-mlx" => Some(Box::new(
-                mlx_sampling::OllamaMlx::with_model_params(params.clone())
-                    .context("--ollama-model-params")?,
-            )),
-            _ => None,
+/// What the command line says about the servers, layered under their
+/// requests: a GGUF's `general.sampling.*` keys and llama-server's sampling
+/// flags under llama-server's; a model's published Ollama parameters
+/// (`ollama show --parameters`, as a JSON object) under the Ollama engines',
+/// as Ollama layers them. Checked when read: [`all`] cannot fail.
+#[derive(Default)]
+pub struct Layers {
+    /// llama-server's defaults from the GGUF and the operator's flags.
+    llama_server: Option<llamacpp_sampling::ServerDefaults>,
+    /// The Ollama engines, serving the model's parameters.
+    ollama: Option<Vec<Box<dyn AnySemantics>>>,
+}
+
+impl Layers {
+    /// The layers `options` name.
+    fn of(options: &Options) -> anyhow::Result<Self> {
+        let gguf = options.model_file.as_ref().and_then(ModelFile::gguf);
+        let llama_server = if gguf.is_some() || options.server_args.is_some() {
+            Some(llamacpp_sampling::ServerDefaults::new(
+                gguf,
+                options.server_args.as_deref(),
+            )?)
+        } else {
+            None
         };
-        if let Some(layered) = layered {
-            *s = layered;
-        }
+        let ollama = match &options.ollama_model_params {
+            Some(params) => {
+                Some(ollama_sampling::serving(params).context("--ollama-model-params")?)
+            }
+            None => None,
+        };
+        Ok(Self {
+            llama_server,
+            ollama,
+        })
     }
-    Ok(registry)
 }
 
 /// Reads `--ollama-model-params JSON|FILE`: a JSON object, or a file holding
@@ -115,7 +115,7 @@ fn ollama_model_params(
         )
         .map(Some);
     }
-    llamacpp_sampling::ollama::model_params_from_show(&text)
+    ollama_sampling::model_params_from_show(&text)
         .with_context(|| format!("--ollama-model-params: {}", path.display()))
         .map(Some)
 }
@@ -128,7 +128,7 @@ pub fn engines(
     options: &Options,
 ) -> anyhow::Result<Engines> {
     Ok(Engines {
-        semantics: with_layers(generation_config, options)?,
+        semantics: all(generation_config, Layers::of(options)?),
         ..base_engines()
     })
 }
@@ -227,7 +227,7 @@ impl ModelFile {
 /// [`engines`] with no generation config and no options.
 fn base_engines() -> Engines {
     Engines {
-        semantics: all(None),
+        semantics: all(None, Layers::default()),
         ports: ports(),
         bench: BenchEngine {
             name: "candle",

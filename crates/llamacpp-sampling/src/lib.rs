@@ -1,13 +1,11 @@
-//! llama.cpp's and Ollama's next-token sampling as sampling-parity semantics.
+//! llama.cpp's next-token sampling as sampling-parity semantics.
 //!
 //! [`LlamaCpp`] (`llama.cpp`) is the sampler chain llama-server builds for a
 //! `/completion` request (`common_sampler_init`, common/sampling.cpp), with
 //! the request fields, defaults, clamps and errors of that server
 //! (tools/server/server-schema.cpp), all at llama.cpp commit 0c1e57098 — the
-//! tree llama-cpp-python 0.3.36 vendors. [`Ollama`] (`ollama`, module
-//! [`ollama`]) is the request Ollama sends to its llama-server for a given
-//! `options` object layered over Ollama's defaults and the model's own
-//! parameters, run through the same chain.
+//! tree llama-cpp-python 0.3.36 vendors. Ollama's llama-server path
+//! (`ollama`, in ollama-sampling) runs its requests through [`LlamaCpp`].
 //!
 //! Each answers with the exact distribution the chain's final `dist` sampler
 //! draws from: the candidates the samplers leave, with the probabilities
@@ -55,7 +53,6 @@ mod chain;
 pub mod defaults;
 mod engine;
 mod mt;
-pub mod ollama;
 mod params;
 pub mod port;
 mod python;
@@ -71,7 +68,6 @@ use parity_core::{
 };
 
 pub use defaults::ServerDefaults;
-pub use ollama::Ollama;
 pub use params::ServerParams;
 pub use port::LlamaCppPort;
 pub use python::PythonParams;

@@ -1,5 +1,6 @@
-//! What `seed` does on llama-server's routes and on Ollama's (v0.30.0 to
-//! v0.33.0-rc2), which forward it to the llama-server they run.
+//! What `seed` does on llama-server's routes and llama_cpp.server's
+//! (Ollama's, which forward it to the llama-server they run, are in
+//! ollama-sampling).
 //!
 //! llama.cpp 0c1e57098 (the one inside llama-cpp-python 0.3.36):
 //! - every task gets a sampler chain of its own, built from the request's
@@ -15,13 +16,6 @@
 //!   (src/llama-sampler.cpp:340-350 `get_rng_seed`): a fresh random seed
 //!   per request, unless the server was started with `-s N`.
 //!
-//! Ollama: `options.seed` defaults to -1 (api/types.go:1106 at v0.30.0,
-//! :1111 at v0.33.0-rc2), its OpenAI layer copies `seed` into the options
-//! (openai/openai.go:595, 752 at v0.30.0; :666, 815 at v0.33.0-rc2), and
-//! the runner sends it to llama-server's `/completion` as `"seed"`
-//! (llm/llama_server.go:1912 at v0.30.0, :2168 at v0.33.0-rc2), where -1
-//! is 0xFFFFFFFF as a uint32: llama.cpp's own rules.
-
 use parity_core::{RouteSeed, SeedRule};
 
 const LLAMA_VERSIONS: &str = "llama.cpp 0c1e57098";
@@ -39,31 +33,6 @@ pub(crate) const LLAMA_SERVER: &[RouteSeed] = &[RouteSeed {
     note: "the same route reads /completion's fields; a server started with `-s N` \
            gives seedless requests the fixed seed N (tools/server/server-schema.cpp:176)",
 }];
-
-const OLLAMA_VERSIONS: &str = "Ollama v0.30.0–v0.33.0-rc2 on llama.cpp";
-const OLLAMA_SOURCE: &str = "llm/llama_server.go:2168 (v0.33.0-rc2) forwards options.seed \
-                             (default -1, api/types.go:1111) to llama-server; \
-                             src/llama-sampler.cpp:340-350";
-const OLLAMA_NOTE: &str = "-1 reaches llama-server as 0xFFFFFFFF, LLAMA_DEFAULT_SEED";
-
-const fn ollama(endpoint: &'static str) -> RouteSeed {
-    RouteSeed {
-        endpoint,
-        setup: "",
-        given: SeedRule::PerRequest,
-        absent: SeedRule::Random,
-        versions: OLLAMA_VERSIONS,
-        source: OLLAMA_SOURCE,
-        note: OLLAMA_NOTE,
-    }
-}
-
-/// Ollama's three routes (names as in `ollama::Endpoint::name`).
-pub(crate) const OLLAMA: &[RouteSeed] = &[
-    ollama("Ollama /api/chat (options)"),
-    ollama("Ollama /v1/chat/completions"),
-    ollama("Ollama /v1/completions"),
-];
 
 const PYTHON_VERSIONS: &str = "llama-cpp-python 0.3.36";
 const PYTHON_SOURCE: &str = "llama_cpp/llama.py:1387-1390 (seed given: set_seed(seed); none: \

@@ -28,7 +28,7 @@ pub const RECIPE: &str = "order the chain like transformers (penalties, temperat
 /// Kwargs that llama.cpp has no sampler for, when transformers acts on them
 /// ([`hf_sampling::Acting`]; both the literal port and the matching request
 /// stop there), in the order they are listed.
-pub(crate) fn unmatched(kwargs: &Map<String, Value>) -> Vec<String> {
+pub fn unmatched(kwargs: &Map<String, Value>) -> Vec<String> {
     hf_sampling::Acting::of(kwargs).blocked(
         hf_sampling::NOT_IN_SAMPLER_CHAINS,
         "llama.cpp has no such sampler",

@@ -46,12 +46,10 @@
 //! and logits other than float32.
 #![deny(missing_docs)]
 
-pub mod ollama_mlx;
-pub mod ollama_mlx_request;
 mod params;
 mod sampler;
 mod seed;
-mod translate;
+pub mod translate;
 
 use parity_core::{
     Against, Context, Described, Distribution, Error, Explanation, Fix, Info, Logits, Precision,
@@ -59,8 +57,8 @@ use parity_core::{
 };
 use serde_json::{Map, Value};
 
-pub use ollama_mlx::{OllamaMlx, OllamaMlxParams};
 pub use params::{MAX_DRAWS, MlxParams, from_request};
+pub use sampler::argmax;
 
 /// mlx-lm 0.32.2's `generate_step` sampling on MLX 0.32.4 (CPU).
 #[derive(Debug, Clone, Copy, Default)]

@@ -131,7 +131,7 @@ pub(crate) fn log_softmax(l: &[f32]) -> Vec<f32> {
 }
 
 /// First index of the maximum (`mx.argmax`).
-pub(crate) fn argmax(x: &[f32]) -> usize {
+pub fn argmax(x: &[f32]) -> usize {
     let mut best = 0;
     for (i, &v) in x.iter().enumerate() {
         if v > x[best] {

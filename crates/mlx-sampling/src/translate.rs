@@ -1,7 +1,7 @@
-//! `compare translate --to mlx-lm` / `--to ollama-mlx`: the setup of each
-//! engine that reproduces transformers' `generate(**kwargs)` (resolved
-//! kwargs: every value transformers runs with is present), or why none
-//! exists.
+//! `compare translate --to mlx-lm` / `--to ollama-mlx` (whose module, in
+//! ollama-sampling, calls these): the setup of each engine that reproduces
+//! transformers' `generate(**kwargs)` (resolved kwargs: every value
+//! transformers runs with is present), or why none exists.
 
 use parity_core::TranslationLine::{Plain, Wrapped};
 use parity_core::{Fix, Translation};
@@ -10,7 +10,7 @@ use serde_json::{Map, Value, json};
 /// Kwargs neither engine has a counterpart for, when transformers acts on
 /// them ([`hf_sampling::Acting`]: e.g. `typical_p` only below 1 and only
 /// while sampling).
-pub(crate) fn unmatched(kwargs: &Map<String, Value>, engine: &str) -> Vec<String> {
+pub fn unmatched(kwargs: &Map<String, Value>, engine: &str) -> Vec<String> {
     let acting = hf_sampling::Acting::of(kwargs);
     let why = format!("{engine} has no such sampler");
     let mut blocked = acting.blocked(hf_sampling::NOT_IN_SAMPLER_CHAINS, &why);
@@ -21,7 +21,7 @@ pub(crate) fn unmatched(kwargs: &Map<String, Value>, engine: &str) -> Vec<String
 
 /// Whether the kwargs switch on a warper neither engine has (typical,
 /// epsilon or eta: [`hf_sampling::Acting`]).
-pub(crate) fn missing_warper(kwargs: &Map<String, Value>) -> bool {
+pub fn missing_warper(kwargs: &Map<String, Value>) -> bool {
     let acting = hf_sampling::Acting::of(kwargs);
     ["typical_p", "epsilon_cutoff", "eta_cutoff"]
         .iter()
@@ -29,7 +29,7 @@ pub(crate) fn missing_warper(kwargs: &Map<String, Value>) -> bool {
 }
 
 /// A translation from a fix (the engine's params) or the reasons there is none.
-pub(crate) fn translation(
+pub fn translation(
     engine: &str,
     label: &str,
     recipe: &str,

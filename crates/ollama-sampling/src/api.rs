@@ -2,8 +2,8 @@
 //! once: the fields of `api.Options` with the JSON type `Options.FromMap`
 //! checks (api/types.go), `FromMap`'s reading of one value, and an Ollama
 //! release as a version number. The Go engine ([`crate::OllamaOptions`]),
-//! the llama-server path (llamacpp-sampling's `ollama`) and the MLX runner
-//! (mlx-sampling's `ollama-mlx`) each layer options with these; each keeps
+//! the llama-server path ([`crate::llama_server`]) and the MLX runner
+//! ([`crate::mlx`]) each layer options with these; each keeps
 //! its own words for a refusal (what Ollama does with it differs by
 //! endpoint and layer).
 

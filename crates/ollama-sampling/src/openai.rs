@@ -2,10 +2,10 @@
 //! and `FromCompleteRequest`): how a `/v1/chat/completions` or
 //! `/v1/completions` body becomes Ollama options, with Go's JSON decoder's
 //! type checks and its 400 texts, as at f63eea3d2 (the Go engine). The MLX
-//! runner's routes (mlx-sampling's `ollama-mlx`, fb3076099, v0.33.0-rc2) call
+//! runner's routes ([`crate::mlx`], fb3076099, v0.33.0-rc2) call
 //! these too: the options it builds are the same there, and the one check
 //! fb3076099's openai.go adds (a `stop` item that is not a string is a 400)
-//! is in `ollama_mlx_request.rs`, which applies it before this layer.
+//! is in [`crate::mlx::request`], which applies it before this layer.
 
 use parity_core::Error;
 use serde_json::{Map, Value};

@@ -11,7 +11,7 @@ a float32 scalar, `SoftmaxAxis(.., true)` = `mx.softmax(precise=True)`,
 `PutAlongAxis`, `ScatterAddAxis`, `RandomKey` = `mx.random.key`,
 `CategoricalWithKey` = `mx.random.categorical(key=...)`). The arithmetic,
 sorting and random numbers are MLX's own; the Rust replica
-(crates/mlx-sampling/src/ollama_mlx.rs) is checked against what MLX computes
+(crates/ollama-sampling/src/mlx/mod.rs) is checked against what MLX computes
 here:
 
   * `Options.normalize`: repeat_penalty <= 0 -> 1; repeat_last_n < 0 -> the

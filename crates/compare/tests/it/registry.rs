@@ -225,7 +225,7 @@ fn a_toy_semantics_is_one_module_and_one_registry_line() {
 
 #[test]
 fn every_semantics_names_its_engine_and_params() {
-    for s in compare::registry::all(None) {
+    for s in compare::registry::all(None, Default::default()) {
         let info = s.info();
         assert!(
             !info.engine.is_empty() && !info.verified_against.is_empty(),
@@ -250,7 +250,7 @@ fn every_semantics_names_its_engine_and_params() {
 fn every_request_route_says_what_seed_does() {
     let request = serde_json::Map::new();
     let mut routes = 0;
-    for s in compare::registry::all(None) {
+    for s in compare::registry::all(None, Default::default()) {
         let name = s.info().name;
         let endpoints: Vec<&str> = s
             .prepare_request(&request, None)
@@ -284,7 +284,8 @@ fn every_request_route_says_what_seed_does() {
 /// docs/semantics.md's seed table is the registry's seed rules, row for row.
 #[test]
 fn the_documented_seed_table_is_the_registrys() {
-    let table = comparison::semantics::seed_table(&compare::registry::all(None));
+    let table =
+        comparison::semantics::seed_table(&compare::registry::all(None, Default::default()));
     let doc = std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../../docs/semantics.md"

@@ -126,16 +126,12 @@ fn a_seed_without_draws_replays_the_one_token_the_server_samples() {
 
 /// `compare semantics`' lists are derived from the request type; each
 /// listed default, written out, is what the parser does with the field
-/// left out (for llama.cpp, and for Ollama at its newest version).
+/// left out.
 #[test]
 fn the_listed_params_and_defaults_are_the_parsers() {
     use parity_core::Semantics;
     assert_eq!(
         parity_core::params::defaults_agree(&llamacpp_sampling::LlamaCpp),
-        Ok(())
-    );
-    assert_eq!(
-        parity_core::params::defaults_agree(&llamacpp_sampling::Ollama::default()),
         Ok(())
     );
     let names: Vec<_> = llamacpp_sampling::LlamaCpp

@@ -1,7 +1,7 @@
 //! `from_generate`, `explain` and its fix, against transformers' recorded
 //! scores (fixtures/smollm2, transformers 5.23).
 
-use llamacpp_sampling::{LlamaCpp, Ollama, request_for_generate};
+use llamacpp_sampling::{LlamaCpp, request_for_generate};
 use parity_core::metrics::softmax_f64;
 use parity_core::{Against, Comparison, Context, Distribution, Fixture, Logits, Semantics};
 use serde_json::{Map, Value, json};
@@ -26,11 +26,6 @@ fn generate_kwargs_map_literally() {
     );
     assert!(
         request_for_generate(&obj(json!({"do_sample": true, "epsilon_cutoff": 3e-4}))).is_none()
-    );
-    assert!(
-        Ollama::default()
-            .from_generate(&obj(json!({"do_sample": true})))
-            .is_some()
     );
 }
 

@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 
-use llamacpp_sampling::{LlamaCpp, Ollama};
+use llamacpp_sampling::LlamaCpp;
 use parity_core::{Context, Distribution, Fixture, Logits, Semantics};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
@@ -307,36 +307,4 @@ fn recorded_chains_match_the_server_defaults() {
         .find(|c| c.name == "rep13" && c.fixture == "smollm2/hello_k0")
         .expect("case");
     assert_eq!(rep.chain[0], "penalties");
-}
-
-#[test]
-fn ollama_empty_options_are_the_recorded_ollama_request() {
-    let (h, cases) = load_cases();
-    let fx = fixtures(cases.iter().map(|c| c.fixture.as_str()));
-    let mut n = 0;
-    for c in cases
-        .iter()
-        .filter(|c| c.name == "ollama_defaults" && c.error.is_none())
-    {
-        let f = &fx[&c.fixture];
-        let ctx = Context::new(&f.input_ids, None).expect("context");
-        let opts = json!({"seed": c.seed.unwrap_or(h.seed), "draws": c.tokens.len()});
-        let params = Ollama::default()
-            .parse_params(opts.as_object().expect("object"))
-            .expect("options parse");
-        let d = Ollama::default()
-            .distribution(&f.logits, &ctx, &params)
-            .expect("runs");
-        assert_eq!(
-            d.tokens().expect("draws"),
-            c.tokens.as_slice(),
-            "{}",
-            c.fixture
-        );
-        let want = expected(&c.ids, &c.p, f.logits.len());
-        assert!(max_diff(&want, d.probs()) <= 1e-6, "{}", c.fixture);
-        assert_eq!(kept(&want), d.kept(), "{}", c.fixture);
-        n += 1;
-    }
-    assert!(n >= 28, "{n}");
 }

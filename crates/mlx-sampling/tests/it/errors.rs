@@ -87,9 +87,8 @@ fn top_k_at_the_vocabulary_size_raises_like_mlx() {
     );
 }
 
-/// `compare semantics`' lists are derived from `MlxParams` and
-/// `OllamaMlxParams`; each listed default, written out, is what the parser
-/// does with the field left out.
+/// `compare semantics`' list is derived from `MlxParams`; each listed
+/// default, written out, is what the parser does with the field left out.
 #[test]
 fn the_listed_params_and_defaults_are_the_parsers() {
     use parity_core::Semantics;
@@ -104,8 +103,4 @@ fn the_listed_params_and_defaults_are_the_parsers() {
         .map(|p| p.name)
         .collect();
     assert_eq!(names, mlx_sampling::MlxParams::FIELDS);
-    let ollama = mlx_sampling::OllamaMlx::default();
-    assert_eq!(parity_core::params::defaults_agree(&ollama), Ok(()));
-    let names: Vec<_> = ollama.info().params.iter().map(|p| p.name).collect();
-    assert_eq!(names, mlx_sampling::OllamaMlxParams::FIELDS);
 }

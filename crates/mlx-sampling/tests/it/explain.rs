@@ -188,7 +188,6 @@ fn temperature_last_is_explained() {
 
 #[test]
 fn translate_gives_a_request_or_says_why_not() {
-    use mlx_sampling::OllamaMlx;
     let opts = parity_core::TranslateOptions { context_len: 512 };
     let kw = obj(
         json!({"do_sample": true, "temperature": 0.7, "top_k": 50, "top_p": 1.0,
@@ -217,15 +216,6 @@ fn translate_gives_a_request_or_says_why_not() {
             .expect("reason")
             .contains("untempered")
     );
-    // Ollama's runner orders its filters like transformers: always a setup.
-    let t = OllamaMlx::default()
-        .translate(&blocked, &opts)
-        .expect("offered")
-        .expect("runs");
-    assert_eq!(
-        Value::Object(t.params.expect("a setup")),
-        json!({"temperature": 0.7, "top_k": 0, "top_p": 0.9, "min_p": 0.0})
-    );
 }
 
 /// Which transformers processors act is transformers' rule (hf_sampling::Acting):
@@ -235,7 +225,6 @@ fn translate_gives_a_request_or_says_why_not() {
 /// These kwargs used to be refused (`typical_p != 1`, any n-gram size but 0).
 #[test]
 fn what_blocks_a_port_is_what_acts_in_transformers() {
-    use mlx_sampling::OllamaMlx;
     let opts = parity_core::TranslateOptions { context_len: 512 };
     let over_one = obj(
         json!({"do_sample": true, "temperature": 0.7, "top_k": 50, "top_p": 1.0,
@@ -247,20 +236,11 @@ fn what_blocks_a_port_is_what_acts_in_transformers() {
         .expect("runs");
     assert_eq!(t.json["unmatched"], json!([]), "{:?}", t.json);
     assert!(t.params.is_some());
-    let t = OllamaMlx::default()
-        .translate(&over_one, &opts)
-        .expect("offered")
-        .expect("runs");
-    assert!(t.params.is_some(), "{:?}", t.json);
-    assert!(OllamaMlx::default().fix(&over_one, None).is_some());
-    assert!(OllamaMlx::default().from_generate(&over_one).is_some());
     // Greedy: no warper runs, whatever typical_p says.
     let greedy = obj(json!({"do_sample": false, "typical_p": 0.5}));
-    assert!(OllamaMlx::default().from_generate(&greedy).is_some());
     assert!(MlxLm.from_generate(&greedy).is_some());
     // Below 1 while sampling it acts, and blocks.
     let acting = obj(json!({"do_sample": true, "typical_p": 0.5}));
-    assert!(OllamaMlx::default().from_generate(&acting).is_none());
     let t = MlxLm
         .translate(&acting, &opts)
         .expect("offered")

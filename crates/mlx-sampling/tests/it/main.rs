@@ -3,6 +3,4 @@
 
 mod errors;
 mod explain;
-mod ollama_mlx;
-mod ollama_mlx_request;
 mod recorded;

@@ -191,20 +191,20 @@ fn only_what_transformers_runs_blocks_a_port() {
     let sampling = map(json!({"do_sample": true, "temperature": 0.7,
                               "no_repeat_ngram_size": -1, "penalty_alpha": 0.6}));
     assert!(OllamaGo::default().from_generate(&sampling).is_some());
-    assert!(ollama_sampling::matching_options(&sampling).is_ok());
+    assert!(ollama_sampling::go::matching_options(&sampling).is_ok());
     // Greedy with top_k 50 (the default) and penalty_alpha > 0 is contrastive search.
     let contrastive = map(json!({"penalty_alpha": 0.6}));
     assert_eq!(
-        ollama_sampling::matching_options(&contrastive).unwrap_err(),
+        ollama_sampling::go::matching_options(&contrastive).unwrap_err(),
         ["penalty_alpha = 0.6: Ollama has no such option"]
     );
     // Typical sampling acts below 1 only (line 1629).
     assert!(
-        ollama_sampling::matching_options(&map(json!({"do_sample": true, "typical_p": 1.5})))
+        ollama_sampling::go::matching_options(&map(json!({"do_sample": true, "typical_p": 1.5})))
             .is_ok()
     );
     assert_eq!(
-        ollama_sampling::matching_options(&map(json!({"do_sample": true, "typical_p": 0.5})))
+        ollama_sampling::go::matching_options(&map(json!({"do_sample": true, "typical_p": 0.5})))
             .unwrap_err(),
         ["typical_p = 0.5: the Go sampler has no typical sampling"]
     );
@@ -216,7 +216,7 @@ fn only_what_transformers_runs_blocks_a_port() {
 #[test]
 fn a_null_top_k_is_off_not_the_default() {
     let top_k = |kw: Value| {
-        ollama_sampling::matching_options(&map(kw)).expect("matchable")["top_k"].clone()
+        ollama_sampling::go::matching_options(&map(kw)).expect("matchable")["top_k"].clone()
     };
     assert_eq!(top_k(json!({"do_sample": true, "top_k": null})), json!(0));
     assert_eq!(top_k(json!({"do_sample": true})), json!(50));

@@ -8,7 +8,8 @@
 
 use std::path::PathBuf;
 
-use ollama_sampling::{OllamaGo, Steps, Token, penalised, sampler, settings};
+use ollama_sampling::OllamaGo;
+use ollama_sampling::go::{Steps, Token, penalised, sampler, settings};
 use parity_core::{Context, Fixture, Logits, Semantics};
 use serde_json::{Map, Value};
 

@@ -3,10 +3,10 @@
 //! scripts/reference/mlx/record_ollama.py. Kept sets exact, the sparse
 //! path's id order exact, probabilities within 1e-6, seeded draws exact.
 
-use mlx_sampling::OllamaMlx;
-use mlx_sampling::ollama_mlx::{mix_seed, top_k_order};
+use ollama_sampling::OllamaMlx;
+use ollama_sampling::mlx::{mix_seed, top_k_order};
 use parity_core::{Context, Fixture, Logits, Semantics};
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 use std::collections::HashMap;
 use std::path::PathBuf;
 
@@ -211,4 +211,58 @@ fn the_fix_reproduces_transformers_on_smollm2() {
     }
     eprintln!("ollama-mlx: {rows} rows fixed, worst |dp| {worst:e}");
     assert_eq!(rows, 60);
+}
+
+/// `compare semantics`' list is derived from `OllamaMlxParams`; each listed
+/// default, written out, is what the parser does with the field left out.
+#[test]
+fn the_listed_params_and_defaults_are_the_parsers() {
+    let ollama = OllamaMlx::default();
+    assert_eq!(parity_core::params::defaults_agree(&ollama), Ok(()));
+    let names: Vec<_> = ollama.info().params.iter().map(|p| p.name).collect();
+    assert_eq!(names, ollama_sampling::OllamaMlxParams::FIELDS);
+}
+
+fn obj(v: Value) -> Map<String, Value> {
+    v.as_object().cloned().unwrap_or_default()
+}
+
+/// The runner orders its filters like transformers (temperature first), so
+/// a setup exists where mlx-lm's temperature-last chain has none.
+#[test]
+fn translate_always_gives_a_setup_for_the_filters() {
+    let opts = parity_core::TranslateOptions { context_len: 512 };
+    let blocked = obj(json!({"do_sample": true, "temperature": 0.7, "top_k": 0, "top_p": 0.9}));
+    let t = OllamaMlx::default()
+        .translate(&blocked, &opts)
+        .expect("offered")
+        .expect("runs");
+    assert_eq!(
+        Value::Object(t.params.expect("a setup")),
+        json!({"temperature": 0.7, "top_k": 0, "top_p": 0.9, "min_p": 0.0})
+    );
+}
+
+/// What blocks a port is what acts in transformers (hf_sampling::Acting):
+/// `TypicalLogitsWarper` only while sampling and below 1 (transformers 5.23.0
+/// `generation/utils.py` lines 1597 and 1629), `NoRepeatNGramLogitsProcessor`
+/// only for a size > 0 (line 1482).
+#[test]
+fn what_blocks_a_port_is_what_acts_in_transformers() {
+    let opts = parity_core::TranslateOptions { context_len: 512 };
+    let over_one = obj(
+        json!({"do_sample": true, "temperature": 0.7, "top_k": 50, "top_p": 1.0,
+                              "typical_p": 1.5, "no_repeat_ngram_size": -1}),
+    );
+    let t = OllamaMlx::default()
+        .translate(&over_one, &opts)
+        .expect("offered")
+        .expect("runs");
+    assert!(t.params.is_some(), "{:?}", t.json);
+    assert!(OllamaMlx::default().fix(&over_one, None).is_some());
+    assert!(OllamaMlx::default().from_generate(&over_one).is_some());
+    let greedy = obj(json!({"do_sample": false, "typical_p": 0.5}));
+    assert!(OllamaMlx::default().from_generate(&greedy).is_some());
+    let acting = obj(json!({"do_sample": true, "typical_p": 0.5}));
+    assert!(OllamaMlx::default().from_generate(&acting).is_none());
 }

@@ -4,8 +4,8 @@
 //! beside it (openai/openai.go, server/routes.go, api/types.go,
 //! x/mlxrunner/server.go at fb3076099).
 
-use mlx_sampling::ollama_mlx_request::{CHAT, COMPLETIONS, NATIVE};
-use mlx_sampling::{OllamaMlx, OllamaMlxParams};
+use ollama_sampling::mlx::request::{CHAT, COMPLETIONS, NATIVE};
+use ollama_sampling::{OllamaMlx, OllamaMlxParams};
 use parity_core::{Context, Logits, Route, Semantics};
 use serde_json::{Map, Value, json};
 

@@ -24,9 +24,9 @@ use serde_json::{Map, Value};
 
 use parity_core::{Error, Route};
 
+use super::options::{OllamaOptions, check_other, is_other};
 use crate::api::is_sampling;
 use crate::openai::{chat_options, completion_options};
-use crate::options::{OllamaOptions, check_other, is_other};
 
 /// The route names.
 pub(crate) const CHAT: &str = "Ollama v0.6.2–v0.25 Go engine /v1/chat/completions";
@@ -103,7 +103,7 @@ fn sampler_ignores(
     }
 }
 
-/// Every route, for [`crate::OllamaGo`]'s `from_request`: the model's
+/// Every route, for [`super::OllamaGo`]'s `from_request`: the model's
 /// parameters (when given) under each route's options.
 pub(crate) fn routes(
     request: &Map<String, Value>,

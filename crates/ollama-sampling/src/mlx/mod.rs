@@ -8,7 +8,7 @@
 //! it pins (`MLX_VERSION` 27fec909a, 2026-08-20, which has the inverse-CDF
 //! categorical of ml-explore/mlx #4177). The runner serves **safetensors**
 //! models (`ollama create` from safetensors, MLX-format weights); GGUF
-//! models go to llama-server (the `ollama` semantics in llamacpp-sampling).
+//! models go to llama-server (the `ollama` semantics, [`crate::llama_server`]).
 //! Options come from `api.Options` (`x/mlxrunner/server.go` copies
 //! temperature, top_p, min_p, top_k, repeat_last_n, repeat_penalty,
 //! presence/frequency_penalty and seed; typical_p is not read).
@@ -17,7 +17,7 @@
 //! `DefaultOptions()`, the model's Modelfile `PARAMETER`s (none for
 //! `OllamaMlx::default()`, given to [`OllamaMlx::with_model_params`]), then the request's; `from_request`
 //! answers for `/v1/chat/completions`, `/v1/completions` and
-//! `/api/generate`/`/api/chat` ([`crate::ollama_mlx_request`], v0.32.10 to
+//! `/api/generate`/`/api/chat` ([`request`], v0.32.10 to
 //! v0.33.0-rc2). An option infinite as a float32 is refused: the server's
 //! `json.Marshal` of the options for the runner fails on it.
 //!
@@ -46,6 +46,8 @@
 //! 7. `probs / max(sum, 1e-20)`; the draw is `categorical(log(probs))` with
 //!    key `mx.random.key(SplitMix64(seed, n))` for the slot's n-th draw.
 
+pub mod request;
+
 use parity_core::jsonl::f32_value;
 use parity_core::{
     Against, Context, Described, Distribution, Error, Explanation, Fix, Info, Logits, Precision,
@@ -53,9 +55,9 @@ use parity_core::{
 };
 use serde_json::{Map, Value};
 
-use ollama_sampling::api::{self, Read};
+use mlx_sampling::argmax;
 
-use crate::sampler::argmax;
+use crate::api::{self, Read};
 use replicas::mlx as random;
 
 /// Ollama's MLX-runner sampler (fb3076099), serving a model with no
@@ -166,10 +168,10 @@ fn apply(p: &mut OllamaMlxParams, map: &Map<String, Value>, strict: bool) -> Res
                     "`draws` = {v}: must be a non-negative integer"
                 ))
             })?;
-            if n > crate::MAX_DRAWS as u64 {
+            if n > mlx_sampling::MAX_DRAWS as u64 {
                 return Err(Error::new(format_args!(
                     "`draws` = {n}: at most {} draws are replayed",
-                    crate::MAX_DRAWS
+                    mlx_sampling::MAX_DRAWS
                 )));
             }
             p.draws = Some(n as usize);
@@ -394,7 +396,7 @@ impl Semantics for OllamaMlx {
     }
 
     fn seed(&self) -> &'static [parity_core::RouteSeed] {
-        crate::seed::OLLAMA_MLX
+        crate::seed::MLX
     }
 
     fn from_request(
@@ -402,7 +404,7 @@ impl Semantics for OllamaMlx {
         request: &Map<String, Value>,
         _generation_config: Option<&Map<String, Value>>,
     ) -> Vec<Route<OllamaMlxParams>> {
-        crate::ollama_mlx_request::routes(request, self.model.as_ref())
+        request::routes(request, self.model.as_ref())
     }
 
     fn distribution(
@@ -441,7 +443,7 @@ impl Semantics for OllamaMlx {
     }
 
     fn from_generate(&self, kwargs: &Map<String, Value>) -> Option<Result<OllamaMlxParams, Error>> {
-        if crate::translate::missing_warper(kwargs) {
+        if mlx_sampling::translate::missing_warper(kwargs) {
             return None;
         }
         // The literal port: same-named options; do_sample=False as temperature 0.
@@ -518,12 +520,12 @@ impl Semantics for OllamaMlx {
         kwargs: &Map<String, Value>,
         _options: &parity_core::TranslateOptions,
     ) -> Option<Result<parity_core::Translation, Error>> {
-        let blocked = crate::translate::unmatched(kwargs, "Ollama's MLX runner");
+        let blocked = mlx_sampling::translate::unmatched(kwargs, "Ollama's MLX runner");
         let fix = match fix(kwargs) {
             Some(f) if blocked.is_empty() => Ok(f),
             _ => Err(blocked),
         };
-        Some(Ok(crate::translate::translation(
+        Some(Ok(mlx_sampling::translate::translation(
             "Ollama's MLX runner",
             "Ollama options",
             "the runner applies top-k, temperature, top-p and min-p in transformers' order: send transformers' values (its defaults differ: top_k 40, top_p 0.9) and repeat_last_n -1 for the whole context; exact except a top-k tie (exactly k) and float32 sums",
@@ -559,7 +561,7 @@ impl Semantics for OllamaMlx {
 /// top_p 1.0 unless set) and a whole-context repetition window is enough
 /// (ties at the k-th aside).
 fn fix(kwargs: &Map<String, Value>) -> Option<Fix> {
-    if crate::translate::missing_warper(kwargs) {
+    if mlx_sampling::translate::missing_warper(kwargs) {
         return None;
     }
     // What transformers runs with (an unset or `null` value its default).

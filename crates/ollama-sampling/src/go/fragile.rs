@@ -7,7 +7,7 @@
 use parity_core::fragile::{FRAGILE_ULPS, near, ulps};
 use parity_core::{Fragile, FragileKind};
 
-use crate::sampler::{self, Settings, Token};
+use super::sampler::{self, Settings, Token};
 
 fn fragile(kind: FragileKind, tokens: Vec<usize>, margin: u64, detail: String) -> Fragile {
     Fragile {

@@ -3,7 +3,7 @@
 //! source line it checks (github.com/ollama/ollama at the tag named).
 
 use llamacpp_sampling::LlamaCpp;
-use llamacpp_sampling::ollama::{Endpoint, Ollama, Version, merge};
+use ollama_sampling::llama_server::{Endpoint, Ollama, Version, merge};
 use parity_core::{Context, Logits, Semantics};
 use serde_json::{Map, Value, json};
 
@@ -359,13 +359,13 @@ fn show_parameters_text_reads_back_as_the_params_layer() {
                 temperature                    0.6\n\
                 top_k                          20\n\
                 repeat_penalty                 1\n";
-    let m = llamacpp_sampling::ollama::model_params_from_show(text).expect("parses");
+    let m = ollama_sampling::model_params_from_show(text).expect("parses");
     assert_eq!(
         Value::Object(m.clone()),
         json!({"stop": ["<|im_start|>", "<|im_end|>"], "temperature": 0.6, "top_k": 20, "repeat_penalty": 1})
     );
     assert!(Ollama::with_model_params(m).is_ok());
-    let e = llamacpp_sampling::ollama::model_params_from_show("top_k 20\ntop_k 40")
+    let e = ollama_sampling::model_params_from_show("top_k 20\ntop_k 40")
         .expect_err("twice")
         .to_string();
     assert_eq!(
@@ -374,16 +374,94 @@ fn show_parameters_text_reads_back_as_the_params_layer() {
     );
     // A Modelfile's own lines (the keyword in any case; a stop value bare).
     let modelfile = "PARAMETER temperature 0.7\nparameter top_k 20\nPARAMETER stop <|im_end|>\n";
-    let m = llamacpp_sampling::ollama::model_params_from_show(modelfile).expect("parses");
+    let m = ollama_sampling::model_params_from_show(modelfile).expect("parses");
     assert_eq!(
         Value::Object(m),
         json!({"temperature": 0.7, "top_k": 20, "stop": ["<|im_end|>"]})
     );
-    let e = llamacpp_sampling::ollama::model_params_from_show("PARAMETER top_k twenty")
+    let e = ollama_sampling::model_params_from_show("PARAMETER top_k twenty")
         .expect_err("not a number")
         .to_string();
     assert!(
         e.contains("the value of `top_k`, twenty, is not a number"),
         "{e}"
+    );
+}
+
+/// `{}` as Ollama's options is the request Ollama sends for empty options,
+/// which fixtures/llamacpp/cases.jsonl recorded through the real llama.cpp
+/// chain (case `ollama_defaults`): the same kept tokens and probabilities
+/// (within 1e-6) and every seeded draw.
+#[test]
+fn empty_options_are_the_recorded_ollama_request() {
+    let root = parity_core::fixture::bundled_dir().expect("bundled fixtures");
+    let text = std::fs::read_to_string(root.join("llamacpp/cases.jsonl")).expect("committed");
+    let mut lines = text.lines();
+    let header: Value = serde_json::from_str(lines.next().expect("header")).expect("header parses");
+    let mut n = 0;
+    for line in lines {
+        let c: Value = serde_json::from_str(line).expect("case parses");
+        if c["name"] != "ollama_defaults" || !c["error"].is_null() {
+            continue;
+        }
+        let name = c["fixture"].as_str().expect("fixture");
+        let f = parity_core::Fixture::load(&root.join(format!("{name}.safetensors")))
+            .expect("fixture loads");
+        let ctx = Context::new(&f.input_ids, None).expect("context");
+        let seed = if c["seed"].is_null() {
+            &header["seed"]
+        } else {
+            &c["seed"]
+        };
+        let tokens: Vec<i64> = serde_json::from_value(c["tokens"].clone()).expect("tokens");
+        let opts = obj(json!({"seed": seed, "draws": tokens.len()}));
+        let params = Ollama::default()
+            .parse_params(&opts)
+            .expect("options parse");
+        let d = Ollama::default()
+            .distribution(&Logits::from_f32(&f.logits), &ctx, &params)
+            .expect("runs");
+        assert_eq!(d.tokens().expect("draws"), tokens.as_slice(), "{name}");
+        let ids: Vec<usize> = serde_json::from_value(c["ids"].clone()).expect("ids");
+        // null: dist's normaliser is NaN and every draw takes the last candidate.
+        let p: Vec<Option<f64>> = serde_json::from_value(c["p"].clone()).expect("probabilities");
+        let mut want = vec![0.0; f.logits.len()];
+        if p.iter().any(Option::is_none) {
+            want[*ids.last().expect("candidates")] = 1.0;
+        } else {
+            for (&i, q) in ids.iter().zip(&p) {
+                want[i] = q.unwrap_or(f64::NAN);
+            }
+        }
+        let diff = want
+            .iter()
+            .zip(d.probs())
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0, f64::max);
+        assert!(diff <= 1e-6, "{name}: {diff}");
+        let kept: Vec<usize> = (0..want.len()).filter(|&i| want[i] > 0.0).collect();
+        assert_eq!(kept, d.kept(), "{name}");
+        n += 1;
+    }
+    assert!(n >= 28, "{n}");
+}
+
+/// `compare semantics`' list is derived from the params type; each listed
+/// default, written out, is what the parser does with the field left out
+/// (at Ollama's newest version).
+#[test]
+fn the_listed_params_and_defaults_are_the_parsers() {
+    assert_eq!(
+        parity_core::params::defaults_agree(&Ollama::default()),
+        Ok(())
+    );
+}
+
+#[test]
+fn generate_kwargs_map_to_options() {
+    assert!(
+        Ollama::default()
+            .from_generate(&obj(json!({"do_sample": true})))
+            .is_some()
     );
 }

@@ -51,9 +51,9 @@ use serde_json::{Map, Value};
 
 use parity_core::{Error, REQUEST_FIELDS_NOT_SAMPLING, Route};
 
-use ollama_sampling::openai::{self, chat_options};
+use crate::openai::{self, chat_options};
 
-use crate::ollama_mlx::{OllamaMlxParams, check_other, parse_over};
+use super::{OllamaMlxParams, check_other, parse_over};
 
 /// `/v1/chat/completions`.
 pub const CHAT: &str = "Ollama MLX runner (safetensors, v0.32.10–v0.33.0-rc2) /v1/chat/completions";
@@ -174,7 +174,7 @@ fn common_notes(route: &mut Route<OllamaMlxParams>, request: &Map<String, Value>
         .push("generation_config.json is read only for EOS ids, never for sampling".into());
 }
 
-/// The routes, for [`crate::OllamaMlx`]'s `from_request`: each with the
+/// The routes, for [`super::OllamaMlx`]'s `from_request`: each with the
 /// model's parameters (when given) under the request's options.
 pub(crate) fn routes(
     request: &Map<String, Value>,

@@ -58,8 +58,8 @@
 //!   `temperature`, `top_k`, `top_p`, `min_p`, `repeat_penalty`,
 //!   `repeat_last_n`, `frequency_penalty`, `presence_penalty` and `seed`
 //!   always, and `typical_p` only when it is not 0 (`omitempty`), to its
-//!   llama-server's `/completion` (which parses them as [`crate::params`]
-//!   says). Go's JSON encoder cannot write an infinite float32, so such a
+//!   llama-server's `/completion` (which parses them as llamacpp-sampling's
+//!   [`LlamaCpp`] does). Go's JSON encoder cannot write an infinite float32, so such a
 //!   request fails in Ollama. A chat model without an Ollama renderer (an
 //!   /api/chat or /v1/chat/completions request) may instead go to
 //!   llama-server's `/v1/chat/completions` (`llamaServerChatRequest`), which
@@ -77,10 +77,10 @@ use parity_core::{
     Against, Context, Described, Distribution, Error, Explanation, Info, Logits, Route, Semantics,
 };
 
-use ollama_sampling::api::{self, Kind, Read, Release};
-use ollama_sampling::openai;
+use llamacpp_sampling::{LlamaCpp, ServerParams};
 
-use crate::params::{self, ServerParams};
+use crate::api::{self, Read, Release};
+use crate::openai;
 
 /// An Ollama version this semantics covers (`0.30.0` to `0.33.0-rc2`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -388,7 +388,7 @@ impl Options {
 /// The `options` map an OpenAI endpoint builds from a request body
 /// (`FromChatRequest` / `FromCompleteRequest`, the same at v0.30.0 to
 /// v0.33.0-rc2 as in the Go engine's and the MLX runner's Ollama:
-/// [`ollama_sampling::openai`]).
+/// [`crate::openai`]).
 fn openai_options(
     endpoint: Endpoint,
     request: &Map<String, Value>,
@@ -462,65 +462,6 @@ pub fn merge(
     request: &Map<String, Value>,
 ) -> Result<Map<String, Value>, Error> {
     layered(endpoint, version, model, request)?.to_request()
-}
-
-/// The model's parameters as JSON, from the text `ollama show --parameters`
-/// prints (the `parameters` string of `/api/show`): server/routes.go
-/// `GetModelInfo` writes one `fmt.Sprintf("%-*s %#v", 30, key, value)` line
-/// per parameter, one line per element for a list (`stop`). Values are Go
-/// syntax: numbers, `true`/`false`, double-quoted strings. A Modelfile's
-/// own `PARAMETER key value` lines are read too (the keyword is
-/// case-insensitive: parser/parser.go `isValidCommand` and the command
-/// switch lower it, at v0.33.0-rc2 (fb30760); a list option's value may be
-/// bare text there). Lines are not checked against Ollama's options here;
-/// [`Ollama::with_model_params`] does that.
-pub fn model_params_from_show(text: &str) -> Result<Map<String, Value>, Error> {
-    let mut out = Map::new();
-    for (n, line) in text.lines().enumerate() {
-        let line = line.trim();
-        if line.is_empty() {
-            continue;
-        }
-        let (line, modelfile) = match line.split_once(char::is_whitespace) {
-            Some((word, rest)) if word.eq_ignore_ascii_case("PARAMETER") => (rest.trim(), true),
-            _ => (line, false),
-        };
-        let (key, raw) = line.split_once(char::is_whitespace).ok_or_else(|| {
-            Error::new(format_args!(
-                "`ollama show --parameters` line {}: {line:?} has no value",
-                n + 1
-            ))
-        })?;
-        let raw = raw.trim();
-        let list = api::option(key).is_some_and(|o| o.kind == Kind::Strings);
-        // Go's %#v of a float64, bool or string reads as JSON, except the
-        // escapes strconv.Quote has and JSON lacks (\x, \a, \v, \U).
-        let value: Value = match serde_json::from_str(raw) {
-            Ok(v) => v,
-            Err(_) if modelfile && list => Value::String(raw.to_string()),
-            Err(_) => {
-                return Err(Error::new(format_args!(
-                    "`ollama show --parameters` line {}: the value of `{key}`, {raw}, is not a number, boolean or plain quoted string",
-                    n + 1
-                )));
-            }
-        };
-        if list {
-            // A list key only ever holds an array.
-            if let Value::Array(items) = out
-                .entry(key.to_string())
-                .or_insert_with(|| Value::Array(Vec::new()))
-            {
-                items.push(value);
-            }
-        } else if out.insert(key.to_string(), value).is_some() {
-            return Err(Error::new(format_args!(
-                "`ollama show --parameters` line {}: `{key}` appears twice",
-                n + 1
-            )));
-        }
-    }
-    Ok(out)
 }
 
 /// Ollama's next-token sampling for a GGUF model: its options layered over
@@ -618,7 +559,7 @@ impl Ollama {
             .as_ref()
             .map_err(Clone::clone)
             .and_then(Options::to_request)
-            .and_then(|r| params::parse(&r));
+            .and_then(|r| LlamaCpp.parse_params(&r));
         let mut route = Route::new(endpoint.name(), params).ignoring_all_but(request, consumed);
         if let Ok(o) = &layers {
             route.notes = self.notes(endpoint, o);
@@ -712,7 +653,7 @@ impl Semantics for Ollama {
     /// `params` are the request's `options` (plus `version` and `draws`),
     /// layered over the defaults and the model's parameters.
     fn parse_params(&self, params: &Map<String, Value>) -> Result<ServerParams, Error> {
-        params::parse(&self.request(params)?)
+        LlamaCpp.parse_params(&self.request(params)?)
     }
 
     fn distribution(
@@ -721,18 +662,18 @@ impl Semantics for Ollama {
         context: &Context<'_>,
         params: &ServerParams,
     ) -> Result<Distribution, Error> {
-        crate::engine::distribution(params, logits, context)
+        LlamaCpp.distribution(logits, context, params)
     }
 
     fn from_generate(&self, kwargs: &Map<String, Value>) -> Option<Result<ServerParams, Error>> {
         // Ollama's option names are llama-server's for everything generate
         // kwargs can say.
-        let options = crate::request_for_generate(kwargs)?;
+        let options = llamacpp_sampling::request_for_generate(kwargs)?;
         Some(self.parse_params(&options))
     }
 
     fn seed(&self) -> &'static [parity_core::RouteSeed] {
-        crate::seed::OLLAMA
+        crate::seed::LLAMA_SERVER
     }
 
     /// Ollama's OpenAI endpoints (openai/openai.go `FromChatRequest`,
@@ -756,14 +697,14 @@ impl Semantics for Ollama {
     }
 
     fn describe(&self, params: &ServerParams) -> Option<Described> {
-        Some(Described::Fields(params.describe()))
+        LlamaCpp.describe(params)
     }
 
     /// llama.cpp's reasons (the chain is llama-server's), with Ollama's own
     /// fix: its options cannot order the chain, so llama.cpp's recipe
     /// (`samplers`) is not one ([`matching_options`]).
     fn explain(&self, row: &Against<'_>, params: &ServerParams) -> Explanation {
-        let mut explanation = crate::explain(row, params);
+        let mut explanation = LlamaCpp.explain(row, params);
         explanation.fix = matching_options(row.kwargs, row.context.input_ids().len())
             .ok()
             .map(|params| parity_core::Fix {
@@ -779,7 +720,7 @@ const RECIPE: &str = "send temperature, top_k (0 when transformers' top-k is off
 
 /// The Ollama options that reproduce transformers' `generate(**kwargs)` on
 /// the llama-server path, for a context of `context_len` ids, or what stands
-/// in the way: a sampler llama.cpp lacks ([`crate::translate::unmatched`]),
+/// in the way: a sampler llama.cpp lacks ([`llamacpp_sampling::translate::unmatched`]),
 /// or a temperature other than 1 with top-p, min-p or typical-p. Ollama
 /// sends no `samplers` (llm/llama_server.go `llamaServerCompletionRequest`),
 /// so llama-server runs its default order, temperature last
@@ -789,7 +730,7 @@ fn matching_options(
     kwargs: &Map<String, Value>,
     context_len: usize,
 ) -> Result<Map<String, Value>, Vec<String>> {
-    let mut blocked = crate::translate::unmatched(kwargs);
+    let mut blocked = llamacpp_sampling::translate::unmatched(kwargs);
     let hf = hf_sampling::resolve_sampling(kwargs)
         .map_err(|e| vec![format!("transformers refuses these kwargs: {e}")])?;
     let min_p = hf.min_p.unwrap_or(0.0);

@@ -2,9 +2,10 @@
 //! recorded distribution beside the literal llama-server request and Ollama's
 //! options, as kept-token counts and total variation.
 //!
-//! cargo run -p llamacpp-sampling --example article
+//! cargo run -p ollama-sampling --example article
 
-use llamacpp_sampling::{LlamaCpp, Ollama};
+use llamacpp_sampling::LlamaCpp;
+use ollama_sampling::Ollama;
 use parity_core::metrics::softmax_f64;
 use parity_core::{Comparison, Context, Fixture, Logits, Semantics};
 use serde_json::Value;
