@@ -1,11 +1,7 @@
 //! What every Ollama engine shares from Ollama's `api` package, written
 //! once: the fields of `api.Options` with the JSON type `Options.FromMap`
-//! checks (api/types.go), `FromMap`'s reading of one value, and an Ollama
-//! release as a version number. The Go engine ([`crate::OllamaOptions`]),
-//! the llama-server path ([`crate::llama_server`]) and the MLX runner
-//! ([`crate::mlx`]) each layer options with these; each keeps
-//! its own words for a refusal (what Ollama does with it differs by
-//! endpoint and layer).
+//! checks (api/types.go), and `FromMap`'s reading of one value, which
+//! [`crate::layers`] layers for every engine.
 
 use serde_json::Value;
 
@@ -133,59 +129,6 @@ pub fn read(kind: Kind, val: &Value) -> Result<Read, &'static str> {
     }
 }
 
-/// An Ollama release, `0.17.5` or `0.17.8-rc1` (an rc sorts before its
-/// release), as the `version` params of the Ollama semantics name it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Release {
-    major: u32,
-    minor: u32,
-    patch: u32,
-    /// `u32::MAX` for a release, the rc number otherwise (so rc < release).
-    rc: u32,
-}
-
-impl Release {
-    /// `major.minor.patch`, with `-rc{rc}` when `rc` is given.
-    pub const fn new(major: u32, minor: u32, patch: u32, rc: Option<u32>) -> Self {
-        Self {
-            major,
-            minor,
-            patch,
-            rc: match rc {
-                Some(r) => r,
-                None => u32::MAX,
-            },
-        }
-    }
-
-    /// Reads `0.17.5`, `v0.17.5` or `0.17.8-rc1`; `None` for anything else.
-    pub fn parse(text: &str) -> Option<Self> {
-        let t = text.strip_prefix('v').unwrap_or(text);
-        let (nums, rc) = match t.split_once("-rc") {
-            Some((n, r)) => (n, Some(r.parse::<u32>().ok().filter(|&r| r != u32::MAX)?)),
-            None => (t, None),
-        };
-        let parts: Vec<u32> = nums
-            .split('.')
-            .map(|p| p.parse::<u32>().ok())
-            .collect::<Option<_>>()?;
-        let [major, minor, patch] = parts[..] else {
-            return None;
-        };
-        Some(Self::new(major, minor, patch, rc))
-    }
-}
-
-impl std::fmt::Display for Release {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}.{}.{}", self.major, self.minor, self.patch)?;
-        if self.rc != u32::MAX {
-            write!(f, "-rc{}", self.rc)?;
-        }
-        Ok(())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -229,19 +172,5 @@ mod tests {
             Err("of an array of strings")
         );
         assert_eq!(read(Kind::Strings, &json!(["\n"])), Ok(Read::Checked));
-    }
-
-    #[test]
-    fn releases_order_rcs_first() {
-        let r = |t: &str| Release::parse(t);
-        assert_eq!(r("v0.17.5"), Some(Release::new(0, 17, 5, None)));
-        assert!(r("0.17.8-rc1") < r("0.17.8"));
-        assert_eq!(
-            r("0.33.0-rc2").map(|v| v.to_string()),
-            Some("0.33.0-rc2".into())
-        );
-        for bad in ["0.32", "0.32.x", "0.32.1-rc", "0.32.1-rc4294967295", ""] {
-            assert_eq!(r(bad), None, "{bad}");
-        }
     }
 }

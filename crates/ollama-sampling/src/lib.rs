@@ -14,8 +14,11 @@
 //! What every engine shares is written once here:
 //!
 //! * [`api`]: the fields of `api.Options` and the JSON type `FromMap`
-//!   checks, `FromMap`'s reading of one value, and an Ollama release as a
-//!   version number;
+//!   checks, and `FromMap`'s reading of one value;
+//! * [`layers`]: `DefaultOptions()`, the model's parameters and the
+//!   request's options layered, with the errors in Ollama's words;
+//! * [`version`]: an Ollama release, each engine's span of them, and the
+//!   default that moved between releases;
 //! * [`openai`]: the OpenAI-compatible layer (`FromChatRequest`,
 //!   `FromCompleteRequest`), which turns a `/v1/...` body into options;
 //! * `seed`: what `seed` does on each engine's routes;
@@ -30,11 +33,13 @@
 
 pub mod api;
 pub mod go;
+pub mod layers;
 pub mod llama_server;
 pub mod mlx;
 mod model_params;
 pub mod openai;
 mod seed;
+pub mod version;
 
 pub use go::{OllamaGo, OllamaOptions};
 pub use llama_server::Ollama;

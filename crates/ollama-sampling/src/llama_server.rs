@@ -71,7 +71,7 @@
 //! one of llama.cpp 0c1e57098 (see the crate docs), and the trees' sampler
 //! code was not compared here.
 
-use serde_json::{Map, Number, Value};
+use serde_json::{Map, Value};
 
 use parity_core::{
     Against, Context, Described, Distribution, Error, Explanation, Info, Logits, Route, Semantics,
@@ -79,68 +79,22 @@ use parity_core::{
 
 use llamacpp_sampling::{LlamaCpp, ServerParams};
 
-use crate::api::{self, Read, Release};
+use crate::api;
+use crate::layers::{Fields, Holds, Layer, Layered, Slot, Source};
 use crate::openai;
+use crate::version::Span;
+pub use crate::version::Version;
 
-/// An Ollama version this semantics covers (`0.30.0` to `0.33.0-rc2`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Version(Release);
-
-impl Version {
-    /// The oldest version covered: the first tag with commit 9db4bdbad
-    /// (every GGUF model on llama-server) is v0.30.0-rc32.
-    pub const OLDEST: Version = Version(Release::new(0, 30, 0, Some(32)));
-    /// The newest version verified (the tag of commit fb3076099), and the
-    /// default.
-    pub const NEWEST: Version = Version(Release::new(0, 33, 0, Some(2)));
-    /// The first version whose `repeat_penalty` default is 1.0 (commit
-    /// 6a261db7d; v0.32.10-rc0).
-    pub const REPEAT_PENALTY_1_0: Version = Version(Release::new(0, 32, 10, Some(0)));
-
-    /// Parses `"0.32.9"`, `"v0.32.9"` or `"0.33.0-rc2"`; versions outside
-    /// [`Self::OLDEST`]..=[`Self::NEWEST`] are errors that say why.
-    pub fn parse(text: &str) -> Result<Self, Error> {
-        let v = Self(Release::parse(text).ok_or_else(|| {
-            Error::new(format_args!(
-                "`version` = \"{text}\": expected an Ollama version such as \"0.32.9\" or \"0.33.0-rc2\""
-            ))
-        })?);
-        if v < Self::OLDEST {
-            return Err(Error::new(format_args!(
-                "`version` = \"{text}\": Ollama before v0.30.0 (v0.30.0-rc32) ran GGUF models on its own runners, not llama-server (commit 9db4bdbad); not covered"
-            )));
-        }
-        if v > Self::NEWEST {
-            return Err(Error::new(format_args!(
-                "`version` = \"{text}\": newer than the newest version verified, {}",
-                Self::NEWEST
-            )));
-        }
-        Ok(v)
-    }
-
-    /// `DefaultOptions().RepeatPenalty` at this version: 1.1 up to v0.32.9,
-    /// 1.0 from v0.32.10.
-    pub fn default_repeat_penalty(self) -> f32 {
-        if self < Self::REPEAT_PENALTY_1_0 {
-            1.1
-        } else {
-            1.0
-        }
-    }
-}
-
-impl Default for Version {
-    fn default() -> Self {
-        Self::NEWEST
-    }
-}
-
-impl std::fmt::Display for Version {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.0.fmt(f)
-    }
-}
+/// The releases covered: v0.30.0-rc32, the first tag with commit 9db4bdbad
+/// (every GGUF model on llama-server), to v0.33.0-rc2 (the tag of commit
+/// fb3076099), the newest verified and the default.
+pub const VERSIONS: Span = Span {
+    oldest: Version::new(0, 30, 0, Some(32)),
+    newest: Version::new(0, 33, 0, Some(2)),
+    examples: ["0.32.9", "0.33.0-rc2"],
+    before: "Ollama before v0.30.0 (v0.30.0-rc32) ran GGUF models on its own runners, not llama-server (commit 9db4bdbad); not covered",
+    after: "newer than the newest version verified, 0.33.0-rc2",
+};
 
 /// An Ollama endpoint that maps a request onto options in its own way.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -189,16 +143,6 @@ const OPENAI_FIELDS: &[&str] = &[
     "presence_penalty",
 ];
 
-/// Which layer set an option.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Source {
-    Default,
-    Model,
-    Request,
-    /// Filled in by an OpenAI endpoint when the request left it out.
-    Endpoint,
-}
-
 parity_core::params! {
     /// The `ollama` semantics' params: Ollama's ten sampling options (the
     /// request's `options`, over `DefaultOptions()` at `version` and the
@@ -230,7 +174,7 @@ parity_core::params! {
         seed: i64 = -1 => "sent as seed; -1 is random",
         /// Whose defaults apply (read by [`Ollama::request`] from the params).
         #[allow(dead_code)]
-        version: Version ["\"0.33.0-rc2\""] = Version::NEWEST
+        version: Version ["\"0.33.0-rc2\""] = VERSIONS.newest
             => "(not an Ollama option) Ollama 0.30.0 to 0.33.0-rc2: the defaults of that version",
         /// Seeded draws to replay (handed by [`Ollama::request`] to
         /// llama-server's parser as they are).
@@ -240,149 +184,55 @@ parity_core::params! {
     }
 }
 
-/// The ten sampling options as Ollama holds them (Go `int` is 64-bit).
-#[derive(Debug, Clone, PartialEq)]
-struct Options {
-    ints: [(&'static str, i64, Source); 3],
-    floats: [(&'static str, f32, Source); 7],
+impl Holds for OllamaParams {
+    fn slot(&mut self, name: &str) -> Option<Slot<'_>> {
+        Some(match name {
+            "temperature" => Slot::Float(&mut self.temperature),
+            "top_k" => Slot::Int(&mut self.top_k),
+            "top_p" => Slot::Float(&mut self.top_p),
+            "min_p" => Slot::Float(&mut self.min_p),
+            "typical_p" => Slot::Float(&mut self.typical_p),
+            "repeat_last_n" => Slot::Int(&mut self.repeat_last_n),
+            "repeat_penalty" => Slot::Float(&mut self.repeat_penalty),
+            "presence_penalty" => Slot::Float(&mut self.presence_penalty),
+            "frequency_penalty" => Slot::Float(&mut self.frequency_penalty),
+            "seed" => Slot::Int(&mut self.seed),
+            _ => return None,
+        })
+    }
 }
 
-/// Where a map of options comes from, for error messages.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Layer {
-    Model,
-    Request,
-}
+/// The ten sampling options as Ollama holds them, layer by layer.
+type Options = Layered<OllamaParams>;
 
-impl Options {
-    /// `DefaultOptions()` at `version`.
-    fn defaults(version: Version) -> Self {
-        let o = OllamaParams {
-            repeat_penalty: version.default_repeat_penalty(),
-            ..OllamaParams::default()
-        };
-        let d = Source::Default;
-        Self {
-            ints: [
-                ("top_k", o.top_k, d),
-                ("repeat_last_n", o.repeat_last_n, d),
-                ("seed", o.seed, d),
-            ],
-            floats: [
-                ("temperature", o.temperature, d),
-                ("top_p", o.top_p, d),
-                ("min_p", o.min_p, d),
-                ("typical_p", o.typical_p, d),
-                ("repeat_penalty", o.repeat_penalty, d),
-                ("presence_penalty", o.presence_penalty, d),
-                ("frequency_penalty", o.frequency_penalty, d),
-            ],
+/// The llama-server `/completion` body's sampling fields, as
+/// `llamaServerCompletionRequest` writes them: `typical_p` `omitempty`.
+fn to_request(o: &mut Options) -> Result<Map<String, Value>, Error> {
+    o.finite("llama-server", "")?;
+    let p = &o.params;
+    let mut out = Map::new();
+    for (name, v) in [
+        ("temperature", p.temperature),
+        ("top_p", p.top_p),
+        ("min_p", p.min_p),
+        ("typical_p", p.typical_p),
+        ("repeat_penalty", p.repeat_penalty),
+        ("presence_penalty", p.presence_penalty),
+        ("frequency_penalty", p.frequency_penalty),
+    ] {
+        if name == "typical_p" && v == 0.0 {
+            continue; // omitempty
         }
+        out.insert(name.to_string(), Value::from(f64::from(v)));
     }
-
-    /// `opts.FromMap(m)`: one more layer, with `source` recorded for every
-    /// field it sets.
-    fn layer(&mut self, m: &Map<String, Value>, layer: Layer, source: Source) -> Result<(), Error> {
-        for (key, val) in m {
-            let Some(option) = api::option(key) else {
-                let whose = match layer {
-                    Layer::Model => "model parameter",
-                    Layer::Request => "option",
-                };
-                return Err(Error::new(format_args!(
-                    "unknown {whose} `{key}` (= {val}; Ollama would log \"invalid option provided\" and ignore it; known options: {})",
-                    api::OPTIONS
-                        .iter()
-                        .map(|o| o.name)
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )));
-            };
-            if val.is_null() {
-                continue;
-            }
-            let refuse = |what: &str| {
-                let prefix = match layer {
-                    Layer::Model => "model parameter ",
-                    Layer::Request => "",
-                };
-                let consequence = match layer {
-                    Layer::Model => "Ollama fails every request to this model",
-                    Layer::Request => "Ollama refuses it",
-                };
-                Error::new(format_args!(
-                    "{prefix}`{key}` = {val}: {consequence} (option \"{key}\" must be {what})"
-                ))
-            };
-            match api::read(option.kind, val).map_err(refuse)? {
-                Read::Int(v) => {
-                    if let Some(slot) = self.ints.iter_mut().find(|s| s.0 == key) {
-                        *slot = (slot.0, v, source);
-                    }
-                }
-                Read::Float(v) => {
-                    if let Some(slot) = self.floats.iter_mut().find(|s| s.0 == key) {
-                        *slot = (slot.0, v, source);
-                    }
-                }
-                Read::Checked => {}
-            }
-        }
-        Ok(())
+    for (name, v) in [
+        ("top_k", p.top_k),
+        ("repeat_last_n", p.repeat_last_n),
+        ("seed", p.seed),
+    ] {
+        out.insert(name.to_string(), Value::from(v));
     }
-
-    fn int(&self, name: &str) -> (i64, Source) {
-        self.ints
-            .iter()
-            .find(|s| s.0 == name)
-            .map_or((0, Source::Default), |s| (s.1, s.2))
-    }
-
-    fn float(&self, name: &str) -> (f32, Source) {
-        self.floats
-            .iter()
-            .find(|s| s.0 == name)
-            .map_or((0.0, Source::Default), |s| (s.1, s.2))
-    }
-
-    /// The option's value as text (a float32 printed shortest).
-    fn show(&self, name: &str) -> String {
-        if self.ints.iter().any(|s| s.0 == name) {
-            self.int(name).0.to_string()
-        } else {
-            self.float(name).0.to_string()
-        }
-    }
-
-    fn source(&self, name: &str) -> Source {
-        if self.ints.iter().any(|s| s.0 == name) {
-            self.int(name).1
-        } else {
-            self.float(name).1
-        }
-    }
-
-    /// The llama-server `/completion` body's sampling fields.
-    fn to_request(&self) -> Result<Map<String, Value>, Error> {
-        let mut out = Map::new();
-        for &(name, v, _) in &self.floats {
-            if !v.is_finite() {
-                return Err(Error::new(format_args!(
-                    "`{name}` is infinite as a float32: Ollama cannot send it (json: unsupported value: {})",
-                    if v > 0.0 { "+Inf" } else { "-Inf" }
-                )));
-            }
-            if name == "typical_p" && v == 0.0 {
-                continue; // omitempty
-            }
-            let n = Number::from_f64(f64::from(v)).unwrap_or_else(|| Number::from(0));
-            out.insert(name.to_string(), Value::Number(n));
-        }
-        for &(name, v, _) in &self.ints {
-            out.insert(name.to_string(), Value::Number(Number::from(v)));
-        }
-        Ok(out)
-    }
+    Ok(out)
 }
 
 /// The `options` map an OpenAI endpoint builds from a request body
@@ -406,13 +256,13 @@ fn layered(
     model: Option<&Map<String, Value>>,
     request: &Map<String, Value>,
 ) -> Result<Options, Error> {
-    let mut o = Options::defaults(version);
+    let mut o = Options::defaults(version, Fields::Current);
     if let Some(m) = model {
-        o.layer(m, Layer::Model, Source::Model)?;
+        o.layer(m, Layer::Model)?;
     }
     if endpoint.is_openai() {
         let options = openai_options(endpoint, request)?;
-        o.layer(&options, Layer::Request, Source::Request)?;
+        o.layer(&options, Layer::Request)?;
         // What the endpoint filled in itself is not the request's.
         for field in ["temperature", "top_p"] {
             let unset = request.get(field).is_none_or(Value::is_null);
@@ -424,26 +274,20 @@ fn layered(
                     .and_then(Value::as_f64)
                     .is_some_and(|p| p as f32 == 0.0);
             if unset || zero_top_p {
-                mark(&mut o, field, Source::Endpoint);
+                o.mark(field, Source::Endpoint);
             }
         }
         if endpoint == Endpoint::OpenAiCompletions {
             for field in ["frequency_penalty", "presence_penalty"] {
                 if request.get(field).is_none_or(Value::is_null) {
-                    mark(&mut o, field, Source::Endpoint);
+                    o.mark(field, Source::Endpoint);
                 }
             }
         }
     } else {
-        o.layer(request, Layer::Request, Source::Request)?;
+        o.layer(request, Layer::Request)?;
     }
     Ok(o)
-}
-
-fn mark(o: &mut Options, field: &str, source: Source) {
-    if let Some(s) = o.floats.iter_mut().find(|s| s.0 == field) {
-        s.2 = source;
-    }
 }
 
 /// The sampling fields of the llama-server `/completion` request Ollama
@@ -461,16 +305,26 @@ pub fn merge(
     model: Option<&Map<String, Value>>,
     request: &Map<String, Value>,
 ) -> Result<Map<String, Value>, Error> {
-    layered(endpoint, version, model, request)?.to_request()
+    to_request(&mut layered(endpoint, version, model, request)?)
 }
 
 /// Ollama's next-token sampling for a GGUF model: its options layered over
 /// its defaults (at a [`Version`]) and the model's own parameters, sent to
 /// llama-server, run through llama.cpp's chain.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Ollama {
     model: Option<Map<String, Value>>,
     version: Version,
+}
+
+impl Default for Ollama {
+    /// A model with no parameters, at the newest version.
+    fn default() -> Self {
+        Self {
+            model: None,
+            version: VERSIONS.newest,
+        }
+    }
 }
 
 impl Ollama {
@@ -480,10 +334,10 @@ impl Ollama {
     /// `Options.FromMap` would check them; the error names the parameter
     /// and quotes its value.
     pub fn with_model_params(params: Map<String, Value>) -> Result<Self, Error> {
-        Options::defaults(Version::NEWEST).layer(&params, Layer::Model, Source::Model)?;
+        Options::defaults(VERSIONS.newest, Fields::Current).layer(&params, Layer::Model)?;
         Ok(Self {
             model: Some(params),
-            version: Version::NEWEST,
+            version: VERSIONS.newest,
         })
     }
 
@@ -513,15 +367,8 @@ impl Ollama {
         for (key, val) in params {
             match key.as_str() {
                 "draws" => draws = Some(val.clone()),
-                "version" => match val {
-                    Value::Null => {}
-                    Value::String(s) => version = Version::parse(s)?,
-                    other => {
-                        return Err(Error::new(format_args!(
-                            "`version` = {other}: expected a string such as \"0.32.9\""
-                        )));
-                    }
-                },
+                "version" if val.is_null() => {}
+                "version" => version = VERSIONS.read(val)?,
                 _ => {
                     options.insert(key.clone(), val.clone());
                 }
@@ -556,9 +403,8 @@ impl Ollama {
         };
         let layers = layered(endpoint, self.version, self.model.as_ref(), &input);
         let params = layers
-            .as_ref()
-            .map_err(Clone::clone)
-            .and_then(Options::to_request)
+            .clone()
+            .and_then(|mut o| to_request(&mut o))
             .and_then(|r| LlamaCpp.parse_params(&r));
         let mut route = Route::new(endpoint.name(), params).ignoring_all_but(request, consumed);
         if let Ok(o) = &layers {
@@ -573,7 +419,7 @@ impl Ollama {
         let by = |source: Source| -> Vec<String> {
             sampling()
                 .filter(|n| o.source(n) == source)
-                .map(|n| format!("{n} {}", o.show(n)))
+                .map(|n| format!("{n} {}", o.show(n).unwrap_or_default()))
                 .collect()
         };
         for f in by(Source::Endpoint) {
@@ -622,7 +468,7 @@ impl Ollama {
                 "repeat_penalty 1.1 is Ollama's default up to v0.32.9 (1.0 from v0.32.10)".into(),
             );
         }
-        if o.float("typical_p").0 == 0.0
+        if o.params.typical_p == 0.0
             && endpoint != Endpoint::Generate
             && endpoint != Endpoint::OpenAiCompletions
         {
@@ -792,7 +638,7 @@ mod tests {
 
     #[test]
     fn empty_options_send_ollamas_defaults() {
-        let r = merge(Endpoint::Chat, Version::NEWEST, None, &Map::new()).expect("defaults");
+        let r = merge(Endpoint::Chat, VERSIONS.newest, None, &Map::new()).expect("defaults");
         let v = Value::Object(r);
         assert_eq!(v["top_k"], json!(40));
         assert_eq!(v["min_p"], json!(0.0));
@@ -807,11 +653,11 @@ mod tests {
     #[test]
     fn ints_truncate_typical_zero_is_omitted_and_types_are_checked() {
         let o = obj(json!({"top_k": 7.9, "typical_p": 0}));
-        let r = merge(Endpoint::Chat, Version::NEWEST, None, &o).expect("ok");
+        let r = merge(Endpoint::Chat, VERSIONS.newest, None, &o).expect("ok");
         assert_eq!(r["top_k"], json!(7));
         assert!(!r.contains_key("typical_p"));
         let o = obj(json!({"top_k": "7"}));
-        let e = merge(Endpoint::Chat, Version::NEWEST, None, &o)
+        let e = merge(Endpoint::Chat, VERSIONS.newest, None, &o)
             .unwrap_err()
             .to_string();
         assert_eq!(
@@ -820,22 +666,22 @@ mod tests {
         );
         // num_ctx is an Ollama option that does not shape sampling: checked, ignored.
         let o = obj(json!({"num_ctx": 4096, "stop": ["\n"]}));
-        assert!(merge(Endpoint::Chat, Version::NEWEST, None, &o).is_ok());
+        assert!(merge(Endpoint::Chat, VERSIONS.newest, None, &o).is_ok());
         let o = obj(json!({"num_ctx": "big"}));
-        assert!(merge(Endpoint::Chat, Version::NEWEST, None, &o).is_err());
+        assert!(merge(Endpoint::Chat, VERSIONS.newest, None, &o).is_err());
         let o = obj(json!({"num_ctxx": 4096}));
-        assert!(merge(Endpoint::Chat, Version::NEWEST, None, &o).is_err());
+        assert!(merge(Endpoint::Chat, VERSIONS.newest, None, &o).is_err());
     }
 
     #[test]
     fn versions_parse_within_the_covered_range() {
-        assert_eq!(Version::parse("0.33.0-rc2").expect("ok"), Version::NEWEST);
-        assert_eq!(Version::parse("v0.30.0").expect("ok").to_string(), "0.30.0");
-        assert!(Version::parse("0.30.0-rc31").is_err());
-        assert!(Version::parse("0.29.9").is_err());
-        assert!(Version::parse("0.33.0").is_err());
-        assert!(Version::parse("0.32").is_err());
-        assert!(Version::parse("0.32.10-rc0").expect("ok") >= Version::REPEAT_PENALTY_1_0);
-        assert!(Version::parse("0.32.9").expect("ok") < Version::REPEAT_PENALTY_1_0);
+        assert_eq!(VERSIONS.parse("0.33.0-rc2").expect("ok"), VERSIONS.newest);
+        assert_eq!(VERSIONS.parse("v0.30.0").expect("ok").to_string(), "0.30.0");
+        assert!(VERSIONS.parse("0.30.0-rc31").is_err());
+        assert!(VERSIONS.parse("0.29.9").is_err());
+        assert!(VERSIONS.parse("0.33.0").is_err());
+        assert!(VERSIONS.parse("0.32").is_err());
+        assert!(VERSIONS.parse("0.32.10-rc0").expect("ok") >= Version::REPEAT_PENALTY_1_0);
+        assert!(VERSIONS.parse("0.32.9").expect("ok") < Version::REPEAT_PENALTY_1_0);
     }
 }

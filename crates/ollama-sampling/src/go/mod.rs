@@ -56,7 +56,7 @@
 //! (`input_ids`) is accepted and unused for the same reason (except in the
 //! v0.17.5 window).
 //!
-//! Options are layered as server/routes.go `modelOptions` layers them:
+//! Options are layered as server/routes.go `modelOptions` layers them ([`crate::layers`]):
 //! `DefaultOptions()`, the model's Modelfile `PARAMETER`s (none for
 //! [`OllamaGo::default`], given to [`OllamaGo::with_model_params`]), then
 //! the request's; `from_request` answers for `/v1/chat/completions`,
@@ -281,7 +281,7 @@ impl Semantics for OllamaGo {
 /// The logits after the penalties of v0.17.5 – v0.17.8-rc1 over the last 64
 /// context ids; `None` for every other release (no penalty).
 pub fn penalised(logits: &[f32], input_ids: &[i64], o: &OllamaOptions) -> Option<Vec<f32>> {
-    o.version.has_penalties().then(|| {
+    o.version.has_go_penalties().then(|| {
         sampler::penalise(
             logits,
             input_ids,
@@ -384,7 +384,7 @@ fn explain(row: &Against<'_>, p: &OllamaOptions) -> Explanation {
         }
     }
     let n = row.context.input_ids().len();
-    if p.version.has_penalties() {
+    if p.version.has_go_penalties() {
         let rep = kw
             .get("repetition_penalty")
             .and_then(Value::as_f64)
@@ -427,7 +427,9 @@ fn explain(row: &Against<'_>, p: &OllamaOptions) -> Explanation {
             text: RECIPE.into(),
             params,
         }),
-        Err(_) if p.version.has_penalties() && n <= sampler::PENALTY_LOOKBACK => penalty_fix(kw, p),
+        Err(_) if p.version.has_go_penalties() && n <= sampler::PENALTY_LOOKBACK => {
+            penalty_fix(kw, p)
+        }
         Err(_) => None,
     };
     Explanation { reasons, fix }

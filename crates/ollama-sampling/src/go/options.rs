@@ -25,55 +25,20 @@ use serde_json::{Map, Value};
 
 use parity_core::Error;
 
-use crate::api::{self, Read, Release};
+use crate::api;
+use crate::layers::{Fields, Holds, Layer, Layered, Slot};
+use crate::version::{Span, Version};
 
-/// An Ollama release, as `0.17.5`, `v0.17.5` or `0.17.8-rc1` (this
-/// project's `version` param): which rules and defaults apply.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub struct OllamaVersion(Release);
-
-impl OllamaVersion {
-    /// v0.25.0-rc0: the last tag with the Go sampler (its code is f63eea3d2's).
-    pub const NEWEST: Self = Self(Release::new(0, 25, 0, Some(0)));
-    /// v0.6.2: the first release whose sampler is reproduced.
-    pub const OLDEST: Self = Self(Release::new(0, 6, 2, None));
-    /// v0.17.5: the first release with token-history penalties (86513cb69).
-    pub const PENALTIES_FROM: Self = Self(Release::new(0, 17, 5, None));
-    /// v0.17.8-rc1: the last one with them (54e05172a reverted them in rc2).
-    pub const PENALTIES_TO: Self = Self(Release::new(0, 17, 8, Some(1)));
-
-    /// Parses `0.17.5`, `v0.17.5`, `0.17.8-rc1`; the error quotes the text.
-    pub fn parse(text: &str) -> Result<Self, Error> {
-        let v = Self(Release::parse(text).ok_or_else(|| {
-            Error::new(format_args!(
-                "`version` = {text:?}: expected an Ollama release such as \"0.17.5\" or \"0.25.0-rc0\""
-            ))
-        })?);
-        if v < Self::OLDEST {
-            return Err(Error::new(format_args!(
-                "`version` = {text:?}: Ollama before v0.6.2 sampled with other rules (v0.6.1: min_p >= 1 kept everything; v0.6.0: a bucket sort; v0.5.13: float64 and gonum), not reproduced; see docs/engines/ollama-go.md"
-            )));
-        }
-        if v > Self::NEWEST {
-            return Err(Error::new(format_args!(
-                "`version` = {text:?}: the Go sampler was removed after v0.25.0-rc0 (commit 9db4bdbad; there are no v0.26 to v0.29 tags); v0.30.0 and later run every GGUF on llama-server: use the `ollama` semantics"
-            )));
-        }
-        Ok(v)
-    }
-
-    /// Whether this release applies repeat, presence and frequency
-    /// penalties over the last 64 tokens (v0.17.5 – v0.17.8-rc1).
-    pub fn has_penalties(self) -> bool {
-        (Self::PENALTIES_FROM..=Self::PENALTIES_TO).contains(&self)
-    }
-}
-
-impl std::fmt::Display for OllamaVersion {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.0.fmt(f)
-    }
-}
+/// The releases the Go engine's rules are reproduced for: v0.6.2 (commit
+/// 108fe0216) to v0.25.0-rc0, the last tag with the Go sampler (its code is
+/// f63eea3d2's). The default is the newest.
+pub const VERSIONS: Span = Span {
+    oldest: Version::new(0, 6, 2, None),
+    newest: Version::new(0, 25, 0, Some(0)),
+    examples: ["0.17.5", "0.25.0-rc0"],
+    before: "Ollama before v0.6.2 sampled with other rules (v0.6.1: min_p >= 1 kept everything; v0.6.0: a bucket sort; v0.5.13: float64 and gonum), not reproduced; see docs/engines/ollama-go.md",
+    after: "the Go sampler was removed after v0.25.0-rc0 (commit 9db4bdbad; there are no v0.26 to v0.29 tags); v0.30.0 and later run every GGUF on llama-server: use the `ollama` semantics",
+};
 
 parity_core::params! {
     /// The options after `DefaultOptions` and `FromMap`, as the runner holds
@@ -113,7 +78,7 @@ parity_core::params! {
             => "(not an Ollama option) replay this many successive seeded draws; needs seed",
         /// Not an Ollama option: the release whose rules and defaults apply
         /// (default v0.25.0-rc0, the f63eea3d2 code).
-        pub version: OllamaVersion ["\"0.25.0-rc0\""] = OllamaVersion::NEWEST
+        pub version: Version ["\"0.25.0-rc0\""] = VERSIONS.newest
             => "(not an Ollama option) the release, 0.6.2 to 0.25.0-rc0; 0.17.5 to 0.17.8-rc1 apply penalties over the last 64 context ids",
     }
 }
@@ -127,97 +92,30 @@ impl OllamaOptions {
         Self::parse_over(None, options)
     }
 
-    /// `DefaultOptions()`, then `FromMap(model)` (the model's Modelfile
-    /// `PARAMETER`s: a non-sampling option such as `stop` is type-checked
-    /// and skipped, an unknown one skipped as Ollama skips it), then
-    /// `FromMap(options)` (this project's params: unknown names refused).
+    /// `DefaultOptions()` at the `version` the params name, then
+    /// `FromMap(model)` (the model's Modelfile `PARAMETER`s), then
+    /// `FromMap(options)` ([`crate::layers`]); `draws` and `version` are this
+    /// project's own params.
     pub fn parse_over(
         model: Option<&Map<String, Value>>,
         options: &Map<String, Value>,
     ) -> Result<Self, Error> {
-        let mut o = Self::default();
-        if let Some(v) = options.get("version").filter(|v| !v.is_null()) {
-            let text = v.as_str().ok_or_else(|| {
-                Error::new(format_args!(
-                    "`version` = {v}: expected a string such as \"0.17.5\""
-                ))
-            })?;
-            o.version = OllamaVersion::parse(text)?;
-            if o.version.has_penalties() {
-                // 86513cb69 lowered DefaultOptions' RepeatPenalty to 1.0
-                o.repeat_penalty = 1.0;
-            }
-        }
+        let version = VERSIONS.read(options.get("version").unwrap_or(&Value::Null))?;
+        let mut o = Layered::<Self>::defaults(version, Fields::GoEngine);
         if let Some(model) = model {
-            o.apply(model, false)
-                .map_err(|e| Error::new(format_args!("the model's parameters: {e}")))?;
+            o.layer(model, Layer::Model)?;
         }
-        o.apply(options, true)?;
+        let mut own = options.clone();
+        own.remove("version");
+        let draws = own.remove("draws");
+        o.layer(&own, Layer::Request)?;
+        o.finite("its runner", "failed to marshal data: ")?;
+        let mut o = o.params;
+        o.version = version;
+        if let Some(d) = draws {
+            o.draws = parse_draws(&d)?;
+        }
         Ok(o)
-    }
-
-    /// `FromMap` over `map`; `strict` refuses names that are not sampling
-    /// options (and reads `draws`).
-    fn apply(&mut self, map: &Map<String, Value>, strict: bool) -> Result<(), Error> {
-        let o = self;
-        for (key, val) in map {
-            if key == "draws" && strict {
-                o.draws = parse_draws(val)?;
-                continue;
-            }
-            if key == "version" && strict {
-                continue; // read first, in parse_over
-            }
-            let option = api::option(key).filter(|f| f.since_go_engine);
-            let Some(option) = option.filter(|f| api::is_sampling(f.name)) else {
-                if !strict {
-                    if option.is_some() {
-                        check_other(key, val)?;
-                    }
-                    continue;
-                }
-                return Err(Error::new(if option.is_some() {
-                    format!(
-                        "option `{key}` does not shape the next-token distribution (it is an Ollama option, but not a sampling one); sampling options: {}",
-                        Self::FIELDS.join(", ")
-                    )
-                } else {
-                    format!(
-                        "unknown option `{key}` = {val} (Ollama would log \"invalid option provided\" and ignore it); sampling options: {}",
-                        Self::FIELDS.join(", ")
-                    )
-                }));
-            };
-            if val.is_null() {
-                continue;
-            }
-            match api::read(option.kind, val).map_err(|what| refused(key, val, what))? {
-                Read::Int(v) => match key.as_str() {
-                    "top_k" => o.top_k = v,
-                    "repeat_last_n" => o.repeat_last_n = v,
-                    _ => o.seed = v,
-                },
-                Read::Float(v) => {
-                    if !v.is_finite() {
-                        return Err(Error::new(format_args!(
-                            "`{key}` = {val} is infinite as a float32: Ollama cannot send it to its runner (failed to marshal data: json: unsupported value: {})",
-                            if v > 0.0 { "+Inf" } else { "-Inf" }
-                        )));
-                    }
-                    match key.as_str() {
-                        "temperature" => o.temperature = v,
-                        "top_p" => o.top_p = v,
-                        "min_p" => o.min_p = v,
-                        "typical_p" => o.typical_p = v,
-                        "repeat_penalty" => o.repeat_penalty = v,
-                        "presence_penalty" => o.presence_penalty = v,
-                        _ => o.frequency_penalty = v,
-                    }
-                }
-                Read::Checked => {}
-            }
-        }
-        Ok(())
     }
 
     /// The options as JSON: what the Go sampler reads, and under `ignored`
@@ -242,7 +140,7 @@ impl OllamaOptions {
         ignored.insert("typical_p".into(), f32_json(self.typical_p));
         ignored.insert("repeat_last_n".into(), Value::from(self.repeat_last_n));
         for (name, v) in penalties {
-            if self.version.has_penalties() {
+            if self.version.has_go_penalties() {
                 m.insert(name.into(), v);
             } else {
                 ignored.insert(name.into(), v);
@@ -256,7 +154,7 @@ impl OllamaOptions {
     /// would act in llama.cpp (a penalty, typical sampling), in words.
     pub fn ignored_active(&self) -> Vec<String> {
         let mut out = Vec::new();
-        if !self.version.has_penalties() {
+        if !self.version.has_go_penalties() {
             if self.repeat_penalty != 1.0 {
                 out.push(format!("repeat_penalty {}", self.repeat_penalty));
             }
@@ -274,13 +172,6 @@ impl OllamaOptions {
     }
 }
 
-/// Ollama's 400 for a value `FromMap` refuses: `option "key" must be {what}`.
-fn refused(key: &str, val: &Value, what: &str) -> Error {
-    Error::new(format_args!(
-        "`{key}` = {val}: Ollama refuses it (option \"{key}\" must be {what})"
-    ))
-}
-
 /// Whether `key` is an option of the Go engine's Ollama that never reaches
 /// a sampler.
 pub(crate) fn is_other(key: &str) -> bool {
@@ -289,11 +180,24 @@ pub(crate) fn is_other(key: &str) -> bool {
 
 /// `FromMap`'s type check of an option that never reaches a sampler.
 pub(crate) fn check_other(key: &str, val: &Value) -> Result<(), Error> {
-    match api::option(key) {
-        Some(f) if !val.is_null() => api::read(f.kind, val)
-            .map(|_| ())
-            .map_err(|what| refused(key, val, what)),
-        _ => Ok(()),
+    crate::layers::check(key, val, Fields::GoEngine).unwrap_or(Ok(()))
+}
+
+impl Holds for OllamaOptions {
+    fn slot(&mut self, name: &str) -> Option<Slot<'_>> {
+        Some(match name {
+            "temperature" => Slot::Float(&mut self.temperature),
+            "top_k" => Slot::Int(&mut self.top_k),
+            "top_p" => Slot::Float(&mut self.top_p),
+            "min_p" => Slot::Float(&mut self.min_p),
+            "typical_p" => Slot::Float(&mut self.typical_p),
+            "repeat_last_n" => Slot::Int(&mut self.repeat_last_n),
+            "repeat_penalty" => Slot::Float(&mut self.repeat_penalty),
+            "presence_penalty" => Slot::Float(&mut self.presence_penalty),
+            "frequency_penalty" => Slot::Float(&mut self.frequency_penalty),
+            "seed" => Slot::Int(&mut self.seed),
+            _ => return None,
+        })
     }
 }
 
@@ -343,11 +247,19 @@ mod tests {
             parse(json!({"temperature": 1e39})).unwrap_err().to_string(),
             "`temperature` = 1e+39 is infinite as a float32: Ollama cannot send it to its runner (failed to marshal data: json: unsupported value: +Inf)"
         );
+        // An option that never reaches the sampler: type-checked, as Ollama
+        // does, and without effect.
+        assert_eq!(parse(json!({"num_ctx": 4096})), parse(json!({})));
+        assert_eq!(
+            parse(json!({"num_ctx": "big"})).unwrap_err().to_string(),
+            "`num_ctx` = \"big\": Ollama refuses it (option \"num_ctx\" must be of type integer)"
+        );
+        // draft_num_predict is newer than the Go engine's Ollama.
         assert!(
-            parse(json!({"num_ctx": 4096}))
+            parse(json!({"draft_num_predict": 4}))
                 .unwrap_err()
                 .to_string()
-                .contains("not a sampling one")
+                .starts_with("unknown option `draft_num_predict`")
         );
         assert_eq!(
             parse(json!({"draws": -1})).unwrap_err().to_string(),
@@ -366,11 +278,34 @@ mod tests {
         };
         assert_eq!(
             model(json!({"stop": [1]})),
-            "the model's parameters: `stop` = [1]: Ollama refuses it (option \"stop\" must be of an array of strings)"
+            "model parameter `stop` = [1]: Ollama fails every request to this model (option \"stop\" must be of an array of strings)"
         );
         assert_eq!(
             model(json!({"stop": "x"})),
-            "the model's parameters: `stop` = \"x\": Ollama refuses it (option \"stop\" must be of type array)"
+            "model parameter `stop` = \"x\": Ollama fails every request to this model (option \"stop\" must be of type array)"
         );
+        // An option of a newer Ollama in the model's layer is skipped, as
+        // the Go engine's Ollama skips it; a name no Ollama has is refused.
+        assert!(
+            OllamaOptions::parse_over(json!({"draft_num_predict": 4}).as_object(), &Map::new())
+                .is_ok()
+        );
+        assert!(
+            model(json!({"temprature": 0.5})).starts_with("unknown model parameter `temprature`")
+        );
+    }
+
+    /// An infinite float32 fails only when the options are sent: a model's
+    /// infinite parameter the request overrides is never sent.
+    #[test]
+    fn an_infinite_option_fails_when_it_is_sent() {
+        let model = json!({"temperature": 1e39});
+        assert!(OllamaOptions::parse_over(model.as_object(), &Map::new()).is_err());
+        let o = OllamaOptions::parse_over(
+            model.as_object(),
+            json!({"temperature": 0.5}).as_object().expect("object"),
+        )
+        .expect("overridden");
+        assert_eq!(o.temperature, 0.5);
     }
 }

@@ -271,7 +271,7 @@ mod tests {
                 .as_ref()
                 .unwrap_err()
                 .to_string()
-                .starts_with("the model's parameters: `top_k`")
+                .starts_with("model parameter `top_k`")
         );
     }
 }

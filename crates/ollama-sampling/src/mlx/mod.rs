@@ -13,9 +13,10 @@
 //! temperature, top_p, min_p, top_k, repeat_last_n, repeat_penalty,
 //! presence/frequency_penalty and seed; typical_p is not read).
 //!
-//! Options are layered as server/routes.go layers them for every runner:
-//! `DefaultOptions()`, the model's Modelfile `PARAMETER`s (none for
-//! `OllamaMlx::default()`, given to [`OllamaMlx::with_model_params`]), then the request's; `from_request`
+//! Options are layered as server/routes.go layers them for every runner
+//! ([`crate::layers`]): `DefaultOptions()`, the model's Modelfile
+//! `PARAMETER`s (none for `OllamaMlx::default()`, given to
+//! [`OllamaMlx::with_model_params`]), then the request's; `from_request`
 //! answers for `/v1/chat/completions`, `/v1/completions` and
 //! `/api/generate`/`/api/chat` ([`request`], v0.32.10 to
 //! v0.33.0-rc2). An option infinite as a float32 is refused: the server's
@@ -57,7 +58,8 @@ use serde_json::{Map, Value};
 
 use mlx_sampling::argmax;
 
-use crate::api::{self, Read};
+use crate::layers::{Fields, Holds, Layer, Layered, Slot};
+use crate::version::Version;
 use replicas::mlx as random;
 
 /// Ollama's MLX-runner sampler (fb3076099), serving a model with no
@@ -119,93 +121,55 @@ parity_core::params! {
 }
 
 /// `FromMap`'s check of an Ollama option that is not a sampler one (api/types.go
-/// `Options`, `Runner` at fb3076099: [`api::OPTIONS`] less the fields above):
+/// `Options`, `Runner` at fb3076099: [`crate::api::OPTIONS`] less the fields above):
 /// `None` when `key` is no such option, else whether `val` has its type
 /// (null keeps the default).
 pub(crate) fn check_other(key: &str, val: &Value) -> Option<Result<(), Error>> {
-    let f = api::option(key).filter(|f| !OllamaMlxParams::FIELDS.contains(&f.name))?;
-    Some(if val.is_null() {
-        Ok(())
-    } else {
-        api::read(f.kind, val)
-            .map(|_| ())
-            .map_err(|what| refused(key, val, what))
-    })
-}
-
-/// Ollama's error for a value `FromMap` refuses, then the value.
-fn refused(key: &str, val: &Value, what: &str) -> Error {
-    Error::new(format_args!("option \"{key}\" must be {what} (got {val})"))
-}
-
-/// `FromMap` over `map`. `strict` (this project's params): unknown names
-/// are refused and `draws` is read; otherwise (a model's parameters) a
-/// non-sampler option is type-checked and skipped, an unknown one skipped,
-/// as Ollama skips it ("invalid option provided").
-fn apply(p: &mut OllamaMlxParams, map: &Map<String, Value>, strict: bool) -> Result<(), Error> {
-    for (k, v) in map {
-        let option = api::option(k).filter(|f| OllamaMlxParams::FIELDS.contains(&f.name));
-        if option.is_none() && !(k == "draws" && strict) {
-            if strict {
-                return Err(parity_core::params::unknown_field(
-                    "ollama-mlx",
-                    k,
-                    v,
-                    OllamaMlxParams::FIELDS,
-                ));
-            }
-            if let Some(r) = check_other(k, v) {
-                r?;
-            }
-            continue;
-        }
-        if v.is_null() {
-            continue;
-        }
-        let Some(option) = option else {
-            let n = v.as_u64().ok_or_else(|| {
-                Error::new(format_args!(
-                    "`draws` = {v}: must be a non-negative integer"
-                ))
-            })?;
-            if n > mlx_sampling::MAX_DRAWS as u64 {
-                return Err(Error::new(format_args!(
-                    "`draws` = {n}: at most {} draws are replayed",
-                    mlx_sampling::MAX_DRAWS
-                )));
-            }
-            p.draws = Some(n as usize);
-            continue;
-        };
-        // api.Options.FromMap: ints from a JSON number by Go's int64(float64)
-        // (truncation), floats to float32.
-        match api::read(option.kind, v).map_err(|what| refused(k, v, what))? {
-            Read::Int(x) => match k.as_str() {
-                "top_k" => p.top_k = x,
-                "repeat_last_n" => p.repeat_last_n = x,
-                _ => p.seed = x,
-            },
-            Read::Float(f) => {
-                if !f.is_finite() {
-                    // x/mlxrunner/client.go `Completion`: json.Marshal(creq)
-                    return Err(Error::new(format_args!(
-                        "`{k}` = {v} is infinite as a float32: Ollama cannot send it to the MLX runner (json: unsupported value: {})",
-                        if f > 0.0 { "+Inf" } else { "-Inf" }
-                    )));
-                }
-                match k.as_str() {
-                    "temperature" => p.temperature = f,
-                    "top_p" => p.top_p = f,
-                    "min_p" => p.min_p = f,
-                    "repeat_penalty" => p.repeat_penalty = f,
-                    "presence_penalty" => p.presence_penalty = f,
-                    _ => p.frequency_penalty = f,
-                }
-            }
-            Read::Checked => {}
-        }
+    if OllamaMlxParams::FIELDS.contains(&key) {
+        return None;
     }
-    Ok(())
+    crate::layers::check(key, val, Fields::Current)
+}
+
+/// The release whose `DefaultOptions()` the runner's options start from
+/// (fb3076099, v0.33.0-rc2; the same from v0.32.10).
+const RELEASE: Version = Version::new(0, 33, 0, Some(2));
+
+impl Holds for OllamaMlxParams {
+    /// The options `x/mlxrunner/server.go` copies into `sample.Options`
+    /// (not typical_p).
+    fn slot(&mut self, name: &str) -> Option<Slot<'_>> {
+        Some(match name {
+            "temperature" => Slot::Float(&mut self.temperature),
+            "top_k" => Slot::Int(&mut self.top_k),
+            "top_p" => Slot::Float(&mut self.top_p),
+            "min_p" => Slot::Float(&mut self.min_p),
+            "repeat_last_n" => Slot::Int(&mut self.repeat_last_n),
+            "repeat_penalty" => Slot::Float(&mut self.repeat_penalty),
+            "presence_penalty" => Slot::Float(&mut self.presence_penalty),
+            "frequency_penalty" => Slot::Float(&mut self.frequency_penalty),
+            "seed" => Slot::Int(&mut self.seed),
+            _ => return None,
+        })
+    }
+}
+
+fn parse_draws(v: &Value) -> Result<Option<usize>, Error> {
+    if v.is_null() {
+        return Ok(None);
+    }
+    let n = v.as_u64().ok_or_else(|| {
+        Error::new(format_args!(
+            "`draws` = {v}: must be a non-negative integer"
+        ))
+    })?;
+    if n > mlx_sampling::MAX_DRAWS as u64 {
+        return Err(Error::new(format_args!(
+            "`draws` = {n}: at most {} draws are replayed",
+            mlx_sampling::MAX_DRAWS
+        )));
+    }
+    Ok(Some(n as usize))
 }
 
 /// `DefaultOptions()`, then `FromMap(model)` (the model's Modelfile
@@ -214,12 +178,19 @@ pub(crate) fn parse_over(
     model: Option<&Map<String, Value>>,
     options: &Map<String, Value>,
 ) -> Result<OllamaMlxParams, Error> {
-    let mut p = OllamaMlxParams::default();
+    let mut o = Layered::<OllamaMlxParams>::defaults(RELEASE, Fields::Current);
     if let Some(model) = model {
-        apply(&mut p, model, false)
-            .map_err(|e| Error::new(format_args!("the model's parameters: {e}")))?;
+        o.layer(model, Layer::Model)?;
     }
-    apply(&mut p, options, true)?;
+    let mut own = options.clone();
+    let draws = own.remove("draws");
+    o.layer(&own, Layer::Request)?;
+    // x/mlxrunner/client.go `Completion`: json.Marshal of the options
+    o.finite("the MLX runner", "")?;
+    let mut p = o.params;
+    if let Some(d) = draws {
+        p.draws = parse_draws(&d)?;
+    }
     if p.draws.is_some() && p.seed < 0 && p.temperature > 0.0 {
         return Err(Error::new(
             "`draws` needs a `seed` >= 0: an unseeded runner draws from MLX's global key",

@@ -30,7 +30,7 @@ fn bad_values_are_quoted() {
         "`seed` = true: Ollama refuses it (option \"seed\" must be of type integer)"
     );
     let e = parse(json!({"topk": 5})).unwrap_err();
-    assert!(e.starts_with("unknown option `topk` = 5"), "{e}");
+    assert!(e.starts_with("unknown option `topk` (= 5;"), "{e}");
     assert!(
         parse(json!({"min_p": -1e300}))
             .unwrap_err()
@@ -94,9 +94,15 @@ fn versions_outside_the_go_sampler_are_refused() {
     );
     // v0.17.5 – v0.17.8-rc1 default repeat_penalty to 1.0; the rest to 1.1
     let p = parse(json!({"version": "0.17.8-rc1"})).expect("penalty era");
-    assert_eq!((p.repeat_penalty, p.version.has_penalties()), (1.0, true));
+    assert_eq!(
+        (p.repeat_penalty, p.version.has_go_penalties()),
+        (1.0, true)
+    );
     let p = parse(json!({"version": "0.17.8-rc2"})).expect("reverted");
-    assert_eq!((p.repeat_penalty, p.version.has_penalties()), (1.1, false));
+    assert_eq!(
+        (p.repeat_penalty, p.version.has_go_penalties()),
+        (1.1, false)
+    );
 }
 
 /// `compare semantics`' list is derived from `OllamaOptions`; each listed

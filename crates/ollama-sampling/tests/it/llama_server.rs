@@ -3,7 +3,7 @@
 //! source line it checks (github.com/ollama/ollama at the tag named).
 
 use llamacpp_sampling::LlamaCpp;
-use ollama_sampling::llama_server::{Endpoint, Ollama, Version, merge};
+use ollama_sampling::llama_server::{Endpoint, Ollama, VERSIONS, merge};
 use parity_core::{Context, Logits, Semantics};
 use serde_json::{Map, Value, json};
 
@@ -77,7 +77,7 @@ fn the_models_parameters_sit_between_the_defaults_and_the_request() {
     for endpoint in [Endpoint::Generate, Endpoint::Chat] {
         let r = merge(
             endpoint,
-            Version::NEWEST,
+            VERSIONS.newest,
             Some(&m),
             &obj(json!({"temperature": 0.7})),
         )
@@ -94,7 +94,7 @@ fn the_models_parameters_sit_between_the_defaults_and_the_request() {
     // option keeps the model's value.
     let r = merge(
         Endpoint::Chat,
-        Version::NEWEST,
+        VERSIONS.newest,
         Some(&m),
         &obj(json!({"top_k": null})),
     )
@@ -125,7 +125,7 @@ fn openai_chat_always_sends_temperature_and_top_p_but_the_model_keeps_the_rest()
     //     }
     // and the same for top_p; frequency/presence/seed only `if ... != nil`.
     let m = model();
-    let r = merge(Endpoint::OpenAiChat, Version::NEWEST, Some(&m), &Map::new()).expect("merges");
+    let r = merge(Endpoint::OpenAiChat, VERSIONS.newest, Some(&m), &Map::new()).expect("merges");
     assert_eq!(r["temperature"], json!(1.0)); // not the model's 0.6
     assert_eq!(r["top_p"], json!(1.0)); // not the model's 0.95
     assert_eq!(r["top_k"], json!(20)); // the model's
@@ -134,7 +134,7 @@ fn openai_chat_always_sends_temperature_and_top_p_but_the_model_keeps_the_rest()
     assert_eq!(r["frequency_penalty"], f32v(0.3)); // absent in the request
     let r = merge(
         Endpoint::OpenAiChat,
-        Version::NEWEST,
+        VERSIONS.newest,
         Some(&m),
         &obj(json!({"temperature": 0.5, "frequency_penalty": 0.1, "seed": 7, "top_k": 3})),
     )
@@ -154,7 +154,7 @@ fn openai_completions_always_send_both_penalties() {
     let m = model();
     let r = merge(
         Endpoint::OpenAiCompletions,
-        Version::NEWEST,
+        VERSIONS.newest,
         Some(&m),
         &obj(json!({"top_p": 0})),
     )
@@ -167,7 +167,7 @@ fn openai_completions_always_send_both_penalties() {
     // `Temperature *float32`: the request's 0.7 is rounded to float32 on decoding.
     let r = merge(
         Endpoint::OpenAiCompletions,
-        Version::NEWEST,
+        VERSIONS.newest,
         None,
         &obj(json!({"temperature": 0.7, "presence_penalty": 0.5})),
     )
@@ -184,7 +184,7 @@ fn bad_fields_are_named_with_their_value_in_every_layer() {
     // gin's ShouldBindJSON fails with encoding/json's UnmarshalTypeError.
     let e = merge(
         Endpoint::OpenAiChat,
-        Version::NEWEST,
+        VERSIONS.newest,
         None,
         &obj(json!({"temperature": "hot"})),
     )
@@ -196,7 +196,7 @@ fn bad_fields_are_named_with_their_value_in_every_layer() {
     );
     let e = merge(
         Endpoint::OpenAiChat,
-        Version::NEWEST,
+        VERSIONS.newest,
         None,
         &obj(json!({"seed": 1.5})),
     )
@@ -210,7 +210,7 @@ fn bad_fields_are_named_with_their_value_in_every_layer() {
     // overflows a float32.
     let e = merge(
         Endpoint::OpenAiCompletions,
-        Version::NEWEST,
+        VERSIONS.newest,
         None,
         &obj(json!({"temperature": 1e39})),
     )
@@ -257,7 +257,7 @@ fn repeat_penalty_defaults_to_1_1_up_to_0_32_9() {
         ("v0.32.10", 1.0),
         ("0.33.0-rc2", 1.0),
     ] {
-        let v = Version::parse(version).expect("covered");
+        let v = VERSIONS.parse(version).expect("covered");
         assert_eq!(v.default_repeat_penalty(), want, "{version}");
         let r = merge(Endpoint::Chat, v, None, &Map::new()).expect("merges");
         assert_eq!(r["repeat_penalty"], f32v(want), "{version}");
@@ -284,7 +284,7 @@ fn repeat_penalty_defaults_to_1_1_up_to_0_32_9() {
     // A model that sets its own penalty is unaffected by the version.
     let m = Ollama::with_model_params(obj(json!({"repeat_penalty": 1.0})))
         .expect("valid")
-        .at_version(Version::parse("0.32.9").expect("covered"));
+        .at_version(VERSIONS.parse("0.32.9").expect("covered"));
     let p = m.parse_params(&Map::new()).expect("parses");
     assert_eq!(
         p,

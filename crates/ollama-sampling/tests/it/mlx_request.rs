@@ -195,8 +195,17 @@ fn model_parameters_sit_between_defaults_and_the_request() {
     // qwen3-style Modelfile parameters.
     let model = map(json!({
         "temperature": 0.6, "top_k": 20, "top_p": 0.95, "presence_penalty": 1.5,
-        "stop": ["<|im_end|>"], "num_ctx": 4096, "unknown_thing": 1,
+        "stop": ["<|im_end|>"], "num_ctx": 4096,
     }));
+    // A name no Ollama option has is refused (Ollama would log and skip it).
+    let mut typo = model.clone();
+    typo.insert("unknown_thing".into(), json!(1));
+    assert!(
+        OllamaMlx::with_model_params(typo)
+            .unwrap_err()
+            .to_string()
+            .starts_with("unknown model parameter `unknown_thing` (= 1;")
+    );
     let s = OllamaMlx::with_model_params(model.clone()).expect("valid");
     assert_eq!(s.model_params(), Some(&model));
     let r = s.from_request(&map(json!({"temperature": 0.7})), None);
@@ -257,29 +266,29 @@ fn refusals_quote_the_bad_value() {
     let r = routes(json!({"options": {"top_k": "5"}}));
     assert_eq!(
         error(&r, NATIVE),
-        "option \"top_k\" must be of type integer (got \"5\")"
+        "`top_k` = \"5\": Ollama refuses it (option \"top_k\" must be of type integer)"
     );
     let r = routes(json!({"options": {"stop": [1]}}));
     assert_eq!(
         error(&r, NATIVE),
-        "option \"stop\" must be of an array of strings (got [1])"
+        "`stop` = [1]: Ollama refuses it (option \"stop\" must be of an array of strings)"
     );
     let r = routes(json!({"options": {"typical_p": "high"}}));
     assert_eq!(
         error(&r, NATIVE),
-        "option \"typical_p\" must be of type float32 (got \"high\")"
+        "`typical_p` = \"high\": Ollama refuses it (option \"typical_p\" must be of type float32)"
     );
     let r = routes(json!({"options": 3}));
     assert!(error(&r, NATIVE).starts_with("`options` = 3: Ollama answers 400"));
     let e = OllamaMlx::with_model_params(map(json!({"top_k": "20"}))).expect_err("refused");
     assert_eq!(
         e.to_string(),
-        "the model's parameters: option \"top_k\" must be of type integer (got \"20\")"
+        "model parameter `top_k` = \"20\": Ollama fails every request to this model (option \"top_k\" must be of type integer)"
     );
     let e = OllamaMlx::with_model_params(map(json!({"use_mmap": 1}))).expect_err("refused");
     assert_eq!(
         e.to_string(),
-        "the model's parameters: option \"use_mmap\" must be of type boolean (got 1)"
+        "model parameter `use_mmap` = 1: Ollama fails every request to this model (option \"use_mmap\" must be of type boolean)"
     );
 }
 
