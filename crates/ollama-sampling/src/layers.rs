@@ -37,6 +37,34 @@ pub enum Slot<'a> {
     Float(&'a mut f32),
 }
 
+impl<'a> From<&'a mut i64> for Slot<'a> {
+    fn from(v: &'a mut i64) -> Self {
+        Slot::Int(v)
+    }
+}
+
+impl<'a> From<&'a mut f32> for Slot<'a> {
+    fn from(v: &'a mut f32) -> Self {
+        Slot::Float(v)
+    }
+}
+
+/// `impl Holds for Params` over the listed fields, each named as the Ollama
+/// option it holds: `holds!(Params: temperature, top_k, ...)`.
+macro_rules! holds {
+    ($ty:ty: $($field:ident),* $(,)?) => {
+        impl $crate::layers::Holds for $ty {
+            fn slot(&mut self, name: &str) -> Option<$crate::layers::Slot<'_>> {
+                match name {
+                    $(stringify!($field) => Some((&mut self.$field).into()),)*
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+pub(crate) use holds;
+
 /// An engine's params, which hold the sampling options it reads.
 pub trait Holds: Default {
     /// The field for the option `name`, or `None` when the engine does not

@@ -80,7 +80,7 @@ use parity_core::{
 use llamacpp_sampling::{LlamaCpp, ServerParams};
 
 use crate::api;
-use crate::layers::{Fields, Holds, Layer, Layered, Slot, Source};
+use crate::layers::{Fields, Layer, Layered, Source};
 use crate::openai;
 use crate::version::Span;
 pub use crate::version::Version;
@@ -184,23 +184,7 @@ parity_core::params! {
     }
 }
 
-impl Holds for OllamaParams {
-    fn slot(&mut self, name: &str) -> Option<Slot<'_>> {
-        Some(match name {
-            "temperature" => Slot::Float(&mut self.temperature),
-            "top_k" => Slot::Int(&mut self.top_k),
-            "top_p" => Slot::Float(&mut self.top_p),
-            "min_p" => Slot::Float(&mut self.min_p),
-            "typical_p" => Slot::Float(&mut self.typical_p),
-            "repeat_last_n" => Slot::Int(&mut self.repeat_last_n),
-            "repeat_penalty" => Slot::Float(&mut self.repeat_penalty),
-            "presence_penalty" => Slot::Float(&mut self.presence_penalty),
-            "frequency_penalty" => Slot::Float(&mut self.frequency_penalty),
-            "seed" => Slot::Int(&mut self.seed),
-            _ => return None,
-        })
-    }
-}
+crate::layers::holds!(OllamaParams: temperature, top_k, top_p, min_p, typical_p, repeat_last_n, repeat_penalty, presence_penalty, frequency_penalty, seed);
 
 /// The ten sampling options as Ollama holds them, layer by layer.
 type Options = Layered<OllamaParams>;

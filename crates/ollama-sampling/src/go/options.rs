@@ -26,7 +26,7 @@ use serde_json::{Map, Value};
 use parity_core::Error;
 
 use crate::api;
-use crate::layers::{Fields, Holds, Layer, Layered, Slot};
+use crate::layers::{Fields, Layer, Layered};
 use crate::version::{Span, Version};
 
 /// The releases the Go engine's rules are reproduced for: v0.6.2 (commit
@@ -183,23 +183,7 @@ pub(crate) fn check_other(key: &str, val: &Value) -> Result<(), Error> {
     crate::layers::check(key, val, Fields::GoEngine).unwrap_or(Ok(()))
 }
 
-impl Holds for OllamaOptions {
-    fn slot(&mut self, name: &str) -> Option<Slot<'_>> {
-        Some(match name {
-            "temperature" => Slot::Float(&mut self.temperature),
-            "top_k" => Slot::Int(&mut self.top_k),
-            "top_p" => Slot::Float(&mut self.top_p),
-            "min_p" => Slot::Float(&mut self.min_p),
-            "typical_p" => Slot::Float(&mut self.typical_p),
-            "repeat_last_n" => Slot::Int(&mut self.repeat_last_n),
-            "repeat_penalty" => Slot::Float(&mut self.repeat_penalty),
-            "presence_penalty" => Slot::Float(&mut self.presence_penalty),
-            "frequency_penalty" => Slot::Float(&mut self.frequency_penalty),
-            "seed" => Slot::Int(&mut self.seed),
-            _ => return None,
-        })
-    }
-}
+crate::layers::holds!(OllamaOptions: temperature, top_k, top_p, min_p, typical_p, repeat_last_n, repeat_penalty, presence_penalty, frequency_penalty, seed);
 
 fn parse_draws(val: &Value) -> Result<Option<usize>, Error> {
     if val.is_null() {

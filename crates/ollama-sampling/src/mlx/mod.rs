@@ -58,7 +58,7 @@ use serde_json::{Map, Value};
 
 use mlx_sampling::argmax;
 
-use crate::layers::{Fields, Holds, Layer, Layered, Slot};
+use crate::layers::{Fields, Layer, Layered};
 use crate::version::Version;
 use replicas::mlx as random;
 
@@ -135,24 +135,8 @@ pub(crate) fn check_other(key: &str, val: &Value) -> Option<Result<(), Error>> {
 /// (fb3076099, v0.33.0-rc2; the same from v0.32.10).
 const RELEASE: Version = Version::new(0, 33, 0, Some(2));
 
-impl Holds for OllamaMlxParams {
-    /// The options `x/mlxrunner/server.go` copies into `sample.Options`
-    /// (not typical_p).
-    fn slot(&mut self, name: &str) -> Option<Slot<'_>> {
-        Some(match name {
-            "temperature" => Slot::Float(&mut self.temperature),
-            "top_k" => Slot::Int(&mut self.top_k),
-            "top_p" => Slot::Float(&mut self.top_p),
-            "min_p" => Slot::Float(&mut self.min_p),
-            "repeat_last_n" => Slot::Int(&mut self.repeat_last_n),
-            "repeat_penalty" => Slot::Float(&mut self.repeat_penalty),
-            "presence_penalty" => Slot::Float(&mut self.presence_penalty),
-            "frequency_penalty" => Slot::Float(&mut self.frequency_penalty),
-            "seed" => Slot::Int(&mut self.seed),
-            _ => return None,
-        })
-    }
-}
+// The options x/mlxrunner/server.go copies into `sample.Options` (not typical_p).
+crate::layers::holds!(OllamaMlxParams: temperature, top_k, top_p, min_p, repeat_last_n, repeat_penalty, presence_penalty, frequency_penalty, seed);
 
 fn parse_draws(v: &Value) -> Result<Option<usize>, Error> {
     if v.is_null() {
