@@ -695,36 +695,21 @@ const PY_RECIPE: &str = "every filter sent with transformers' values (create_com
 /// repetition penalty, cannot be matched.
 fn matching_call(kwargs: &Map<String, Value>) -> Result<Map<String, Value>, Vec<String>> {
     let mut blocked = crate::translate::unmatched(kwargs);
-    // What transformers runs with (an unset or `null` kwarg is its default).
-    let hf = hf_sampling::resolve_sampling(kwargs)
-        .map_err(|e| vec![format!("transformers refuses these kwargs: {e}")])?;
-    let sample = hf.do_sample;
+    let hf = crate::translate::resolved(kwargs)?;
     let r = hf.repetition_penalty;
     if r != 1.0 {
         blocked.push(format!(
             "repetition_penalty = {r}: llama-cpp-python penalises only the tokens it generated (never the prompt), transformers the whole sequence"
         ));
     }
-    let t = hf.temperature;
-    let (top_p, min_p, typical) = (hf.top_p, hf.min_p.unwrap_or(0.0), hf.typical_p);
-    if sample && t != 1.0 && (top_p < 1.0 || min_p > 0.0 || typical < 1.0) {
-        blocked.push(format!(
-            "temperature {t} with top_p/min_p/typical_p: llama-cpp-python's chain applies the temperature after them, transformers before"
-        ));
-    }
+    blocked.extend(crate::translate::temperature_last(
+        &hf,
+        "llama-cpp-python's chain applies the temperature after them, transformers before",
+    ));
     if !blocked.is_empty() {
         return Err(blocked);
     }
-    let mut m = Map::new();
-    if sample {
-        m.insert("temperature".into(), json!(t));
-        m.insert("top_k".into(), json!(hf.top_k.unwrap_or(0)));
-        m.insert("top_p".into(), json!(top_p));
-        m.insert("min_p".into(), json!(min_p));
-        m.insert("typical_p".into(), json!(typical));
-    } else {
-        m.insert("temperature".into(), json!(0.0));
-    }
+    let mut m = crate::translate::filters(&hf);
     m.insert("repeat_penalty".into(), json!(1.0));
     Ok(m)
 }

@@ -35,6 +35,47 @@ pub fn unmatched(kwargs: &Map<String, Value>) -> Vec<String> {
     )
 }
 
+/// What transformers runs these kwargs with ([`hf_sampling::resolve_sampling`]:
+/// an unset or `null` kwarg is its default, top-k off is `None`), or its
+/// refusal as the reason nothing matches. Every llama.cpp-chain port (the
+/// matching llama-server request, llama-cpp-python's call, Ollama's
+/// options) starts here.
+pub fn resolved(kwargs: &Map<String, Value>) -> Result<hf_sampling::GenerationParams, Vec<String>> {
+    hf_sampling::resolve_sampling(kwargs)
+        .map_err(|e| vec![format!("transformers refuses these kwargs: {e}")])
+}
+
+/// The filters a llama.cpp chain needs to run transformers' `hf`: while
+/// sampling, temperature, `top_k` (0 when off), top_p, min_p and typical_p
+/// with transformers' values; greedy, temperature 0 (the chain's greedy).
+pub fn filters(hf: &hf_sampling::GenerationParams) -> Map<String, Value> {
+    let mut m = Map::new();
+    if hf.do_sample {
+        m.insert("temperature".into(), json!(hf.temperature));
+        m.insert("top_k".into(), json!(hf.top_k.unwrap_or(0)));
+        m.insert("top_p".into(), json!(hf.top_p));
+        m.insert("min_p".into(), json!(hf.min_p.unwrap_or(0.0)));
+        m.insert("typical_p".into(), json!(hf.typical_p));
+    } else {
+        m.insert("temperature".into(), json!(0.0));
+    }
+    m
+}
+
+/// Why a chain that applies the temperature after top-p, min-p and typical-p
+/// (llama.cpp's default order) cannot run transformers' `hf`, which tempers
+/// first: `None` when the order does not matter (greedy, T 1, or none of
+/// those filters active). `who` says whose chain cannot be reordered.
+pub fn temperature_last(hf: &hf_sampling::GenerationParams, who: &str) -> Option<String> {
+    let active = hf.top_p < 1.0 || hf.min_p.unwrap_or(0.0) > 0.0 || hf.typical_p < 1.0;
+    (hf.do_sample && hf.temperature != 1.0 && active).then(|| {
+        format!(
+            "temperature {} with top_p/min_p/typical_p: {who}",
+            hf.temperature
+        )
+    })
+}
+
 /// The llama-server request that reproduces transformers for these
 /// *resolved* kwargs (every sampling key present, `top_k` 0 when off), with
 /// the penalty over the last `repeat_last_n` ids — at least the context
@@ -47,11 +88,8 @@ pub fn matching_request(
     if !blocked.is_empty() {
         return Err(blocked);
     }
-    // What transformers runs with: an unset or `null` kwarg is its default,
-    // top-k off (`0` or `null`) is llama.cpp's 0.
-    let hf = hf_sampling::resolve_sampling(kwargs)
-        .map_err(|e| vec![format!("transformers refuses these kwargs: {e}")])?;
-    let mut m = Map::new();
+    let hf = resolved(kwargs)?;
+    let mut m = filters(&hf);
     m.insert(
         "samplers".into(),
         json!([
@@ -63,14 +101,8 @@ pub fn matching_request(
             "typ_p"
         ]),
     );
-    if hf.do_sample {
-        m.insert("temperature".into(), json!(hf.temperature));
-        m.insert("top_k".into(), json!(hf.top_k.unwrap_or(0)));
-        m.insert("top_p".into(), json!(hf.top_p));
-        m.insert("min_p".into(), json!(hf.min_p.unwrap_or(0.0)));
-        m.insert("typical_p".into(), json!(hf.typical_p));
-    } else {
-        m.insert("temperature".into(), json!(0.0));
+    if !hf.do_sample {
+        // The chain runs the filters before its greedy pick: all off.
         m.insert("top_k".into(), json!(0));
         m.insert("top_p".into(), json!(1.0));
         m.insert("min_p".into(), json!(0.0));

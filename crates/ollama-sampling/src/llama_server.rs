@@ -560,32 +560,17 @@ fn matching_options(
     kwargs: &Map<String, Value>,
     context_len: usize,
 ) -> Result<Map<String, Value>, Vec<String>> {
-    let mut blocked = llamacpp_sampling::translate::unmatched(kwargs);
-    let hf = hf_sampling::resolve_sampling(kwargs)
-        .map_err(|e| vec![format!("transformers refuses these kwargs: {e}")])?;
-    let min_p = hf.min_p.unwrap_or(0.0);
-    if hf.do_sample
-        && hf.temperature != 1.0
-        && (hf.top_p < 1.0 || min_p > 0.0 || hf.typical_p < 1.0)
-    {
-        blocked.push(format!(
-            "temperature {} with top_p/min_p/typical_p: Ollama cannot order llama-server's chain, which applies the temperature after them (transformers before)",
-            hf.temperature
-        ));
-    }
+    use llamacpp_sampling::translate;
+    let mut blocked = translate::unmatched(kwargs);
+    let hf = translate::resolved(kwargs)?;
+    blocked.extend(translate::temperature_last(
+        &hf,
+        "Ollama cannot order llama-server's chain, which applies the temperature after them (transformers before)",
+    ));
     if !blocked.is_empty() {
         return Err(blocked);
     }
-    let mut m = Map::new();
-    if hf.do_sample {
-        m.insert("temperature".into(), Value::from(hf.temperature));
-        m.insert("top_k".into(), Value::from(hf.top_k.unwrap_or(0)));
-        m.insert("top_p".into(), Value::from(hf.top_p));
-        m.insert("min_p".into(), Value::from(min_p));
-        m.insert("typical_p".into(), Value::from(hf.typical_p));
-    } else {
-        m.insert("temperature".into(), Value::from(0.0));
-    }
+    let mut m = translate::filters(&hf);
     m.insert("repeat_penalty".into(), Value::from(hf.repetition_penalty));
     m.insert("repeat_last_n".into(), Value::from(context_len.max(1)));
     Ok(m)
