@@ -30,7 +30,7 @@ const LLAMA_SOURCE: &str = "tools/server/server-context.cpp:1764 (a chain per ta
 
 /// llama-server's route.
 pub(crate) const LLAMA_SERVER: &[RouteSeed] = &[RouteSeed {
-    endpoint: "llama-server /v1/chat/completions",
+    endpoint: crate::served::ROUTE,
     setup: "",
     given: SeedRule::PerRequest,
     absent: SeedRule::Random,
@@ -46,7 +46,8 @@ const OLLAMA_SOURCE: &str = "llm/llama_server.go:2168 (v0.33.0-rc2) forwards opt
                              src/llama-sampler.cpp:340-350";
 const OLLAMA_NOTE: &str = "-1 reaches llama-server as 0xFFFFFFFF, LLAMA_DEFAULT_SEED";
 
-const fn ollama(endpoint: &'static str) -> RouteSeed {
+const fn ollama(endpoint: crate::ollama::Endpoint) -> RouteSeed {
+    let endpoint = endpoint.route();
     RouteSeed {
         endpoint,
         setup: "",
@@ -60,9 +61,9 @@ const fn ollama(endpoint: &'static str) -> RouteSeed {
 
 /// Ollama's three routes (names as in `ollama::Endpoint::name`).
 pub(crate) const OLLAMA: &[RouteSeed] = &[
-    ollama("Ollama /api/chat (options)"),
-    ollama("Ollama /v1/chat/completions"),
-    ollama("Ollama /v1/completions"),
+    ollama(crate::ollama::Endpoint::Chat),
+    ollama(crate::ollama::Endpoint::OpenAiChat),
+    ollama(crate::ollama::Endpoint::OpenAiCompletions),
 ];
 
 const PYTHON_VERSIONS: &str = "llama-cpp-python 0.3.36";
@@ -74,9 +75,9 @@ const PYTHON_NOTE: &str = "a fresh server process derives the same seed sequence
                            across restarts (abetlen/llama-cpp-python #1809); seed -1 reaches dist as \
                            4294967295, a random seed; params llama_seed replays the derivation";
 
-const fn python(endpoint: &'static str) -> RouteSeed {
+const fn python(route: crate::python::ServerRoute) -> RouteSeed {
     RouteSeed {
-        endpoint,
+        endpoint: route.endpoint(),
         setup: "",
         given: SeedRule::PerRequest,
         absent: SeedRule::FixedAtStart {
@@ -90,6 +91,6 @@ const fn python(endpoint: &'static str) -> RouteSeed {
 
 /// llama_cpp.server's two routes (names as in `python::routes`).
 pub(crate) const LLAMA_CPP_PYTHON: &[RouteSeed] = &[
-    python("llama_cpp.server /v1/completions"),
-    python("llama_cpp.server /v1/chat/completions"),
+    python(crate::python::ServerRoute::Completions),
+    python(crate::python::ServerRoute::Chat),
 ];

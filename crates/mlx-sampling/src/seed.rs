@@ -19,7 +19,7 @@ use crate::ollama_mlx_request::{CHAT, COMPLETIONS, NATIVE};
 
 /// mlx-lm's route.
 pub(crate) const MLX_LM: &[RouteSeed] = &[RouteSeed {
-    endpoint: "mlx_lm.server 0.32.2 /v1/chat/completions (and /v1/completions)",
+    endpoint: crate::params::SERVER_ROUTE,
     setup: "",
     given: SeedRule::ProcessGlobal,
     absent: SeedRule::ProcessGlobal,
@@ -30,7 +30,7 @@ pub(crate) const MLX_LM: &[RouteSeed] = &[RouteSeed {
            requests draw from",
 }];
 
-const fn ollama_mlx(endpoint: &'static str) -> RouteSeed {
+const fn ollama_mlx(endpoint: parity_core::Endpoint) -> RouteSeed {
     RouteSeed {
         endpoint,
         setup: "",

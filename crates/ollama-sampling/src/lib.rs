@@ -118,6 +118,11 @@ use parity_core::{
 };
 
 pub use options::OllamaOptions;
+
+/// Ollama, the server product all three of its engines (the llama-server
+/// path, the Go sampler, the MLX runner) answer as; each engine's routes
+/// name their build with [`parity_core::Server::at`].
+pub const SERVER: parity_core::Server = parity_core::Server::new("Ollama");
 pub use sampler::{Settings, Steps, Token};
 
 /// Ollama's Go-engine sampler (v0.6.2 – v0.25.0-rc0, f63eea3d2), serving a

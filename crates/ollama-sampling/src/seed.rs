@@ -13,7 +13,7 @@
 
 use parity_core::{RouteSeed, SeedRule};
 
-const fn route(endpoint: &'static str) -> RouteSeed {
+const fn route(endpoint: parity_core::Endpoint) -> RouteSeed {
     RouteSeed {
         endpoint,
         setup: "",
