@@ -17,7 +17,7 @@ fn routes(request: Value) -> Vec<Route<OllamaMlxParams>> {
     OllamaMlx::default().from_request(&map(request), None)
 }
 
-fn params<'a>(r: &'a [Route<OllamaMlxParams>], endpoint: Endpoint) -> &'a OllamaMlxParams {
+fn params(r: &[Route<OllamaMlxParams>], endpoint: Endpoint) -> &OllamaMlxParams {
     let route = r.iter().find(|r| r.endpoint == endpoint).expect("route");
     route.params.as_ref().expect("accepted")
 }
