@@ -9,7 +9,7 @@ use parity_core::{RouteSeed, SeedRule};
 
 /// The literal port's route.
 pub(crate) const SEED: &[RouteSeed] = &[RouteSeed {
-    endpoint: "candle LogitsProcessor (literal port)",
+    endpoint: crate::semantics::ROUTE,
     setup: "",
     given: SeedRule::PerRequest,
     absent: SeedRule::Required,

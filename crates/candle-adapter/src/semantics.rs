@@ -25,6 +25,10 @@ use crate::translate::{literal, translate};
 /// llama example 128, phi and quantized 64), reported beside the whole context.
 pub const EXAMPLE_WINDOWS: [usize; 2] = [64, 128];
 
+/// The literal port's one route: candle's `LogitsProcessor`, a library call.
+pub(crate) const ROUTE: parity_core::Endpoint =
+    parity_core::Endpoint::Call("candle LogitsProcessor (literal port)");
+
 /// The wire form's keys, from [`crate::params::Wire`]'s declaration.
 const PARAMS: &[ParamInfo] = crate::params::Wire::PARAMS;
 
@@ -169,12 +173,9 @@ impl Semantics for Candle {
             )
         };
         vec![
-            Route::new(
-                "candle LogitsProcessor (literal port)",
-                Ok(literal(&kwargs)),
-            )
-            .ignoring_all_but(request, read)
-            .note("no default top-k; the penalty covers the whole context"),
+            Route::new(ROUTE, Ok(literal(&kwargs)))
+                .ignoring_all_but(request, read)
+                .note("no default top-k; the penalty covers the whole context"),
         ]
     }
 

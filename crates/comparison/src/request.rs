@@ -32,7 +32,7 @@ pub struct Endpoint {
     /// The semantics that runs it (`compare semantics` lists them).
     pub semantics: &'static str,
     /// The endpoint and server.
-    pub endpoint: &'static str,
+    pub endpoint: parity_core::Endpoint,
     /// The params the sampler runs with (null when refused).
     pub params: Option<Value>,
     /// Why the engine refuses the request, when it does.
@@ -54,7 +54,7 @@ pub struct Endpoint {
 #[derive(Debug, Serialize, schemars::JsonSchema)]
 pub(crate) struct Cell {
     /// [`Endpoint::endpoint`].
-    pub endpoint: &'static str,
+    pub endpoint: parity_core::Endpoint,
     /// Tokens it can draw (null when it could not run).
     pub kept: Option<usize>,
     /// Total variation distance to the reference.
@@ -202,11 +202,15 @@ fn expect_tv_below(answer: &Answer, against: &str, bar: f64) -> Vec<String> {
         .endpoints
         .iter()
         .enumerate()
-        .filter(|(_, e)| e.endpoint == against || e.semantics == against)
+        .filter(|(_, e)| e.endpoint.label() == against || e.semantics == against)
         .map(|(i, _)| i)
         .collect();
     if picked.is_empty() {
-        let names: Vec<&str> = answer.endpoints.iter().map(|e| e.endpoint).collect();
+        let names: Vec<String> = answer
+            .endpoints
+            .iter()
+            .map(|e| e.endpoint.label())
+            .collect();
         return vec![format!(
             "--against {against:?} names no route (one of: {})",
             names.join("; ")
@@ -316,7 +320,10 @@ fn fixture_cells(path: &Path, routes: &[Routed<'_>]) -> anyhow::Result<FixtureCe
 }
 
 /// What `seed` does on `endpoint`, as its semantics states it.
-fn seed_of(semantics: &dyn AnySemantics, endpoint: &str) -> Vec<parity_core::RouteSeed> {
+fn seed_of(
+    semantics: &dyn AnySemantics,
+    endpoint: parity_core::Endpoint,
+) -> Vec<parity_core::RouteSeed> {
     parity_core::seed::for_endpoint(semantics.seed(), endpoint)
         .copied()
         .collect()
@@ -392,7 +399,7 @@ fn write_text(answer: &Answer, width: usize, out: &mut dyn Write) -> io::Result<
     let name_width = answer
         .endpoints
         .iter()
-        .map(|e| e.endpoint.chars().count())
+        .map(|e| e.endpoint.label().chars().count())
         .max()
         .unwrap_or(0)
         .min(width.saturating_sub(32).max(20));
@@ -415,11 +422,12 @@ fn write_text(answer: &Answer, width: usize, out: &mut dyn Write) -> io::Result<
             };
             // A label wider than the column gets a line of its own, the
             // figures below it, so the table stays within the width.
-            let name = if c.endpoint.chars().count() > name_width {
-                writeln!(out, "  {}", c.endpoint)?;
+            let label = c.endpoint.label();
+            let name = if label.chars().count() > name_width {
+                writeln!(out, "  {label}")?;
                 ""
             } else {
-                c.endpoint
+                &label
             };
             let line = format!("  {name:name_width$}  {kept:>6}  {tv:>9}  {dp:>9}");
             writeln!(out, "{}", line.trim_end())?;

@@ -25,7 +25,7 @@
 //! sample differently for the same request and model file
 //! ([`crate::version::differences`]).
 
-use parity_core::{REQUEST_FIELDS_NOT_SAMPLING, Route};
+use parity_core::{Endpoint, REQUEST_FIELDS_NOT_SAMPLING, Route};
 use serde_json::{Map, Value};
 
 use crate::params::{GenerationConfig, GenerationParams, is_generate_kwarg, resolve};
@@ -170,6 +170,9 @@ pub fn generate_kwargs(request: &Map<String, Value>) -> (Map<String, Value>, Vec
     (r.kwargs, notes)
 }
 
+/// The reference route: `generate(**request)`, a library call.
+pub const GENERATE: Endpoint = Endpoint::Call("transformers generate(**request)");
+
 /// Every way transformers reads `request`, as compare routes: the
 /// reference `generate(**request)` (over `config`, the model's generation
 /// config), then `transformers serve` on each endpoint of
@@ -180,7 +183,7 @@ pub fn routes(
 ) -> Vec<Route<GenerationParams>> {
     let (kwargs, notes) = generate_kwargs(request);
     let mut generate = Route::new(
-        "transformers generate(**request)",
+        GENERATE,
         resolve(&kwargs, config).map_err(parity_core::Error::new),
     );
     generate.notes = notes;

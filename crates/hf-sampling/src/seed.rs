@@ -18,7 +18,7 @@ const SERVE_SOURCE: &str = "transformers/cli/serving/utils.py:1187-1188, :637-64
 /// `generate(**request)` and the two serve routes.
 pub(crate) const SEED: &[RouteSeed] = &[
     RouteSeed {
-        endpoint: "transformers generate(**request)",
+        endpoint: crate::request::GENERATE,
         setup: "",
         given: SeedRule::Refused,
         absent: SeedRule::ProcessGlobal,
@@ -28,7 +28,7 @@ pub(crate) const SEED: &[RouteSeed] = &[
         note: "call torch.manual_seed before generate() to fix the draw",
     },
     RouteSeed {
-        endpoint: "transformers serve /v1/chat/completions",
+        endpoint: crate::serve::ServeEndpoint::ChatCompletions.route(),
         setup: "",
         given: SeedRule::ProcessGlobal,
         absent: SeedRule::ProcessGlobal,
@@ -37,7 +37,7 @@ pub(crate) const SEED: &[RouteSeed] = &[
         note: "concurrent requests share the generator the seed reset",
     },
     RouteSeed {
-        endpoint: "transformers serve /v1/completions",
+        endpoint: crate::serve::ServeEndpoint::Completions.route(),
         setup: "",
         given: SeedRule::ProcessGlobal,
         absent: SeedRule::ProcessGlobal,

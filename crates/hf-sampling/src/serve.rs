@@ -71,6 +71,9 @@ use crate::error::HfError;
 use crate::params::{GenerationConfig, GenerationParams, is_generate_kwarg, resolve};
 use parity_core::py::{self, PyNum};
 
+/// transformers' OpenAI server.
+pub const SERVER: parity_core::Server = parity_core::Server::new("transformers serve");
+
 /// One of `transformers serve`'s generation endpoints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ServeEndpoint {
@@ -220,20 +223,22 @@ impl ServeEndpoint {
     /// Both, in the order [`crate::request_routes`] lists them.
     pub const ALL: [Self; 2] = [Self::ChatCompletions, Self::Completions];
 
-    /// The URL path.
-    pub fn path(self) -> &'static str {
+    /// The OpenAI route it is.
+    pub const fn protocol(self) -> parity_core::Protocol {
         match self {
-            Self::ChatCompletions => "/v1/chat/completions",
-            Self::Completions => "/v1/completions",
+            Self::ChatCompletions => parity_core::Protocol::OpenaiChat,
+            Self::Completions => parity_core::Protocol::OpenaiCompletions,
         }
     }
 
-    /// The route name compare prints.
-    pub fn route_name(self) -> &'static str {
-        match self {
-            Self::ChatCompletions => "transformers serve /v1/chat/completions",
-            Self::Completions => "transformers serve /v1/completions",
-        }
+    /// The URL path.
+    pub fn path(self) -> &'static str {
+        self.protocol().path()
+    }
+
+    /// The route compare names.
+    pub const fn route(self) -> parity_core::Endpoint {
+        parity_core::Endpoint::http(SERVER, self.protocol())
     }
 
     /// Every body key the endpoint accepts; any other is a 422.
@@ -319,7 +324,7 @@ impl ServeReading {
     /// As a compare route.
     pub fn into_route(self) -> Route<GenerationParams> {
         Route {
-            endpoint: self.endpoint.route_name(),
+            endpoint: self.endpoint.route(),
             params: self.params.map_err(Error::new),
             ignored: self.ignored,
             notes: self.notes,

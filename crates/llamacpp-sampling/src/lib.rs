@@ -71,7 +71,7 @@ pub use defaults::ServerDefaults;
 pub use params::ServerParams;
 pub use port::LlamaCppPort;
 pub use python::PythonParams;
-pub use served::LlamaServer;
+pub use served::{LLAMA_SERVER, LlamaServer};
 
 /// llama.cpp's sampler chain as llama-server runs it.
 #[derive(Debug, Clone, Copy, Default)]

@@ -314,7 +314,7 @@ pub(crate) fn distribution(
 
 /// Which of llama_cpp.server's two request models.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum ServerRoute {
+pub(crate) enum ServerRoute {
     /// `CreateCompletionRequest`.
     Completions,
     /// `CreateChatCompletionRequest`.
@@ -322,11 +322,14 @@ enum ServerRoute {
 }
 
 impl ServerRoute {
-    fn endpoint(self) -> &'static str {
-        match self {
-            ServerRoute::Completions => "llama_cpp.server /v1/completions",
-            ServerRoute::Chat => "llama_cpp.server /v1/chat/completions",
-        }
+    pub(crate) const fn endpoint(self) -> parity_core::Endpoint {
+        parity_core::Endpoint::http(
+            parity_core::Server::new("llama_cpp.server"),
+            match self {
+                ServerRoute::Completions => parity_core::Protocol::OpenaiCompletions,
+                ServerRoute::Chat => parity_core::Protocol::OpenaiChat,
+            },
+        )
     }
 }
 

@@ -24,7 +24,7 @@ const LLAMA_SOURCE: &str = "tools/server/server-context.cpp:1764 (a chain per ta
 
 /// llama-server's route.
 pub(crate) const LLAMA_SERVER: &[RouteSeed] = &[RouteSeed {
-    endpoint: "llama-server /v1/chat/completions",
+    endpoint: crate::served::ROUTE,
     setup: "",
     given: SeedRule::PerRequest,
     absent: SeedRule::Random,
@@ -43,9 +43,9 @@ const PYTHON_NOTE: &str = "a fresh server process derives the same seed sequence
                            across restarts (abetlen/llama-cpp-python #1809); seed -1 reaches dist as \
                            4294967295, a random seed; params llama_seed replays the derivation";
 
-const fn python(endpoint: &'static str) -> RouteSeed {
+const fn python(route: crate::python::ServerRoute) -> RouteSeed {
     RouteSeed {
-        endpoint,
+        endpoint: route.endpoint(),
         setup: "",
         given: SeedRule::PerRequest,
         absent: SeedRule::FixedAtStart {
@@ -59,6 +59,6 @@ const fn python(endpoint: &'static str) -> RouteSeed {
 
 /// llama_cpp.server's two routes (names as in `python::routes`).
 pub(crate) const LLAMA_CPP_PYTHON: &[RouteSeed] = &[
-    python("llama_cpp.server /v1/completions"),
-    python("llama_cpp.server /v1/chat/completions"),
+    python(crate::python::ServerRoute::Completions),
+    python(crate::python::ServerRoute::Chat),
 ];

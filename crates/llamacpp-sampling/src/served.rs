@@ -12,6 +12,12 @@ use parity_core::{
 };
 
 use crate::defaults::ServerDefaults;
+
+/// llama.cpp's server.
+pub const LLAMA_SERVER: parity_core::Server = parity_core::Server::new("llama-server");
+/// The route compare names (the same chain reads `/completion`'s fields).
+pub(crate) const ROUTE: parity_core::Endpoint =
+    parity_core::Endpoint::http(LLAMA_SERVER, parity_core::Protocol::OpenaiChat);
 use crate::params::{self, ServerParams};
 use crate::{LlamaCpp, request_for_generate};
 
@@ -64,7 +70,7 @@ pub(crate) fn routes(
                 .collect()
         })
         .unwrap_or_default();
-    let mut route = Route::new("llama-server /v1/chat/completions", parsed)
+    let mut route = Route::new(ROUTE, parsed)
         .ignoring_all_but(request, known)
         .with_sources(sources);
     let layered: Vec<_> = defaults.layered().collect();

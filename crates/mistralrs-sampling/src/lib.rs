@@ -97,6 +97,12 @@ use serde_json::{Map, Value};
 
 pub use params::{MistralRsParams, Version, request_params};
 
+/// mistral.rs' OpenAI server route.
+pub const ROUTE: parity_core::Endpoint = parity_core::Endpoint::http(
+    parity_core::Server::new("mistralrs-server"),
+    parity_core::Protocol::OpenaiChat,
+);
+
 /// The vector mistral.rs hands `WeightedIndex::new` for these logits
 /// (length V, zeros where top-k, top-p or min-p cut), or `None` when it
 /// takes the argmax. What [`MistralRs`]'s distribution normalises, bit for
@@ -184,11 +190,8 @@ impl Semantics for MistralRs {
             MistralRsParams::FIELDS.contains(&k)
                 && !matches!(k, "version" | "draws" | "earlier_draws")
         };
-        let mut route = Route::new(
-            "mistralrs-server /v1/chat/completions",
-            request_params(request, generation_config),
-        )
-        .ignoring_all_but(request, own);
+        let mut route = Route::new(ROUTE, request_params(request, generation_config))
+            .ignoring_all_but(request, own);
         if generation_config.is_some() {
             route = route.note("unset fields filled from generation_config.json");
         }

@@ -15,7 +15,7 @@ use parity_core::{RouteSeed, SeedRule};
 
 /// The one route.
 pub(crate) const SEED: &[RouteSeed] = &[RouteSeed {
-    endpoint: "mistralrs-server /v1/chat/completions",
+    endpoint: crate::ROUTE,
     setup: "",
     given: SeedRule::Ignored,
     absent: SeedRule::FixedAtStart { value: "0" },

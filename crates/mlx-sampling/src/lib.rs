@@ -148,11 +148,8 @@ impl Semantics for MlxLm {
         _generation_config: Option<&Map<String, Value>>,
     ) -> Vec<Route<MlxParams>> {
         let params = params::from_request(request);
-        let mut route = Route::new(
-            "mlx_lm.server 0.32.2 /v1/chat/completions (and /v1/completions)",
-            params,
-        )
-        .ignoring_all_but(request, params::server_reads);
+        let mut route = Route::new(params::SERVER_ROUTE, params)
+            .ignoring_all_but(request, params::server_reads);
         if !request.contains_key("temperature") {
             route = route.note("temperature 0.0: greedy (mlx_lm.server --temp default)");
         }

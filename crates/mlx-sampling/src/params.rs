@@ -361,6 +361,13 @@ pub(crate) fn server_reads(field: &str) -> bool {
         || OTHER_READ.contains(&field)
 }
 
+/// `mlx_lm.server`'s route: it reads a `/v1/completions` body as it reads
+/// a `/v1/chat/completions` one.
+pub const SERVER_ROUTE: parity_core::Endpoint = parity_core::Endpoint::http(
+    parity_core::Server::new("mlx_lm.server").at("0.32.2"),
+    parity_core::Protocol::OpenaiChatAndCompletions,
+);
+
 /// `mlx_lm.server`'s reading of a chat-completions body: its defaults for
 /// absent fields (`--temp 0.0`, `--top-p 1.0`, `--top-k 0`, `--min-p 0.0`,
 /// penalties 0 over 20 tokens, XTC 0 / 0.1), then

@@ -11,7 +11,7 @@ use parity_core::{RouteSeed, SeedRule};
 
 /// mlx-lm's route.
 pub(crate) const MLX_LM: &[RouteSeed] = &[RouteSeed {
-    endpoint: "mlx_lm.server 0.32.2 /v1/chat/completions (and /v1/completions)",
+    endpoint: crate::params::SERVER_ROUTE,
     setup: "",
     given: SeedRule::ProcessGlobal,
     absent: SeedRule::ProcessGlobal,

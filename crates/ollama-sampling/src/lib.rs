@@ -49,6 +49,11 @@ pub use model_params::model_params_from_show;
 use parity_core::{AnySemantics, Error};
 use serde_json::{Map, Value};
 
+/// Ollama, the server product all three of its engines (the llama-server
+/// path, the Go sampler, the MLX runner) answer as; each engine's routes
+/// name their build with [`parity_core::Server::at`].
+pub const SERVER: parity_core::Server = parity_core::Server::new("Ollama");
+
 /// Ollama's three semantics, in the order `compare semantics` lists them
 /// (`ollama`, `ollama-go`, `ollama-mlx`), serving a model with no published
 /// parameters.

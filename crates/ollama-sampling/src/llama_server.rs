@@ -111,14 +111,18 @@ pub enum Endpoint {
 }
 
 impl Endpoint {
-    /// How routes and reports name it.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Generate => "Ollama /api/generate (options)",
-            Self::Chat => "Ollama /api/chat (options)",
-            Self::OpenAiChat => "Ollama /v1/chat/completions",
-            Self::OpenAiCompletions => "Ollama /v1/completions",
-        }
+    /// The route compare names.
+    pub const fn route(self) -> parity_core::Endpoint {
+        use parity_core::{Endpoint, Protocol};
+        Endpoint::http(
+            crate::SERVER,
+            match self {
+                Self::Generate => Protocol::Native("/api/generate (options)"),
+                Self::Chat => Protocol::Native("/api/chat (options)"),
+                Self::OpenAiChat => Protocol::OpenaiChat,
+                Self::OpenAiCompletions => Protocol::OpenaiCompletions,
+            },
+        )
     }
 
     fn is_openai(self) -> bool {
@@ -390,7 +394,7 @@ impl Ollama {
             .clone()
             .and_then(|mut o| to_request(&mut o))
             .and_then(|r| LlamaCpp.parse_params(&r));
-        let mut route = Route::new(endpoint.name(), params).ignoring_all_but(request, consumed);
+        let mut route = Route::new(endpoint.route(), params).ignoring_all_but(request, consumed);
         if let Ok(o) = &layers {
             route.notes = self.notes(endpoint, o);
         }

@@ -30,7 +30,7 @@ use parity_core::{RouteSeed, SeedRule};
 
 use crate::mlx::request;
 
-const fn go(endpoint: &'static str) -> RouteSeed {
+const fn go(endpoint: parity_core::Endpoint) -> RouteSeed {
     RouteSeed {
         endpoint,
         setup: "",
@@ -57,7 +57,8 @@ const OLLAMA_SOURCE: &str = "llm/llama_server.go:2168 (v0.33.0-rc2) forwards opt
                              src/llama-sampler.cpp:340-350";
 const OLLAMA_NOTE: &str = "-1 reaches llama-server as 0xFFFFFFFF, LLAMA_DEFAULT_SEED";
 
-const fn ollama(endpoint: &'static str) -> RouteSeed {
+const fn ollama(endpoint: crate::llama_server::Endpoint) -> RouteSeed {
+    let endpoint = endpoint.route();
     RouteSeed {
         endpoint,
         setup: "",
@@ -71,12 +72,12 @@ const fn ollama(endpoint: &'static str) -> RouteSeed {
 
 /// The llama-server path's three routes (names as in `llama_server::Endpoint::name`).
 pub(crate) const LLAMA_SERVER: &[RouteSeed] = &[
-    ollama("Ollama /api/chat (options)"),
-    ollama("Ollama /v1/chat/completions"),
-    ollama("Ollama /v1/completions"),
+    ollama(crate::llama_server::Endpoint::Chat),
+    ollama(crate::llama_server::Endpoint::OpenAiChat),
+    ollama(crate::llama_server::Endpoint::OpenAiCompletions),
 ];
 
-const fn mlx(endpoint: &'static str) -> RouteSeed {
+const fn mlx(endpoint: parity_core::Endpoint) -> RouteSeed {
     RouteSeed {
         endpoint,
         setup: "",

@@ -52,8 +52,10 @@ use serde_json::{Map, Value, json};
 
 pub use params::SearchParams;
 
-/// The label of the one way a user sets the search options.
-pub(crate) const ROUTE: &str = "search options (genai_config.json \"search\" / set_search_options)";
+/// The one way a user sets the search options (a library call: no server).
+pub(crate) const ROUTE: parity_core::Endpoint = parity_core::Endpoint::Call(
+    "search options (genai_config.json \"search\" / set_search_options)",
+);
 
 /// ONNX Runtime GenAI's CPU sampling step.
 #[derive(Debug, Clone, Copy, Default)]

@@ -14,6 +14,7 @@
 #![deny(missing_docs)]
 
 pub mod arrays;
+pub mod endpoint;
 pub mod fixture;
 pub mod fragile;
 pub mod gguf;
@@ -30,6 +31,7 @@ pub mod token;
 pub mod trace;
 pub mod vocab;
 
+pub use endpoint::{Endpoint, Protocol, Server};
 pub use fixture::{
     Fixture, FixtureError, FixtureKind, MetadataProblem, ModelMeta, Rejected, Setting,
 };

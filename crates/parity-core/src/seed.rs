@@ -85,7 +85,7 @@ impl SeedRule {
 pub struct RouteSeed {
     /// The route it describes: a [`crate::Route::endpoint`] label of the
     /// same semantics.
-    pub endpoint: &'static str,
+    pub endpoint: crate::Endpoint,
     /// The server setup it holds in (`""`: the default setup; otherwise
     /// the flag, e.g. `--enable-deterministic-inference`).
     pub setup: &'static str,
@@ -121,10 +121,10 @@ impl RouteSeed {
 
 /// The entries of `seeds` for `endpoint`, in order (default setup first, as
 /// engines list them).
-pub fn for_endpoint<'a>(
-    seeds: &'a [RouteSeed],
-    endpoint: &'a str,
-) -> impl Iterator<Item = &'a RouteSeed> + 'a {
+pub fn for_endpoint(
+    seeds: &[RouteSeed],
+    endpoint: crate::Endpoint,
+) -> impl Iterator<Item = &RouteSeed> + '_ {
     seeds.iter().filter(move |s| s.endpoint == endpoint)
 }
 
@@ -135,7 +135,10 @@ mod tests {
     #[test]
     fn a_line_names_both_rules_the_setup_and_the_source() {
         let s = RouteSeed {
-            endpoint: "x /v1/completions",
+            endpoint: crate::Endpoint::http(
+                crate::Server::new("x"),
+                crate::Protocol::OpenaiCompletions,
+            ),
             setup: "--flag",
             given: SeedRule::PerRequest,
             absent: SeedRule::Fixed { value: "42" },

@@ -455,8 +455,8 @@ pub const REQUEST_FIELDS_NOT_SAMPLING: &[&str] = &[
 #[derive(Debug)]
 pub struct Route<P> {
     /// The endpoint, with the version whose source says how it maps the
-    /// request (e.g. `"llama-server /v1/chat/completions"`).
-    pub endpoint: &'static str,
+    /// request; its label is e.g. `"llama-server /v1/chat/completions"`.
+    pub endpoint: crate::Endpoint,
     /// The params the sampler runs with, or the server's refusal.
     pub params: Result<P, Error>,
     /// Request fields this endpoint drops without an error.
@@ -501,7 +501,7 @@ impl FieldSource {
 
 impl<P> Route<P> {
     /// A route whose params are `params`, ignoring nothing, with no notes.
-    pub fn new(endpoint: &'static str, params: Result<P, Error>) -> Self {
+    pub fn new(endpoint: crate::Endpoint, params: Result<P, Error>) -> Self {
         Self {
             endpoint,
             params,

@@ -25,10 +25,16 @@
 //! Ollama (`/api/generate`, raw prompt): `logprobs: true, top_logprobs: K`
 //! (K at most 20); sampling fields go in `options`. No post-sampling view.
 
-use parity_core::Error;
+use parity_core::{Endpoint, Error};
 use serde_json::{Map, Value, json};
 
 use crate::http::Transport;
+
+/// The server products whose own routes [`Api::serves`] picks, by the
+/// names their engine crates give them ([`parity_core::Server::product`]).
+const LLAMA_SERVER: &str = "llama-server";
+/// See [`LLAMA_SERVER`].
+const OLLAMA: &str = "Ollama";
 
 /// Which HTTP API the server speaks.
 #[derive(
@@ -164,15 +170,15 @@ impl Api {
         self == Api::LlamaServer
     }
 
-    /// Whether a semantics' route (its `Route::endpoint` label, which starts
-    /// with the server's name) is one this API's server answers: llama-server's
-    /// own routes; Ollama's native ones (its OpenAI layer is `Openai`'s); any
-    /// OpenAI-compatible route.
-    pub fn serves(self, endpoint: &str) -> bool {
+    /// Whether a semantics' route is one this API's server answers:
+    /// llama-server's own routes; Ollama's native ones (its OpenAI layer is
+    /// `Openai`'s); any server's OpenAI route.
+    pub fn serves(self, endpoint: Endpoint) -> bool {
+        let product = endpoint.server().map(|s| s.product);
         match self {
-            Api::LlamaServer => endpoint.starts_with("llama-server"),
-            Api::Ollama => endpoint.starts_with("Ollama") && !endpoint.contains("/v1/"),
-            _ => endpoint.contains("/v1/"),
+            Api::LlamaServer => product == Some(LLAMA_SERVER),
+            Api::Ollama => product == Some(OLLAMA) && !endpoint.is_openai(),
+            _ => endpoint.is_openai(),
         }
     }
 

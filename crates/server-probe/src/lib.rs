@@ -1021,7 +1021,7 @@ fn offset(raw: &[(Key, f64)], post: &[(Key, f64)], prompt: &[i64]) -> Result<f64
 
 struct Routed<'s> {
     semantics: &'static str,
-    endpoint: &'static str,
+    endpoint: parity_core::Endpoint,
     variant: Option<String>,
     prepared: Result<Box<dyn Prepared + 's>, String>,
 }

@@ -172,7 +172,7 @@ impl Semantics for Sglang {
     ) -> Vec<Route<SglangParams>> {
         let consumed = |k: &str| params::CONSUMED.contains(&k);
         let mut chat = Route::new(
-            "sglang 0.5.23 /v1/chat/completions",
+            Endpoint::Chat.route(),
             request_params(Endpoint::Chat, request, generation_config),
         )
         .ignoring_all_but(request, consumed);
@@ -191,7 +191,7 @@ impl Semantics for Sglang {
             ));
         }
         let mut completions = Route::new(
-            "sglang 0.5.23 /v1/completions",
+            Endpoint::Completions.route(),
             request_params(Endpoint::Completions, request, None),
         )
         .ignoring_all_but(request, consumed)

@@ -447,6 +447,22 @@ pub enum Endpoint {
     Completions,
 }
 
+/// SGLang's OpenAI server, at the version this crate reads.
+pub const SERVER: parity_core::Server = parity_core::Server::new("sglang").at("0.5.23");
+
+impl Endpoint {
+    /// The route compare names.
+    pub const fn route(self) -> parity_core::Endpoint {
+        parity_core::Endpoint::http(
+            SERVER,
+            match self {
+                Endpoint::Chat => parity_core::Protocol::OpenaiChat,
+                Endpoint::Completions => parity_core::Protocol::OpenaiCompletions,
+            },
+        )
+    }
+}
+
 /// A pydantic field type of the request model.
 #[derive(Clone, Copy)]
 enum Field {

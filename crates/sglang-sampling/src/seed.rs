@@ -10,7 +10,10 @@
 
 use parity_core::{RouteSeed, SeedRule};
 
-const fn route(endpoint: &'static str, deterministic: bool) -> RouteSeed {
+use crate::Endpoint;
+
+const fn route(endpoint: Endpoint, deterministic: bool) -> RouteSeed {
+    let endpoint = endpoint.route();
     if deterministic {
         RouteSeed {
             endpoint,
@@ -37,8 +40,8 @@ const fn route(endpoint: &'static str, deterministic: bool) -> RouteSeed {
 
 /// Both routes, each in both setups.
 pub(crate) const SEED: &[RouteSeed] = &[
-    route("sglang 0.5.23 /v1/chat/completions", false),
-    route("sglang 0.5.23 /v1/chat/completions", true),
-    route("sglang 0.5.23 /v1/completions", false),
-    route("sglang 0.5.23 /v1/completions", true),
+    route(Endpoint::Chat, false),
+    route(Endpoint::Chat, true),
+    route(Endpoint::Completions, false),
+    route(Endpoint::Completions, true),
 ];

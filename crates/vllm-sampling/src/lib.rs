@@ -92,6 +92,12 @@ pub use params::{
     AVAILABLE_PARAMS, GENERATION_CONFIG_FIELDS, GenerationConfigSource, Runner, VllmParams,
     default_sampling_params, request_params,
 };
+/// vLLM's OpenAI server route this crate reads requests for.
+pub const ROUTE: parity_core::Endpoint = parity_core::Endpoint::http(
+    parity_core::Server::new("vllm serve"),
+    parity_core::Protocol::OpenaiChat,
+);
+
 pub use v2::{gumbel_noise32, gumbel_sample32, murmur3_hash32, murmur3_uniform32};
 
 /// vLLM 0.32.0's V1 sampler for one request (CPU path), behind a server
@@ -224,7 +230,7 @@ impl Semantics for Vllm {
             Ok((own, ignored)) => (request_params(&own, Some(&defaults)), ignored),
             Err(e) => (Err(e), Vec::new()),
         };
-        let mut route = Route::new("vllm serve /v1/chat/completions", params);
+        let mut route = Route::new(ROUTE, params);
         route.ignored = ignored
             .into_iter()
             .filter(|k| !parity_core::REQUEST_FIELDS_NOT_SAMPLING.contains(&k.as_str()))

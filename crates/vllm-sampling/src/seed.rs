@@ -24,7 +24,7 @@ const VERSIONS: &str = "vLLM 0.32.0, 0.33.0";
 /// The one route.
 pub(crate) const SEED: &[RouteSeed] = &[
     RouteSeed {
-        endpoint: "vllm serve /v1/chat/completions",
+        endpoint: crate::ROUTE,
         setup: "",
         given: SeedRule::PerRequest,
         absent: SeedRule::ProcessGlobal,
@@ -36,7 +36,7 @@ pub(crate) const SEED: &[RouteSeed] = &[
                VLLM_BATCH_INVARIANT=1",
     },
     RouteSeed {
-        endpoint: "vllm serve /v1/chat/completions",
+        endpoint: crate::ROUTE,
         setup: "Model Runner V2 (the CUDA default; runner \"v2-gpu\")",
         given: SeedRule::PerRequest,
         absent: SeedRule::Random,

@@ -61,8 +61,14 @@ impl Semantics for Greedy {
         _: Option<&Map<String, Value>>,
     ) -> Vec<Route<()>> {
         vec![
-            Route::new("greedy-server /v1/chat/completions", Ok(()))
-                .ignoring_all_but(request, |_| false),
+            Route::new(
+                parity_core::Endpoint::http(
+                    parity_core::Server::new("greedy-server"),
+                    parity_core::Protocol::OpenaiChat,
+                ),
+                Ok(()),
+            )
+            .ignoring_all_but(request, |_| false),
         ]
     }
     /// Greedy decoding is the toy's only setup: it matches transformers
@@ -252,24 +258,25 @@ fn every_request_route_says_what_seed_does() {
     let mut routes = 0;
     for s in compare::registry::all(None, Default::default()) {
         let name = s.info().name;
-        let endpoints: Vec<&str> = s
+        let endpoints: Vec<parity_core::Endpoint> = s
             .prepare_request(&request, None)
             .iter()
             .map(|r| r.endpoint)
             .collect();
-        for e in &endpoints {
+        for &e in &endpoints {
             routes += 1;
             let rules: Vec<_> = parity_core::seed::for_endpoint(s.seed(), e).collect();
-            assert!(!rules.is_empty(), "{name}: route {e:?} states no seed rule");
+            assert!(!rules.is_empty(), "{name}: route {e} states no seed rule");
             assert_eq!(
                 rules[0].setup, "",
-                "{name}: {e:?}: the default setup comes first"
+                "{name}: {e}: the default setup comes first"
             );
         }
         for rule in s.seed() {
+            let labels: Vec<String> = endpoints.iter().map(|e| e.label()).collect();
             assert!(
                 endpoints.contains(&rule.endpoint),
-                "{name}: seed rule for {:?}, which is not one of its routes {endpoints:?}",
+                "{name}: seed rule for {}, which is not one of its routes {labels:?}",
                 rule.endpoint
             );
             assert!(

@@ -33,7 +33,7 @@ pub(crate) struct Proving<'a> {
 #[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct Send {
     /// The endpoint ([`super::Endpoint::endpoint`]).
-    pub endpoint: &'static str,
+    pub endpoint: parity_core::Endpoint,
     /// The fields to add to (or change in) the request; empty when the
     /// request already gives transformers' distribution there. `null` when
     /// no request can (`cannot` says why).
@@ -77,7 +77,7 @@ pub(crate) fn in_play(params: &Map<String, Value>) -> Map<String, Value> {
 /// why it does not run.
 fn reading(
     semantics: &dyn AnySemantics,
-    endpoint: &str,
+    endpoint: parity_core::Endpoint,
     request: &Map<String, Value>,
     config: Option<&Map<String, Value>>,
     needed: &Map<String, Value>,
@@ -128,7 +128,7 @@ fn differs(dists: &[Distribution], fixtures: &[Proving<'_>]) -> Option<String> {
 /// without it.
 pub(crate) fn what_to_send(
     semantics: &dyn AnySemantics,
-    endpoint: &'static str,
+    endpoint: parity_core::Endpoint,
     request: &Map<String, Value>,
     config: Option<&Map<String, Value>>,
     in_play: &Map<String, Value>,

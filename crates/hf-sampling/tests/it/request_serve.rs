@@ -191,7 +191,7 @@ fn every_recorded_request_is_answered_as_the_server_answered() {
         assert_eq!(reading.seed, seed, "{what}: torch.manual_seed");
         // The route lists every warned field as ignored.
         let route = reading.into_route();
-        assert_eq!(route.endpoint, e.route_name());
+        assert_eq!(route.endpoint, e.route());
         for w in &warned {
             assert!(
                 route.ignored.contains(w),
@@ -221,7 +221,10 @@ fn refused_fields_are_a_refusal_not_a_drop() {
         .expect("object");
     let routes = request_routes(&body, None);
     let chat = &routes[1];
-    assert_eq!(chat.endpoint, "transformers serve /v1/chat/completions");
+    assert_eq!(
+        chat.endpoint.label(),
+        "transformers serve /v1/chat/completions"
+    );
     assert_eq!(
         chat.params.as_ref().unwrap_err().to_string(),
         "HTTP 422: Unexpected fields in the request: {'top_k'}"

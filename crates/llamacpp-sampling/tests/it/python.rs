@@ -314,10 +314,7 @@ fn every_recorded_seed_derivation_replays() {
 
 /// The route's params for a recorded server request, or its error.
 fn route_params(case: &Value) -> Result<PythonParams, String> {
-    let endpoint = format!(
-        "llama_cpp.server {}",
-        case["route"].as_str().expect("route")
-    );
+    let path = case["route"].as_str().expect("route");
     let body = match &case["body"] {
         Value::Object(m) => m.clone(),
         _ => return Err("not an object".into()),
@@ -325,7 +322,7 @@ fn route_params(case: &Value) -> Result<PythonParams, String> {
     let routes = LlamaCppPython.from_request(&body, None);
     let route = routes
         .into_iter()
-        .find(|r| r.endpoint == endpoint)
+        .find(|r| r.endpoint.protocol().map(parity_core::Protocol::path) == Some(path))
         .expect("the route is modelled");
     route.params.map_err(|e| e.to_string())
 }

@@ -22,16 +22,21 @@
 
 use serde_json::{Map, Value};
 
-use parity_core::{Error, Route};
+use parity_core::{Endpoint, Error, Protocol, Route, Server};
 
 use super::options::{OllamaOptions, check_other, is_other};
 use crate::api::is_sampling;
 use crate::openai::{chat_options, completion_options};
 
-/// The route names.
-pub(crate) const CHAT: &str = "Ollama v0.6.2–v0.25 Go engine /v1/chat/completions";
-pub(crate) const COMPLETIONS: &str = "Ollama v0.6.2–v0.25 Go engine /v1/completions";
-pub(crate) const NATIVE: &str = "Ollama v0.6.2–v0.25 Go engine /api/generate, /api/chat (options)";
+/// Ollama with the Go engine, at the versions this crate reads.
+const GO_ENGINE: Server = crate::SERVER.at("v0.6.2–v0.25 Go engine");
+/// The routes.
+pub(crate) const CHAT: Endpoint = Endpoint::http(GO_ENGINE, Protocol::OpenaiChat);
+pub(crate) const COMPLETIONS: Endpoint = Endpoint::http(GO_ENGINE, Protocol::OpenaiCompletions);
+pub(crate) const NATIVE: Endpoint = Endpoint::http(
+    GO_ENGINE,
+    Protocol::Native("/api/generate, /api/chat (options)"),
+);
 
 const IGNORED_BY_SAMPLER: &[&str] = &[
     "typical_p",

@@ -49,20 +49,21 @@
 
 use serde_json::{Map, Value};
 
-use parity_core::{Error, REQUEST_FIELDS_NOT_SAMPLING, Route};
+use parity_core::{Endpoint, Error, Protocol, REQUEST_FIELDS_NOT_SAMPLING, Route, Server};
 
 use crate::openai::{self, chat_options};
 
 use super::{OllamaMlxParams, check_other, parse_over};
 
+/// Ollama with the MLX runner, at the versions this module reads.
+const MLX_RUNNER: Server = crate::SERVER.at("MLX runner (safetensors, v0.32.10–v0.33.0-rc2)");
 /// `/v1/chat/completions`.
-pub const CHAT: &str = "Ollama MLX runner (safetensors, v0.32.10–v0.33.0-rc2) /v1/chat/completions";
+pub const CHAT: Endpoint = Endpoint::http(MLX_RUNNER, Protocol::OpenaiChat);
 /// `/v1/completions`.
-pub const COMPLETIONS: &str =
-    "Ollama MLX runner (safetensors, v0.32.10–v0.33.0-rc2) /v1/completions";
+pub const COMPLETIONS: Endpoint = Endpoint::http(MLX_RUNNER, Protocol::OpenaiCompletions);
 /// `/api/generate` and `/api/chat`, whose `options` are Ollama options.
-pub const NATIVE: &str =
-    "Ollama MLX runner (safetensors, v0.32.10–v0.33.0-rc2) /api/generate, /api/chat";
+pub const NATIVE: Endpoint =
+    Endpoint::http(MLX_RUNNER, Protocol::Native("/api/generate, /api/chat"));
 
 /// The options `sample.Options` is built from (x/mlxrunner/server.go).
 pub(crate) const SAMPLER_OPTIONS: &[&str] = &[

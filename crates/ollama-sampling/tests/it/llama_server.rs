@@ -306,7 +306,7 @@ fn routes_name_each_endpoint_and_what_the_layers_decided() {
     let ollama = Ollama::with_model_params(model()).expect("valid");
     let request = obj(json!({"temperature": 0.7, "top_k": 2, "seed": 3}));
     let routes = ollama.from_request(&request, None);
-    let names: Vec<&str> = routes.iter().map(|r| r.endpoint).collect();
+    let names: Vec<String> = routes.iter().map(|r| r.endpoint.label()).collect();
     assert_eq!(
         names,
         [

@@ -6,7 +6,7 @@
 
 use ollama_sampling::mlx::request::{CHAT, COMPLETIONS, NATIVE};
 use ollama_sampling::{OllamaMlx, OllamaMlxParams};
-use parity_core::{Context, Logits, Route, Semantics};
+use parity_core::{Context, Endpoint, Logits, Route, Semantics};
 use serde_json::{Map, Value, json};
 
 fn map(v: Value) -> Map<String, Value> {
@@ -17,19 +17,19 @@ fn routes(request: Value) -> Vec<Route<OllamaMlxParams>> {
     OllamaMlx::default().from_request(&map(request), None)
 }
 
-fn params<'a>(r: &'a [Route<OllamaMlxParams>], endpoint: &str) -> &'a OllamaMlxParams {
+fn params(r: &[Route<OllamaMlxParams>], endpoint: Endpoint) -> &OllamaMlxParams {
     let route = r.iter().find(|r| r.endpoint == endpoint).expect("route");
     route.params.as_ref().expect("accepted")
 }
 
-fn ignored(r: &[Route<OllamaMlxParams>], endpoint: &str) -> Vec<String> {
+fn ignored(r: &[Route<OllamaMlxParams>], endpoint: Endpoint) -> Vec<String> {
     let route = r.iter().find(|r| r.endpoint == endpoint).expect("route");
     let mut v = route.ignored.clone();
     v.sort();
     v
 }
 
-fn error(r: &[Route<OllamaMlxParams>], endpoint: &str) -> String {
+fn error(r: &[Route<OllamaMlxParams>], endpoint: Endpoint) -> String {
     let route = r.iter().find(|r| r.endpoint == endpoint).expect("route");
     route.params.as_ref().expect_err("refused").to_string()
 }
@@ -55,20 +55,21 @@ fn tuple(p: &OllamaMlxParams) -> Tuple {
 #[test]
 fn three_routes_labelled_with_versions_and_format() {
     let r = routes(json!({}));
-    let names: Vec<&str> = r.iter().map(|r| r.endpoint).collect();
+    let names: Vec<Endpoint> = r.iter().map(|r| r.endpoint).collect();
     assert_eq!(names, vec![CHAT, COMPLETIONS, NATIVE]);
     assert_eq!(
-        CHAT,
+        CHAT.label(),
         "Ollama MLX runner (safetensors, v0.32.10–v0.33.0-rc2) /v1/chat/completions"
     );
     assert_eq!(
-        NATIVE,
+        NATIVE.label(),
         "Ollama MLX runner (safetensors, v0.32.10–v0.33.0-rc2) /api/generate, /api/chat"
     );
     for r in &r {
-        assert!(r.endpoint.contains("(safetensors, v0.32.10–v0.33.0-rc2)"));
+        let label = r.endpoint.label();
+        assert!(label.contains("(safetensors, v0.32.10–v0.33.0-rc2)"));
         // compare request's text prints `  {endpoint} [ollama-mlx]` within 100 columns.
-        assert!(r.endpoint.chars().count() + 2 + " [ollama-mlx]".len() <= 100);
+        assert!(label.chars().count() + 2 + " [ollama-mlx]".len() <= 100);
         assert!(r.ignored.is_empty(), "{}: {:?}", r.endpoint, r.ignored);
     }
 }

@@ -24,6 +24,7 @@ use server_probe::{Api, Options, Report, Verdict};
 mod needs;
 mod repeat;
 mod replay;
+mod routes;
 
 use needs::{Needed, plain, trial};
 
@@ -72,6 +73,10 @@ fn main() -> std::process::ExitCode {
         plain(
             "non_json_truncated_and_silent_answers_are_errors",
             non_json_truncated_and_silent_answers_are_errors,
+        ),
+        plain(
+            "routes::each_api_serves_its_servers_routes",
+            routes::each_api_serves_its_servers_routes,
         ),
         plain(
             "replay::the_committed_recording_replays_with_the_same_verdicts",
