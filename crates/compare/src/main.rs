@@ -108,6 +108,7 @@ fn run(cli: Cli, options: &registry::Options) -> anyhow::Result<ExitCode> {
                 config.as_ref().map(|c| &c.config),
                 &engines,
                 &mut out,
+                &mut io::stderr(),
             )?
         }
         Command::Translate(args) => {
@@ -132,7 +133,7 @@ fn run(cli: Cli, options: &registry::Options) -> anyhow::Result<ExitCode> {
         Command::Trace(args) => {
             trace::run(&args, &engines(None)?.1, &mut progress, &mut out).map(|()| false)?
         }
-        Command::Probe(args) => probe::run(&args, &engines(None)?.1, &mut out)?,
+        Command::Probe(args) => probe::run(&args, &engines(None)?.1, &mut out, &mut io::stderr())?,
     };
     out.flush()?;
     match out.error {

@@ -12,8 +12,14 @@ use crate::cli::{Format, ProbeArgs};
 
 /// Probes the server (or replays a recording) and writes the report;
 /// `Ok(true)` when `--expect` names a semantics that does not explain every
-/// request (the command exits 1).
-pub fn run(args: &ProbeArgs, engines: &Engines, out: &mut dyn Write) -> anyhow::Result<bool> {
+/// request (the command exits 1). Each failure, and the note that a failed
+/// probe's exchanges were still recorded, is a line on `err`.
+pub fn run(
+    args: &ProbeArgs,
+    engines: &Engines,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> anyhow::Result<bool> {
     let semantics = &engines.semantics[..];
     if let Some(name) = &args.expect
         && !semantics.iter().any(|s| s.info().name == name.as_str())
@@ -36,7 +42,7 @@ pub fn run(args: &ProbeArgs, engines: &Engines, out: &mut dyn Write) -> anyhow::
         if args.expect.is_some() {
             bail!("--expect takes a samples or post-sampling probe, not --repeat");
         }
-        repeat(args, recorded.as_ref(), out)?;
+        repeat(args, recorded.as_ref(), out, err)?;
         return Ok(false);
     }
     let report = match &recorded {
@@ -57,7 +63,7 @@ pub fn run(args: &ProbeArgs, engines: &Engines, out: &mut dyn Write) -> anyhow::
             let options = options(args)?;
             let file = open_record(args)?;
             let (report, recording) = server_probe::probe(&options, semantics);
-            write_record(file, &recording, report.is_err())?;
+            write_record(file, &recording, report.is_err(), err)?;
             report?
         }
     };
@@ -73,7 +79,8 @@ pub fn run(args: &ProbeArgs, engines: &Engines, out: &mut dyn Write) -> anyhow::
         Some(name) => {
             let failures = report.expect(name);
             for f in &failures {
-                eprintln!("--expect {name}: {f}");
+                // Best effort: the exit status carries the verdict.
+                let _ = writeln!(err, "--expect {name}: {f}");
             }
             !failures.is_empty()
         }
@@ -85,6 +92,7 @@ fn repeat(
     args: &ProbeArgs,
     recorded: Option<&Recording>,
     out: &mut dyn Write,
+    err: &mut dyn Write,
 ) -> anyhow::Result<()> {
     let report = match recorded {
         Some(recording) => server_probe::repeat::replay(recording)?,
@@ -94,7 +102,7 @@ fn repeat(
             let probed = server_probe::repeat::probe(&options);
             match probed {
                 Ok((report, recording)) => {
-                    write_record(file, &recording, false)?;
+                    write_record(file, &recording, false, err)?;
                     report
                 }
                 Err(e) => return Err(e.into()),
@@ -140,6 +148,7 @@ fn write_record(
     file: Option<(&std::path::Path, std::fs::File)>,
     recording: &Recording,
     failed: bool,
+    err: &mut dyn Write,
 ) -> anyhow::Result<()> {
     let Some((path, mut file)) = file else {
         return Ok(());
@@ -149,11 +158,12 @@ fn write_record(
         .and_then(|()| file.write_all(text.as_bytes()))
         .with_context(|| format!("--record: writing {}", path.display()))?;
     if failed {
-        eprintln!(
+        writeln!(
+            err,
             "--record: wrote the {} exchanges made before the failure to {}",
             recording.exchanges.len(),
             path.display()
-        );
+        )?;
     }
     Ok(())
 }

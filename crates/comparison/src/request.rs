@@ -96,12 +96,14 @@ pub(crate) struct Answer {
 
 /// Runs the request through every engine on every fixture and writes the answer.
 /// `config` is the `--generation-config` the registry was built with.
-/// `Ok(true)`: `--expect-tv-below` failed (the command exits 1).
+/// `Ok(true)`: `--expect-tv-below` failed (the command exits 1); each
+/// failing cell is a line on `err`.
 pub fn run(
     args: &RequestArgs,
     config: Option<&GenerationConfig>,
     engines: &Engines,
     out: &mut dyn Write,
+    err: &mut dyn Write,
 ) -> anyhow::Result<bool> {
     let semantics = &engines.semantics[..];
     let request = match serde_json::from_str::<Value>(&args.request) {
@@ -163,7 +165,8 @@ pub fn run(
         (Some(bar), Some(against)) => {
             let failures = expect_tv_below(&answer, against, bar);
             for f in &failures {
-                eprintln!("--expect-tv-below {bar}: {f}");
+                // Best effort: the exit status carries the verdict.
+                let _ = writeln!(err, "--expect-tv-below {bar}: {f}");
             }
             !failures.is_empty()
         }

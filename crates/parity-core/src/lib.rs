@@ -14,6 +14,7 @@
 #![deny(missing_docs)]
 
 pub mod arrays;
+pub mod body;
 pub mod endpoint;
 pub mod fixture;
 pub mod fragile;

@@ -385,15 +385,7 @@ pub const AVAILABLE_PARAMS: &[&str] = &[
 /// what a request to `vllm serve` takes from the server's defaults when it
 /// leaves them unset (`ChatCompletionRequest._DEFAULT_SAMPLING_PARAMS`,
 /// `to_sampling_params`). `do_sample` is not among them.
-pub const GENERATION_CONFIG_FIELDS: &[&str] = &[
-    "repetition_penalty",
-    "presence_penalty",
-    "frequency_penalty",
-    "temperature",
-    "top_k",
-    "top_p",
-    "min_p",
-];
+pub const GENERATION_CONFIG_FIELDS: &[&str] = Defaulted::FIELDS;
 
 /// `--generation-config`: where vLLM's server takes its sampling defaults.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -435,142 +427,125 @@ pub fn default_sampling_params(
     out
 }
 
-/// Request fields that pass through to `SamplingParams` unchanged.
-const PASSED: &[&str] = &["seed", "allowed_token_ids", "n", "min_tokens", "bad_words"];
-/// Request fields vLLM reads that do not shape one step's distribution.
-const IGNORED: &[&str] = &[
-    "model",
-    "messages",
-    "prompt",
-    "max_tokens",
-    "max_completion_tokens",
-    "stop",
-    "stop_token_ids",
-    "stream",
-    "stream_options",
-    "logprobs",
-    "top_logprobs",
-    "user",
-    "ignore_eos",
-    "include_stop_str_in_output",
-    "skip_special_tokens",
-    "spaces_between_special_tokens",
-    "echo",
-    "prompt_logprobs",
-];
-/// Every field of vLLM 0.32.0's `ChatCompletionRequest`
-/// (vllm/entrypoints/openai/chat_completion/protocol.py). Any other field
-/// is logged ("present in the request but ignored") and dropped
-/// (`OpenAIBaseModel`, vllm/entrypoints/serve/engine/protocol.py).
-const CHAT_REQUEST_FIELDS: &[&str] = &[
-    "messages",
-    "model",
-    "frequency_penalty",
-    "logit_bias",
-    "logprobs",
-    "top_logprobs",
-    "max_tokens",
-    "max_completion_tokens",
-    "n",
-    "presence_penalty",
-    "response_format",
-    "seed",
-    "stop",
-    "stream",
-    "stream_options",
-    "temperature",
-    "top_p",
-    "tools",
-    "tool_choice",
-    "reasoning_effort",
-    "thinking_token_budget",
-    "include_reasoning",
-    "parallel_tool_calls",
-    "user",
-    "use_beam_search",
-    "top_k",
-    "min_p",
-    "repetition_penalty",
-    "watermarking",
-    "length_penalty",
-    "stop_token_ids",
-    "include_stop_str_in_output",
-    "ignore_eos",
-    "min_tokens",
-    "skip_special_tokens",
-    "spaces_between_special_tokens",
-    "truncate_prompt_tokens",
-    "truncation_side",
-    "prompt_logprobs",
-    "logprob_token_ids",
-    "allowed_token_ids",
-    "bad_words",
-    "echo",
-    "add_generation_prompt",
-    "continue_final_message",
-    "add_special_tokens",
-    "documents",
-    "chat_template",
-    "chat_template_kwargs",
-    "media_io_kwargs",
-    "mm_processor_kwargs",
-    "structured_outputs",
-    "priority",
-    "request_id",
-    "session_id",
-    "return_tokens_as_token_ids",
-    "return_token_ids",
-    "routed_experts_prompt_start",
-    "return_token_offsets",
-    "return_prompt_text",
-    "mm_payload",
-    "return_mm_kwargs",
-    "cache_salt",
-    "kv_transfer_params",
-    "ec_transfer_params",
-    "vllm_xargs",
-    "repetition_detection",
-    "stream_interval",
-];
+parity_core::body! {
+    /// vLLM 0.32.0's `ChatCompletionRequest`
+    /// (vllm/entrypoints/openai/chat_completion/protocol.py), every field
+    /// once, under what a step's sampling does with it. Any other field is
+    /// logged ("present in the request but ignored") and dropped
+    /// (`OpenAIBaseModel`, vllm/entrypoints/serve/engine/protocol.py):
+    /// [`ChatCompletionRequest::other`].
+    pub struct ChatCompletionRequest {
+        /// The sampling fields the server's defaults fill when the request
+        /// leaves them unset ([`GENERATION_CONFIG_FIELDS`]).
+        defaulted: Defaulted {
+            repetition_penalty,
+            presence_penalty,
+            frequency_penalty,
+            temperature,
+            top_k,
+            top_p,
+            min_p,
+        },
+        /// Passed to `SamplingParams` unchanged (`logit_bias` clamped to
+        /// [-100, 100] as `to_sampling_params` does).
+        passed: Passed { seed, allowed_token_ids, n, min_tokens, bad_words, logit_bias },
+        /// Fields that change what vLLM samples and that this semantics
+        /// does not model: a request setting one (not `null`, not `false`)
+        /// is refused, the first in name order when several are.
+        unmodelled: Unmodelled {
+            length_penalty,
+            repetition_detection,
+            response_format,
+            structured_outputs,
+            use_beam_search,
+            vllm_xargs,
+            watermarking,
+        },
+        /// Read, but not by one step's sampling (what to generate from, how
+        /// much, how to stream and detokenize, logprobs).
+        read: Read {
+            messages,
+            model,
+            max_tokens,
+            max_completion_tokens,
+            stop,
+            stop_token_ids,
+            stream,
+            stream_options,
+            logprobs,
+            top_logprobs,
+            user,
+            ignore_eos,
+            include_stop_str_in_output,
+            skip_special_tokens,
+            spaces_between_special_tokens,
+            echo,
+            prompt_logprobs,
+        },
+        /// The rest of the class: tools, templates, multimodal and
+        /// transfer options, scheduling, what the response returns.
+        rest: Rest {
+            tools,
+            tool_choice,
+            reasoning_effort,
+            thinking_token_budget,
+            include_reasoning,
+            parallel_tool_calls,
+            truncate_prompt_tokens,
+            truncation_side,
+            logprob_token_ids,
+            add_generation_prompt,
+            continue_final_message,
+            add_special_tokens,
+            documents,
+            chat_template,
+            chat_template_kwargs,
+            media_io_kwargs,
+            mm_processor_kwargs,
+            priority,
+            request_id,
+            session_id,
+            return_tokens_as_token_ids,
+            return_token_ids,
+            routed_experts_prompt_start,
+            return_token_offsets,
+            return_prompt_text,
+            mm_payload,
+            return_mm_kwargs,
+            cache_salt,
+            kv_transfer_params,
+            ec_transfer_params,
+            stream_interval,
+        },
+    }
+}
 
-/// `ChatCompletionRequest` fields that change what vLLM samples and that
-/// this semantics does not model: a request setting one is refused.
-const UNMODELLED: &[&str] = &[
-    "use_beam_search",
-    "length_penalty",
-    "response_format",
-    "structured_outputs",
-    "watermarking",
-    "repetition_detection",
-    "vllm_xargs",
-];
+/// `/v1/completions`' text, which [`request_params`] also takes (and drops)
+/// beside the chat request's [`Read`] fields.
+const PROMPT: &str = "prompt";
 
 /// `vllm serve`'s reading of a chat-completions request: what
 /// [`request_params`] receives, and the fields vLLM drops unread.
 pub(crate) fn chat_request(
     request: &Map<String, Value>,
 ) -> Result<(Map<String, Value>, Vec<String>), Error> {
-    let mut own = Map::new();
-    let mut ignored = Vec::new();
-    for (k, v) in request {
-        let k = k.as_str();
-        if !CHAT_REQUEST_FIELDS.contains(&k) {
-            ignored.push(k.to_string());
-        } else if UNMODELLED.contains(&k) {
-            if !(v.is_null() || v == &Value::Bool(false)) {
-                return Err(Error::new(format_args!(
-                    "request field `{k}` (= {v}) changes vLLM's sampling and is not modelled by the vllm semantics"
-                )));
-            }
-        } else if GENERATION_CONFIG_FIELDS.contains(&k)
-            || PASSED.contains(&k)
-            || IGNORED.contains(&k)
-            || k == "logit_bias"
-        {
-            own.insert(k.to_string(), v.clone());
-        }
+    let body: ChatCompletionRequest = parity_core::body::read(request)?;
+    if let Some((k, v)) = body
+        .unmodelled
+        .set()
+        .into_iter()
+        .find(|(_, v)| **v != Value::Bool(false))
+    {
+        return Err(Error::new(format_args!(
+            "request field `{k}` (= {v}) changes vLLM's sampling and is not modelled by the vllm semantics"
+        )));
     }
-    Ok((own, ignored))
+    let own = (body.defaulted.set().into_iter())
+        .chain(body.passed.set())
+        .chain(body.read.set())
+        .map(|(k, v)| (k.to_string(), v.clone()))
+        .collect();
+    Ok((own, body.other.keys().cloned().collect()))
 }
 
 /// What an OpenAI-style request to `vllm serve` samples with: for each of
@@ -601,10 +576,10 @@ pub fn request_params(
     }
     for (k, v) in request {
         let k = k.as_str();
-        if GENERATION_CONFIG_FIELDS.contains(&k) || IGNORED.contains(&k) {
+        if Defaulted::FIELDS.contains(&k) || Read::FIELDS.contains(&k) || k == PROMPT {
             continue;
         }
-        if PASSED.contains(&k) || k == "logit_bias" {
+        if Passed::FIELDS.contains(&k) {
             out.insert(k.into(), v.clone());
         } else {
             return Err(Error::new(format_args!(

@@ -198,7 +198,7 @@ fn a_toy_semantics_is_one_module_and_one_registry_line() {
         allow_unknown: false,
         format: Format::Json,
     };
-    comparison::request::run(&args, None, &engines, &mut out).expect("request");
+    comparison::request::run(&args, None, &engines, &mut out, &mut Vec::new()).expect("request");
     let v: Value = serde_json::from_slice(&out).expect("json");
     let endpoint = v["endpoints"]
         .as_array()
