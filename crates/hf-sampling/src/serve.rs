@@ -83,141 +83,101 @@ pub enum ServeEndpoint {
     Completions,
 }
 
-/// `TransformersCompletionCreateParamsStreaming.__mutable_keys__`
-/// (transformers 5.23.0 over openai 3.57.0), as recorded.
-const CHAT_ACCEPTED: &[&str] = &[
-    "audio",
-    "chat_template_kwargs",
-    "frequency_penalty",
-    "function_call",
-    "functions",
-    "generation_config",
-    "logit_bias",
-    "logprobs",
-    "max_completion_tokens",
-    "max_tokens",
-    "messages",
-    "metadata",
-    "modalities",
-    "model",
-    "moderation",
-    "n",
-    "parallel_tool_calls",
-    "prediction",
-    "presence_penalty",
-    "prompt_cache_key",
-    "prompt_cache_options",
-    "prompt_cache_retention",
-    "reasoning_effort",
-    "response_format",
-    "safety_identifier",
-    "seed",
-    "service_tier",
-    "stop",
-    "store",
-    "stream",
-    "stream_options",
-    "temperature",
-    "tool_choice",
-    "tools",
-    "top_logprobs",
-    "top_p",
-    "user",
-    "verbosity",
-    "web_search_options",
-];
+parity_core::body! {
+    /// `/v1/chat/completions`' body: the keys of
+    /// `TransformersCompletionCreateParamsStreaming.__mutable_keys__`
+    /// (transformers 5.23.0 over openai 3.57.0, as recorded), each once;
+    /// any other key is a 422.
+    pub struct ChatBody {
+        /// Read (`handle_request`, `_build_generation_config`,
+        /// `get_processor_inputs_from_messages`).
+        read: ChatRead {
+            model,
+            messages,
+            tools,
+            chat_template_kwargs,
+            stream,
+            generation_config,
+            temperature,
+            top_p,
+            seed,
+            max_completion_tokens,
+            max_tokens,
+            frequency_penalty,
+            logit_bias,
+            stop,
+        },
+        /// `UNUSED_CHAT_COMPLETION_FIELDS` (`chat_completion.py`, 5.23.0):
+        /// warned about and ignored.
+        unused: ChatUnused {
+            audio,
+            function_call,
+            functions,
+            logprobs,
+            metadata,
+            modalities,
+            n,
+            parallel_tool_calls,
+            prediction,
+            presence_penalty,
+            reasoning_effort,
+            response_format,
+            service_tier,
+            store,
+            stream_options,
+            tool_choice,
+            top_logprobs,
+            user,
+            web_search_options,
+        },
+        /// Accepted and dropped without a word.
+        dropped: ChatDropped {
+            moderation,
+            prompt_cache_key,
+            prompt_cache_options,
+            prompt_cache_retention,
+            safety_identifier,
+            verbosity,
+        },
+    }
+}
 
-/// `UNUSED_CHAT_COMPLETION_FIELDS` (`chat_completion.py`, 5.23.0).
-const CHAT_UNUSED: &[&str] = &[
-    "audio",
-    "function_call",
-    "functions",
-    "logprobs",
-    "metadata",
-    "modalities",
-    "n",
-    "parallel_tool_calls",
-    "prediction",
-    "presence_penalty",
-    "reasoning_effort",
-    "response_format",
-    "service_tier",
-    "store",
-    "stream_options",
-    "tool_choice",
-    "top_logprobs",
-    "user",
-    "web_search_options",
-];
-
-/// Fields `/v1/chat/completions` reads (`handle_request`,
-/// `_build_generation_config`, `get_processor_inputs_from_messages`).
-const CHAT_READ: &[&str] = &[
-    "model",
-    "messages",
-    "tools",
-    "chat_template_kwargs",
-    "stream",
-    "generation_config",
-    "temperature",
-    "top_p",
-    "seed",
-    "max_completion_tokens",
-    "max_tokens",
-    "frequency_penalty",
-    "logit_bias",
-    "stop",
-];
-
-/// `TransformersTextCompletionCreateParams.__mutable_keys__` (5.23.0 over
-/// openai 3.57.0), as recorded.
-const COMPLETIONS_ACCEPTED: &[&str] = &[
-    "best_of",
-    "echo",
-    "frequency_penalty",
-    "generation_config",
-    "logit_bias",
-    "logprobs",
-    "max_tokens",
-    "model",
-    "n",
-    "presence_penalty",
-    "prompt",
-    "seed",
-    "stop",
-    "stream",
-    "stream_options",
-    "suffix",
-    "temperature",
-    "top_p",
-    "user",
-];
-
-/// `UNUSED_LEGACY_COMPLETION_FIELDS` (`completion.py`, 5.23.0).
-const COMPLETIONS_UNUSED: &[&str] = &[
-    "best_of",
-    "echo",
-    "logprobs",
-    "n",
-    "presence_penalty",
-    "stream_options",
-    "user",
-];
-
-/// Fields `/v1/completions` reads (no `logit_bias`).
-const COMPLETIONS_READ: &[&str] = &[
-    "model",
-    "prompt",
-    "suffix",
-    "stream",
-    "generation_config",
-    "temperature",
-    "top_p",
-    "seed",
-    "max_tokens",
-    "frequency_penalty",
-    "stop",
-];
+parity_core::body! {
+    /// `/v1/completions`' body: the keys of
+    /// `TransformersTextCompletionCreateParams.__mutable_keys__` (5.23.0
+    /// over openai 3.57.0, as recorded), each once; any other key is a 422.
+    pub struct CompletionsBody {
+        /// Read (`handle_request`, `_build_generation_config`).
+        read: CompletionsRead {
+            model,
+            prompt,
+            suffix,
+            stream,
+            generation_config,
+            temperature,
+            top_p,
+            seed,
+            max_tokens,
+            frequency_penalty,
+            stop,
+        },
+        /// `UNUSED_LEGACY_COMPLETION_FIELDS` (`completion.py`, 5.23.0):
+        /// warned about and ignored.
+        unused: CompletionsUnused {
+            best_of,
+            echo,
+            logprobs,
+            n,
+            presence_penalty,
+            stream_options,
+            user,
+        },
+        /// Accepted and dropped without a word (no `logit_bias` here).
+        dropped: CompletionsDropped {
+            logit_bias,
+        },
+    }
+}
 
 impl ServeEndpoint {
     /// Both, in the order [`crate::request_routes`] lists them.
@@ -241,26 +201,29 @@ impl ServeEndpoint {
         parity_core::Endpoint::http(SERVER, self.protocol())
     }
 
-    /// Every body key the endpoint accepts; any other is a 422.
-    pub fn accepted(self) -> &'static [&'static str] {
-        match self {
-            Self::ChatCompletions => CHAT_ACCEPTED,
-            Self::Completions => COMPLETIONS_ACCEPTED,
-        }
+    /// Every body key the endpoint accepts, sorted; any other is a 422.
+    pub fn accepted(self) -> Vec<&'static str> {
+        let groups = match self {
+            Self::ChatCompletions => ChatBody::FIELDS,
+            Self::Completions => CompletionsBody::FIELDS,
+        };
+        let mut all: Vec<&'static str> = groups.concat();
+        all.sort_unstable();
+        all
     }
 
-    /// Accepted keys it warns about and ignores.
+    /// Accepted keys it warns about and ignores, sorted.
     pub fn unused(self) -> &'static [&'static str] {
         match self {
-            Self::ChatCompletions => CHAT_UNUSED,
-            Self::Completions => COMPLETIONS_UNUSED,
+            Self::ChatCompletions => ChatUnused::FIELDS,
+            Self::Completions => CompletionsUnused::FIELDS,
         }
     }
 
     fn read(self) -> &'static [&'static str] {
         match self {
-            Self::ChatCompletions => CHAT_READ,
-            Self::Completions => COMPLETIONS_READ,
+            Self::ChatCompletions => ChatRead::FIELDS,
+            Self::Completions => CompletionsRead::FIELDS,
         }
     }
 }
