@@ -40,7 +40,6 @@
 
 mod api;
 mod cells;
-pub mod dialect;
 mod http;
 pub mod repeat;
 mod report;
@@ -53,7 +52,7 @@ use parity_core::{AnySemantics, Comparison, Context, Error, Logits, Prepared, Ro
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-pub use api::{Api, Key, Prompt, help};
+pub use api::{Api, Key, Prompt, dialect, help};
 pub use http::{Exchange, Live, Replay, Transport};
 pub use report::write_text;
 

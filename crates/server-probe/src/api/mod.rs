@@ -25,6 +25,8 @@
 //! Ollama (`/api/generate`, raw prompt): `logprobs: true, top_logprobs: K`
 //! (K at most 20); sampling fields go in `options`. No post-sampling view.
 
+pub mod dialect;
+
 use parity_core::{Endpoint, Error};
 use serde_json::{Map, Value, json};
 
@@ -104,8 +106,8 @@ impl Api {
     ];
 
     /// What this API's server does with logprobs (cited in `dialect`).
-    pub fn dialect(self) -> &'static crate::dialect::Dialect {
-        use crate::dialect as d;
+    pub fn dialect(self) -> &'static self::dialect::Dialect {
+        use self::dialect as d;
         match self {
             Api::LlamaServer => &d::LLAMA_SERVER,
             Api::Openai => &d::OPENAI,
@@ -349,7 +351,7 @@ impl<'t> Session<'t> {
                     ));
                 };
                 // `--api openai` against a server whose listing names it
-                // (`owned_by`, dialect.rs) speaks that server's dialect.
+                // (`owned_by`, api/dialect.rs) speaks that server's dialect.
                 if self.api == Api::Openai
                     && let Some(owner) = data
                         .first()
@@ -698,7 +700,7 @@ impl Session<'_> {
 }
 
 /// One draw ([`Session::sample`]): the token, and its raw log-probability
-/// where the dialect returns it ([`crate::dialect::DrawLogprob`]).
+/// where the dialect returns it ([`self::dialect::DrawLogprob`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Drawn {
     pub key: Key,
