@@ -165,9 +165,16 @@ def main() -> int:
             return 0
         for k in sorted(set(old) | set(doc)):
             if k == "cases":
-                for a, b in zip(old.get(k, []), doc.get(k, [])):
-                    if not same(a, b):
-                        print(f"record_backend_server.py: DIFF in case {b['name']}", file=sys.stderr)
+                # By name, so a case recorded only once is named too.
+                was = {c["name"]: c for c in old.get(k, [])}
+                now = {c["name"]: c for c in doc.get(k, [])}
+                for name in sorted(set(was) | set(now)):
+                    if name not in now:
+                        print(f"record_backend_server.py: case {name} is no longer recorded", file=sys.stderr)
+                    elif name not in was:
+                        print(f"record_backend_server.py: case {name} is new", file=sys.stderr)
+                    elif not same(was[name], now[name]):
+                        print(f"record_backend_server.py: DIFF in case {name}", file=sys.stderr)
             elif not same(old.get(k), doc.get(k)):
                 print(f"record_backend_server.py: DIFF in {k}: {old.get(k)} vs {doc.get(k)}", file=sys.stderr)
         print("record_backend_server.py: DIFF", file=sys.stderr)
