@@ -14,6 +14,7 @@
 #![deny(missing_docs)]
 
 pub mod arrays;
+pub mod beam;
 pub mod endpoint;
 pub mod fixture;
 pub mod fragile;
@@ -26,6 +27,7 @@ pub mod record;
 pub mod recording;
 pub mod seed;
 pub mod semantics;
+pub mod speculative;
 pub mod text;
 pub mod token;
 pub mod trace;
