@@ -110,7 +110,7 @@ pub fn parse_perturb(text: &str) -> anyhow::Result<Perturb> {
 /// 0.7 without top-k (the fixtures' `t07`) as the target; as drafts, the same
 /// logits under `k40p09` (a truncated draft), and a copy of the logits
 /// perturbed by ±1.5 (a weaker draft), the pairs of
-/// `docs/engines/tutorial.md`.
+/// `docs/search.md`.
 pub(crate) fn default_pairs() -> Vec<Pair> {
     let side = |params: Value| Side {
         semantics: "hf".into(),
