@@ -1062,7 +1062,8 @@ fn port_beams(
 }
 
 /// The JSON Schema of `compare beam`'s `--format json` document
-/// ([`crate::json_schema`]), the compared search's beams under its name.
+/// ([`crate::json_schema`]), the compared search's beams under its name
+/// (`compared` is `CaseDoc`'s last field: the renamed property stays last).
 pub(crate) fn searches_schema(engines: &Engines) -> schemars::Schema {
     let mut schema = schemars::schema_for!(SearchesDoc<'static>);
     let key = engines.beam.name();
@@ -1071,10 +1072,10 @@ pub(crate) fn searches_schema(engines: &Engines) -> schemars::Schema {
         .and_then(|defs| defs.get_mut("CaseDoc"))
         .and_then(Value::as_object_mut);
     if let Some(case) = case {
-        if let Some(Value::Object(props)) = case.get_mut("properties") {
-            if let Some(p) = props.remove("compared") {
-                props.insert(key.into(), p);
-            }
+        if let Some(Value::Object(props)) = case.get_mut("properties")
+            && let Some(p) = props.remove("compared")
+        {
+            props.insert(key.into(), p);
         }
         if let Some(Value::Array(required)) = case.get_mut("required") {
             for r in required.iter_mut().filter(|r| *r == "compared") {

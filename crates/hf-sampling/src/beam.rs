@@ -43,9 +43,9 @@
 //!
 //! The search runs on any [`LanguageModel`] (`parity_core::beam`, where a
 //! search compared with this one finds it too): log-probabilities as a
-//! function of the prefix. [`TableLm`] replays recorded log-probabilities of a real
-//! model (`fixtures/beam/smollm2_beams.jsonl`, SmolLM2 through transformers,
-//! recorded by `scripts/reference/beam_smollm2_reference.py`).
+//! function of the prefix. [`TableLm`] replays recorded log-probabilities of
+//! a real model (`fixtures/beam/smollm2_beams.jsonl`, SmolLM2 through
+//! transformers, recorded by `scripts/reference/beam_smollm2_reference.py`).
 //!
 //! [`ToyLm`] hashes the whole prefix with SplitMix64 and maps each token to a
 //! float32 logit; `scripts/reference/beam_reference.py` implements the same
