@@ -3,7 +3,7 @@
 
 The toy model's next-token logits are a fixed function of the whole prefix
 (64-bit SplitMix hashing of the token ids, turned into float32 values), so the
-Rust crate `tutorial-sampling` (module `beam`) computes bit-identical logits
+Rust crate `hf-sampling` (module `beam`) computes bit-identical logits
 and can replay `generate(num_beams=...)` step by step. For every configuration
 in `configs()` this script runs the real `model.generate` of the pinned
 transformers and writes its `sequences` and `sequences_scores`, together with

@@ -10,7 +10,7 @@ and records `sequences`, `sequences_scores`, and, for every prefix the model
 was run on, the 16 largest values of `log_softmax` of its last logits — the
 exact float32 numbers beam search added to its scores. Beam search only ever
 keeps candidates among the top 2·num_beams of each beam, so this table is
-enough for the Rust replay (`tutorial-sampling`, module `beam`) to redo the
+enough for the Rust replay (`hf-sampling`, module `beam`) to redo the
 search and must land on the same beams.
 
 Output: fixtures/beam/smollm2_beams.jsonl (a header line, then one line per

@@ -122,7 +122,8 @@ fn ollama_model_params(
 
 /// The engines every command reaches: [`all`] (with the model's Ollama
 /// parameters layered in, when given), the trace ports, the benchmarked
-/// engine and the defaults.
+/// engine, the beam search and speculative verifiers compared with
+/// transformers', and the defaults.
 pub fn engines(
     generation_config: Option<&GenerationConfig>,
     options: &Options,
@@ -233,6 +234,8 @@ fn base_engines() -> Engines {
             name: "candle",
             step: bench_step,
         },
+        beam: Box::new(tutorial_sampling::beam::TutorialSearch),
+        speculative: Box::new(tutorial_sampling::speculative::Verifiers),
         defaults: DEFAULTS,
     }
 }

@@ -1,7 +1,8 @@
 //! `compare beam`: transformers 5.23's beam search (replayed by
-//! `tutorial_sampling::beam`) beside the tutorial's, on the hashed toy models
-//! and the recorded SmolLM2 runs; with `--recorded`, every recorded
-//! transformers run replayed and counted.
+//! `hf_sampling::beam`) beside the registry's other beam search
+//! ([`Engines::beam`]), on the hashed toy models and the recorded SmolLM2
+//! runs; with `--recorded`, every recorded transformers run replayed and
+//! counted.
 //!
 //! The recordings are `fixtures/beam/transformers_beams.jsonl` (the toy
 //! models, `scripts/reference/beam_reference.py`) and
@@ -15,13 +16,16 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
+use hf_sampling::beam::{
+    BeamConfig, BeamOutput, TableLm, ToyLm, log_softmax, transformers_beam_search,
+};
+use parity_core::beam::{
+    BeamError, BeamRequest, BeamSearch, Beams, LanguageModel, first_difference,
+};
 use parity_core::trace::PrefixModel;
+use serde::ser::SerializeStruct as _;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
-use tutorial_sampling::beam::{
-    BeamConfig, BeamError, BeamOutput, LanguageModel, TableLm, ToyLm, TutorialBeams,
-    first_difference, log_softmax, transformers_beam_search, tutorial_beam_search,
-};
 
 use crate::Engines;
 use crate::Progress;
@@ -163,7 +167,7 @@ struct ToyRecord {
     prompt: Vec<i64>,
     kwargs: Map<String, Value>,
     /// The toy model's logits after the prompt, as transformers computed
-    /// them (tutorial-sampling's tests check [`ToyLm`] against them).
+    /// them (the tests of [`ToyLm`] check it against them).
     #[serde(rename = "first_logits")]
     _first_logits: Vec<f64>,
     sequences: Vec<Vec<i64>>,
@@ -489,6 +493,7 @@ pub fn run(
                 && r.config == config
         });
         cases.push(case(
+            &*engines.beam,
             lm,
             format!("toy model {params}"),
             &rec.prompt,
@@ -502,6 +507,7 @@ pub fn run(
             continue;
         };
         let mut c = case(
+            &*engines.beam,
             lm,
             "SmolLM2-135M-Instruct".into(),
             &rec.prompt,
@@ -515,7 +521,7 @@ pub fn run(
     match args.format {
         Format::Json => {
             let doc = SearchesDoc {
-                cases: cases.iter().map(Case::to_doc).collect(),
+                cases: cases.iter().map(|c| c.to_doc(&*engines.beam)).collect(),
                 kwargs: &kwargs,
                 schema: crate::report::SCHEMA,
             };
@@ -525,7 +531,8 @@ pub fn run(
         Format::Text => {
             writeln!(
                 out,
-                "beam search, transformers 5.23 (replayed) beside the tutorial's; generated tokens"
+                "beam search, transformers 5.23 (replayed) beside {}; generated tokens",
+                engines.beam.label()
             )?;
             writeln!(out, "toy models, with")?;
             writeln!(out, "  {}", kwargs_text(&kwargs))?;
@@ -540,7 +547,7 @@ pub fn run(
                          its recorded kwargs"
                     )?;
                 }
-                c.write_text(out)?;
+                c.write_text(&*engines.beam, out)?;
             }
         }
     }
@@ -573,7 +580,7 @@ struct SearchesDoc<'a> {
 }
 
 /// One model and prompt, both searches.
-#[derive(Serialize, schemars::JsonSchema)]
+#[derive(schemars::JsonSchema)]
 struct CaseDoc<'a> {
     first_difference: Option<usize>,
     kwargs: &'a Map<String, Value>,
@@ -583,7 +590,28 @@ struct CaseDoc<'a> {
     recorded: Option<RecordedDoc>,
     same_best: bool,
     transformers: SearchDoc<'a>,
-    tutorial: SearchDoc<'a>,
+    // The compared search's beams, keyed by its name (`compared_key`; the
+    // schema's property is renamed to it in `searches_schema`).
+    compared: SearchDoc<'a>,
+    #[schemars(skip)]
+    compared_key: &'static str,
+}
+
+/// [`CaseDoc`]'s fields in order, the compared search's under its name.
+impl Serialize for CaseDoc<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut doc = serializer.serialize_struct("CaseDoc", 9)?;
+        doc.serialize_field("first_difference", &self.first_difference)?;
+        doc.serialize_field("kwargs", &self.kwargs)?;
+        doc.serialize_field("model", &self.model)?;
+        doc.serialize_field("prompt", &self.prompt)?;
+        doc.serialize_field("prompt_name", &self.prompt_name)?;
+        doc.serialize_field("recorded", &self.recorded)?;
+        doc.serialize_field("same_best", &self.same_best)?;
+        doc.serialize_field("transformers", &self.transformers)?;
+        doc.serialize_field(self.compared_key, &self.compared)?;
+        doc.end()
+    }
 }
 
 /// One search's beams, or why it could not run.
@@ -642,12 +670,14 @@ struct Case {
     kwargs: Map<String, Value>,
     prompt: Vec<i64>,
     transformers: BeamOutput,
-    tutorial: Result<TutorialBeams, String>,
+    /// The compared search's beams, or why it could not run.
+    compared: Result<Beams, String>,
     first_difference: Option<usize>,
     recorded: Option<Check>,
 }
 
 fn case(
+    compared: &dyn BeamSearch,
     lm: &dyn LanguageModel,
     label: String,
     prompt: &[i64],
@@ -657,11 +687,16 @@ fn case(
 ) -> anyhow::Result<Case> {
     let transformers =
         transformers_beam_search(lm, prompt, config).with_context(|| label.clone())?;
-    let eos = config.eos_token_ids.first().copied().unwrap_or(-1);
-    let tutorial = tutorial_beam_search(lm, prompt, config.max_new_tokens, config.num_beams, eos)
+    let request = BeamRequest {
+        num_beams: config.num_beams,
+        max_new_tokens: config.max_new_tokens,
+        eos_token_ids: &config.eos_token_ids,
+    };
+    let compared = compared
+        .search(lm, prompt, &request)
         .map_err(|e| e.to_string());
     let best = &transformers.sequences[0][..prompt.len() + transformers.lengths[0]];
-    let first_difference = tutorial
+    let first_difference = compared
         .as_ref()
         .ok()
         .and_then(|t| first_difference(best, &t.beams[0].1, prompt.len()));
@@ -672,7 +707,7 @@ fn case(
         kwargs: kwargs.clone(),
         prompt: prompt.to_vec(),
         transformers,
-        tutorial,
+        compared,
         first_difference,
         recorded,
     })
@@ -690,10 +725,10 @@ impl Case {
             .collect()
     }
 
-    fn tutorial_beams(&self) -> Vec<(Vec<i64>, f64)> {
+    fn compared_beams(&self) -> Vec<(Vec<i64>, f64)> {
         let n = self.prompt.len();
         let r = self.transformers.sequences.len();
-        self.tutorial.as_ref().map_or(Vec::new(), |t| {
+        self.compared.as_ref().map_or(Vec::new(), |t| {
             t.beams
                 .iter()
                 .take(r)
@@ -702,7 +737,7 @@ impl Case {
         })
     }
 
-    fn to_doc(&self) -> CaseDoc<'_> {
+    fn to_doc(&self, compared: &dyn BeamSearch) -> CaseDoc<'_> {
         let beams = |list: Vec<(Vec<i64>, f64)>| {
             list.into_iter()
                 .map(|(generated, score)| BeamDoc { generated, score })
@@ -718,7 +753,7 @@ impl Case {
                 max_score_diff: f64::from(c.max_score_diff),
                 reproduced: c.reproduced,
             }),
-            same_best: self.tutorial.is_ok() && self.first_difference.is_none(),
+            same_best: self.compared.is_ok() && self.first_difference.is_none(),
             transformers: SearchDoc::Beams {
                 beams: beams(
                     self.transformers_beams()
@@ -728,17 +763,18 @@ impl Case {
                 ),
                 steps: self.transformers.steps,
             },
-            tutorial: match &self.tutorial {
+            compared: match &self.compared {
                 Ok(t) => SearchDoc::Beams {
-                    beams: beams(self.tutorial_beams()),
+                    beams: beams(self.compared_beams()),
                     steps: t.steps,
                 },
                 Err(e) => SearchDoc::Error { error: e },
             },
+            compared_key: compared.name(),
         }
     }
 
-    fn write_text(&self, out: &mut dyn Write) -> anyhow::Result<()> {
+    fn write_text(&self, compared: &dyn BeamSearch, out: &mut dyn Write) -> anyhow::Result<()> {
         writeln!(out)?;
         match &self.prompt_name {
             Some(name) => writeln!(
@@ -773,14 +809,16 @@ impl Case {
         for (g, s) in self.transformers_beams() {
             writeln!(out, "    {s:>10.4}  {g:?}")?;
         }
-        match &self.tutorial {
+        let name = compared.name();
+        match &self.compared {
             Ok(t) => {
                 writeln!(
                     out,
-                    "  tutorial, {} steps (score: sum of log-probabilities)",
-                    t.steps
+                    "  {name}, {} steps (score: {})",
+                    t.steps,
+                    compared.score()
                 )?;
-                for (g, s) in self.tutorial_beams() {
+                for (g, s) in self.compared_beams() {
                     writeln!(out, "    {s:>10.4}  {g:?}")?;
                 }
                 match self.first_difference {
@@ -788,7 +826,7 @@ impl Case {
                     Some(i) => writeln!(out, "  best sequences part at generated token {i}")?,
                 }
             }
-            Err(e) => writeln!(out, "  tutorial: cannot run: {e}")?,
+            Err(e) => writeln!(out, "  {name}: cannot run: {e}")?,
         }
         Ok(())
     }
@@ -1024,9 +1062,28 @@ fn port_beams(
 }
 
 /// The JSON Schema of `compare beam`'s `--format json` document
-/// ([`crate::json_schema`]).
-pub(crate) fn searches_schema() -> schemars::Schema {
-    schemars::schema_for!(SearchesDoc<'static>)
+/// ([`crate::json_schema`]), the compared search's beams under its name
+/// (`compared` is `CaseDoc`'s last field: the renamed property stays last).
+pub(crate) fn searches_schema(engines: &Engines) -> schemars::Schema {
+    let mut schema = schemars::schema_for!(SearchesDoc<'static>);
+    let key = engines.beam.name();
+    let case = schema
+        .get_mut("$defs")
+        .and_then(|defs| defs.get_mut("CaseDoc"))
+        .and_then(Value::as_object_mut);
+    if let Some(case) = case {
+        if let Some(Value::Object(props)) = case.get_mut("properties")
+            && let Some(p) = props.remove("compared")
+        {
+            props.insert(key.into(), p);
+        }
+        if let Some(Value::Array(required)) = case.get_mut("required") {
+            for r in required.iter_mut().filter(|r| *r == "compared") {
+                *r = key.into();
+            }
+        }
+    }
+    schema
 }
 
 /// The JSON Schema of `compare beam --recorded`'s `--format json` document

@@ -1,10 +1,13 @@
 //! What the binary's registry hands the library: every semantics, every
-//! trace port, the engine a benchmark times and the defaults of the commands
-//! that pick one engine. The library names no engine; `compare`'s
+//! trace port, the engine a benchmark times, the beam search and the
+//! speculative-decoding verifiers compared with transformers', and the
+//! defaults of the commands that pick one engine. The library names no engine; `compare`'s
 //! `registry.rs` is the one place that does.
 
 use anyhow::Context as _;
 use parity_core::AnySemantics;
+use parity_core::beam::BeamSearch;
+use parity_core::speculative::SpeculativeTable;
 use parity_core::trace::Port;
 use serde_json::{Map, Value};
 
@@ -45,6 +48,10 @@ pub struct Engines {
     pub ports: Vec<Box<dyn Port>>,
     /// The engine `compare bench` times.
     pub bench: BenchEngine,
+    /// The beam search `compare beam` runs beside transformers'.
+    pub beam: Box<dyn BeamSearch>,
+    /// The verifiers `compare speculative` tables.
+    pub speculative: Box<dyn SpeculativeTable>,
     /// The defaults.
     pub defaults: Defaults,
 }

@@ -9,6 +9,8 @@
 
 use schemars::Schema;
 
+use crate::Engines;
+
 /// One JSON document (or JSON-lines line) a command writes.
 pub struct Document {
     /// The command and options that write it, e.g. `compare report --format json`.
@@ -18,21 +20,23 @@ pub struct Document {
     /// Whether the command writes one such document per input line
     /// (JSON lines) rather than one document.
     pub lines: bool,
-    /// The schema, generated from the output type.
-    pub schema: fn() -> Schema,
+    /// The schema, generated from the output type; `engines` name what the
+    /// output names after them (`compare beam`'s compared search).
+    pub schema: fn(&Engines) -> Schema,
 }
 
 impl Document {
-    /// The schema, titled with the command that writes the document.
-    pub fn generate(&self) -> Schema {
-        let mut schema = (self.schema)();
+    /// The schema, titled with the command that writes the document, for
+    /// the registry's `engines`.
+    pub fn generate(&self, engines: &Engines) -> Schema {
+        let mut schema = (self.schema)(engines);
         schema.insert("title".into(), self.command.into());
         schema
     }
 
     /// The schema as the committed file holds it: pretty JSON and a newline.
-    pub fn text(&self) -> serde_json::Result<String> {
-        Ok(serde_json::to_string_pretty(&self.generate())? + "\n")
+    pub fn text(&self, engines: &Engines) -> serde_json::Result<String> {
+        Ok(serde_json::to_string_pretty(&self.generate(engines))? + "\n")
     }
 }
 
@@ -43,55 +47,55 @@ pub fn documents() -> Vec<Document> {
             command: "compare report --format json",
             file: "report.json",
             lines: false,
-            schema: crate::report::json_schema,
+            schema: |_| crate::report::json_schema(),
         },
         Document {
             command: "compare dist --semantics NAME",
             file: "dist-line.json",
             lines: true,
-            schema: crate::dist::json_schema,
+            schema: |_| crate::dist::json_schema(),
         },
         Document {
             command: "compare diff --format json",
             file: "diff-line.json",
             lines: true,
-            schema: crate::diff::json_schema,
+            schema: |_| crate::diff::json_schema(),
         },
         Document {
             command: "compare check --format json",
             file: "check-line.json",
             lines: true,
-            schema: crate::check::json_schema,
+            schema: |_| crate::check::json_schema(),
         },
         Document {
             command: "compare semantics --format json",
             file: "semantics.json",
             lines: false,
-            schema: crate::semantics::json_schema,
+            schema: |_| crate::semantics::json_schema(),
         },
         Document {
             command: "compare translate --format json",
             file: "translate.json",
             lines: false,
-            schema: crate::translate::json_schema,
+            schema: |_| crate::translate::json_schema(),
         },
         Document {
             command: "compare request --format json",
             file: "request.json",
             lines: false,
-            schema: crate::request::json_schema,
+            schema: |_| crate::request::json_schema(),
         },
         Document {
             command: "compare ties --format json",
             file: "ties.json",
             lines: false,
-            schema: crate::ties::json_schema,
+            schema: |_| crate::ties::json_schema(),
         },
         Document {
             command: "compare speculative --format json",
             file: "speculative.json",
             lines: false,
-            schema: crate::speculative::json_schema,
+            schema: |_| crate::speculative::json_schema(),
         },
         Document {
             command: "compare beam --format json",
@@ -103,37 +107,37 @@ pub fn documents() -> Vec<Document> {
             command: "compare beam --recorded --format json",
             file: "beam-recorded.json",
             lines: false,
-            schema: crate::beam::recorded_schema,
+            schema: |_| crate::beam::recorded_schema(),
         },
         Document {
             command: "compare beam --port NAME --format json",
             file: "beam-port.json",
             lines: false,
-            schema: crate::beam::port_schema,
+            schema: |_| crate::beam::port_schema(),
         },
         Document {
             command: "compare trace --format json",
             file: "trace.json",
             lines: false,
-            schema: crate::trace::json_schema,
+            schema: |_| crate::trace::json_schema(),
         },
         Document {
             command: "compare bench --format json",
             file: "bench.json",
             lines: false,
-            schema: crate::bench::json_schema,
+            schema: |_| crate::bench::json_schema(),
         },
         Document {
             command: "compare probe --format json",
             file: "probe.json",
             lines: false,
-            schema: || schemars::schema_for!(server_probe::Report),
+            schema: |_| schemars::schema_for!(server_probe::Report),
         },
         Document {
             command: "compare probe --repeat N --format json",
             file: "probe-repeat.json",
             lines: false,
-            schema: || schemars::schema_for!(server_probe::repeat::RepeatReport),
+            schema: |_| schemars::schema_for!(server_probe::repeat::RepeatReport),
         },
     ]
 }

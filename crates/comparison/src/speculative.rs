@@ -1,5 +1,6 @@
 //! `compare speculative`: what each speculative-decoding verifier emits first,
-//! against the target, computed exactly by `tutorial_sampling::speculative`.
+//! against the target, computed exactly by the registry's
+//! [`SpeculativeTable`] ([`Engines::speculative`]).
 //!
 //! The target's and the draft's distributions come from any two semantics of
 //! the registry run on each fixture's logits (the draft optionally on a
@@ -9,10 +10,10 @@
 use std::io::Write;
 
 use anyhow::{Context as _, bail};
+use parity_core::speculative::{SpeculativeTable, Table};
 use parity_core::{AnySemantics, Context, Fixture, Logits};
 use serde::Serialize;
 use serde_json::{Map, Value, json};
-use tutorial_sampling::speculative::{self, Speculative};
 
 use crate::Engines;
 use crate::cli::{Format, SpeculativeArgs};
@@ -20,7 +21,7 @@ use crate::engines::{find, names};
 use crate::report::select;
 use crate::report::text::wrapped;
 
-pub use tutorial_sampling::speculative::EXACT_TV;
+pub use parity_core::speculative::EXACT_TV;
 
 /// One side of a pair: a semantics and its params.
 #[derive(Debug, Clone, PartialEq)]
@@ -109,7 +110,7 @@ pub fn parse_perturb(text: &str) -> anyhow::Result<Perturb> {
 /// 0.7 without top-k (the fixtures' `t07`) as the target; as drafts, the same
 /// logits under `k40p09` (a truncated draft), and a copy of the logits
 /// perturbed by ±1.5 (a weaker draft), the pairs of
-/// `docs/engines/tutorial.md`.
+/// `docs/search.md`.
 pub(crate) fn default_pairs() -> Vec<Pair> {
     let side = |params: Value| Side {
         semantics: "hf".into(),
@@ -187,7 +188,7 @@ struct Case {
     fixture: String,
     target_kept: usize,
     draft_kept: usize,
-    spec: Speculative,
+    spec: Table,
 }
 
 /// Runs the pairs of `args` (or [`default_pairs`]) on every fixture and
@@ -250,9 +251,19 @@ pub fn run(
                     fx.logits.len()
                 );
             }
-            let p = distribution("--target", target, &pair.target.params, fx, None)?;
-            let q = distribution("--draft", draft, &pair.draft.params, dfx, pair.perturb)?;
-            let spec = speculative::speculative(&p.0, &q.0, args.k)
+            let table = &*engines.speculative;
+            let p = distribution("--target", target, &pair.target.params, fx, None, table)?;
+            let q = distribution(
+                "--draft",
+                draft,
+                &pair.draft.params,
+                dfx,
+                pair.perturb,
+                table,
+            )?;
+            let spec = table
+                .table(&p.0, &q.0, args.k)
+                .map_err(anyhow::Error::from_boxed)
                 .with_context(|| format!("{}", fx.path.display()))?;
             cases.push(Case {
                 fixture: fx.name.clone(),
@@ -277,7 +288,13 @@ pub fn run(
     }
     match args.format {
         Format::Json => write_json(args.k, &results, draft_fixture.as_ref(), out),
-        Format::Text => write_text(args.k, &results, draft_fixture.as_ref(), out),
+        Format::Text => write_text(
+            args.k,
+            &results,
+            draft_fixture.as_ref(),
+            &*engines.speculative,
+            out,
+        ),
     }
 }
 
@@ -289,9 +306,10 @@ fn distribution(
     params: &Map<String, Value>,
     fx: &Fixture,
     perturb: Option<Perturb>,
+    table: &dyn SpeculativeTable,
 ) -> anyhow::Result<(Vec<f64>, usize)> {
     let logits = match perturb {
-        Some(p) => speculative::perturbed(&fx.logits, p.scale, p.seed),
+        Some(p) => table.perturbed(&fx.logits, p.scale, p.seed),
         None => fx.logits.clone(),
     };
     let name = semantics.info().name;
@@ -333,20 +351,20 @@ fn write_json(
                         .rows
                         .iter()
                         .map(|r| RowDoc {
-                            acceptance: r.first.acceptance,
-                            algorithm: r.first.algorithm.name(),
-                            candidates: r.proposal.describe(),
-                            exact: r.first.tv <= EXACT_TV,
+                            acceptance: r.acceptance,
+                            algorithm: r.algorithm,
+                            candidates: r.candidates.clone(),
+                            exact: r.tv <= EXACT_TV,
                             expected_accepted: r.expected_accepted,
                             expected_emitted: r.expected_emitted,
-                            reason: r.reason(&c.spec.target, &c.spec.draft),
+                            reason: r.reason.clone(),
                             setting: r.setting,
-                            tv: r.first.tv,
-                            undefined: r.first.undefined,
+                            tv: r.tv,
+                            undefined: r.undefined,
                         })
                         .collect(),
                     target_kept: c.target_kept,
-                    vocab: c.spec.target.len(),
+                    vocab: c.spec.vocab,
                 })
                 .collect();
             PairDoc {
@@ -375,6 +393,7 @@ fn write_text(
     k: usize,
     results: &[(&Pair, Vec<Case>)],
     draft_fixture: Option<&Fixture>,
+    table: &dyn SpeculativeTable,
     out: &mut dyn Write,
 ) -> anyhow::Result<()> {
     for (i, (pair, cases)) in results.iter().enumerate() {
@@ -397,11 +416,7 @@ fn write_text(
             writeln!(
                 out,
                 "{} (V = {}, K = {k}; target keeps {}, draft {}): sum min(p, q) = {:.4}",
-                c.fixture,
-                c.spec.target.len(),
-                c.target_kept,
-                c.draft_kept,
-                c.spec.acceptance_rate
+                c.fixture, c.spec.vocab, c.target_kept, c.draft_kept, c.spec.acceptance_rate
             )?;
             writeln!(
                 out,
@@ -410,26 +425,21 @@ fn write_text(
             )?;
             let mut reasons = Vec::new();
             for r in &c.spec.rows {
-                let f = &r.first;
-                let exact = f.tv <= EXACT_TV;
+                let exact = r.tv <= EXACT_TV;
                 writeln!(
                     out,
                     "  {:<18} {:<12} {:>9.2e} {:>9.2e} {:>7.4} {:>8.3} {:>7.3}  {}",
-                    f.algorithm.name(),
-                    r.proposal.describe(),
-                    f.tv,
-                    f.undefined,
-                    f.acceptance,
+                    r.algorithm,
+                    r.candidates,
+                    r.tv,
+                    r.undefined,
+                    r.acceptance,
                     r.expected_accepted,
                     r.expected_emitted,
                     if exact { "yes" } else { "no" }
                 )?;
-                if let Some(why) = r.reason(&c.spec.target, &c.spec.draft) {
-                    reasons.push(format!(
-                        "{}, {}: {why}",
-                        f.algorithm.name(),
-                        r.proposal.describe()
-                    ));
+                if let Some(why) = &r.reason {
+                    reasons.push(format!("{}, {}: {why}", r.algorithm, r.candidates));
                 }
             }
             for why in reasons {
@@ -448,8 +458,8 @@ fn write_text(
         "probability; accepted, emitted: expected tokens per step for K (docs/search.md)."
     )?;
     writeln!(out, "Where each row occurs:")?;
-    for (algorithm, proposal, setting) in speculative::standard_rows() {
-        let line = format!("{}, {}: {setting}", algorithm.name(), proposal.describe());
+    for o in table.legend() {
+        let line = format!("{}, {}: {}", o.algorithm, o.candidates, o.setting);
         wrapped(out, 98, "  ", 4, &line)?;
     }
     Ok(())

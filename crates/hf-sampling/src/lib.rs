@@ -40,10 +40,11 @@
 //! returns), the probabilities (softmax of the scores; one-hot of the argmax,
 //! first index among ties, when not sampling) and the kept set.
 //!
-//! It deliberately does not model beam search and the other decoding methods
-//! (contrastive, assisted, DoLa), classifier-free guidance (a second forward
-//! pass) or watermarking: [`resolve`] rejects those settings instead of
-//! ignoring them. The caller passes the `input_ids` the penalty should see;
+//! It deliberately does not model the other decoding methods (beam search,
+//! contrastive, assisted, DoLa), classifier-free guidance (a second forward
+//! pass) or watermarking in a step's distribution: [`resolve`] rejects those
+//! settings instead of ignoring them. Deterministic beam search is replayed
+//! whole, step by step, in [`beam`] (`compare beam`'s reference). The caller passes the `input_ids` the penalty should see;
 //! transformers' exclusion of left padding (via the attention mask) is the
 //! caller's job.
 //!
@@ -62,6 +63,7 @@
 #![deny(missing_docs)]
 
 mod acting;
+pub mod beam;
 mod chain;
 mod constraints;
 mod error;

@@ -14,6 +14,7 @@
 #![deny(missing_docs)]
 
 pub mod arrays;
+pub mod beam;
 pub mod body;
 pub mod endpoint;
 pub mod fixture;
@@ -27,6 +28,7 @@ pub mod record;
 pub mod recording;
 pub mod seed;
 pub mod semantics;
+pub mod speculative;
 pub mod text;
 pub mod token;
 pub mod trace;

@@ -16,9 +16,12 @@
 //!   loop, transformers 5.23's `_speculative_sampling` and vLLM 0.32's
 //!   rejection sampler, with the distance to the target, the acceptance rate
 //!   and the expected accepted length.
-//! - [`beam`]: transformers 5.23's beam search replayed step by step, and the
-//!   tutorial's beam search, on any [`beam::LanguageModel`] (a hashed toy
-//!   model is included, identical to the one the reference script runs).
+//! - [`beam`]: the tutorial's beam search on any [`beam::LanguageModel`],
+//!   beside transformers 5.23's (replayed step by step in
+//!   `hf_sampling::beam`, with the hashed toy model the reference script
+//!   runs); [`beam::TutorialSearch`] is it as `compare beam` runs it.
+//! - [`speculative::Verifiers`]: the speculative table as `compare
+//!   speculative` prints it.
 //!
 //! It deliberately does not draw tokens for generation: the sampler gives the
 //! distribution, and the speculative module computes distributions instead of

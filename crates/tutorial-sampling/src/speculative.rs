@@ -284,9 +284,7 @@ pub struct Row {
     pub expected_emitted: f64,
 }
 
-/// A first-token distribution this close to the target (TV) is exact: the
-/// computation is f64 and sums over up to ~10^5 tokens.
-pub const EXACT_TV: f64 = 1e-12;
+pub use parity_core::speculative::EXACT_TV;
 
 impl Row {
     /// Why this row's first token misses the target `target`, in words, with
@@ -522,6 +520,60 @@ pub fn expected_emitted(alpha: f64, k: usize, bonus: bool) -> f64 {
     } else {
         let all = (0..k).fold(1.0, |acc, _| acc * alpha);
         accepted + (1.0 - all)
+    }
+}
+
+/// [`standard_rows`] as `compare speculative` tables them
+/// ([`parity_core::speculative::SpeculativeTable`]): [`speculative`]'s rows
+/// with their [`Row::reason`], [`perturbed`] drafts.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Verifiers;
+
+impl parity_core::speculative::SpeculativeTable for Verifiers {
+    fn table(
+        &self,
+        target: &[f64],
+        draft: &[f64],
+        k: usize,
+    ) -> Result<parity_core::speculative::Table, Box<dyn std::error::Error + Send + Sync>> {
+        let s = speculative(target, draft, k)?;
+        let rows = s
+            .rows
+            .iter()
+            .map(|r| parity_core::speculative::Row {
+                algorithm: r.first.algorithm.name(),
+                candidates: r.proposal.describe(),
+                setting: r.setting,
+                tv: r.first.tv,
+                undefined: r.first.undefined,
+                acceptance: r.first.acceptance,
+                expected_accepted: r.expected_accepted,
+                expected_emitted: r.expected_emitted,
+                reason: r.reason(&s.target, &s.draft),
+            })
+            .collect();
+        Ok(parity_core::speculative::Table {
+            vocab: s.target.len(),
+            acceptance_rate: s.acceptance_rate,
+            rows,
+        })
+    }
+
+    fn legend(&self) -> Vec<parity_core::speculative::Occurrence> {
+        standard_rows()
+            .into_iter()
+            .map(
+                |(algorithm, proposal, setting)| parity_core::speculative::Occurrence {
+                    algorithm: algorithm.name(),
+                    candidates: proposal.describe(),
+                    setting,
+                },
+            )
+            .collect()
+    }
+
+    fn perturbed(&self, logits: &[f32], scale: f32, seed: u64) -> Vec<f32> {
+        perturbed(logits, scale, seed)
     }
 }
 

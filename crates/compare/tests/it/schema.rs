@@ -15,6 +15,11 @@ use comparison::json_schema::{self, ErrorLine, Line};
 
 use crate::helpers::{compare, text};
 
+/// The registry's engines, which name what the output names after them.
+fn engines() -> comparison::Engines {
+    compare::registry::engines(None, &compare::registry::Options::default()).expect("the registry")
+}
+
 /// `docs/schema/` in the repository.
 fn schema_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/schema")
@@ -25,10 +30,11 @@ fn committed_schemas_equal_the_output_types() {
     let dir = schema_dir();
     let update = std::env::var_os("UPDATE_SCHEMA").is_some() && std::env::var_os("CI").is_none();
     let documents = json_schema::documents();
+    let engines = engines();
     let mut stale = Vec::new();
     for doc in &documents {
         let path = dir.join(doc.file);
-        let want = doc.text().expect("a schema is JSON");
+        let want = doc.text(&engines).expect("a schema is JSON");
         if update {
             std::fs::create_dir_all(&dir).expect("docs/schema");
             std::fs::write(&path, &want).expect("write the schema");
@@ -234,10 +240,11 @@ fn the_prose_names_the_fields_the_types_have() {
         sections.iter().copied().find(|s| s.starts_with(&title))
     };
     let word = |doc: &json_schema::Document| doc.command.split(' ').nth(1).unwrap_or_default();
+    let engines = engines();
     let props = |doc: &json_schema::Document| {
         let mut props = BTreeSet::new();
         property_names(
-            &serde_json::to_value(doc.generate()).expect("JSON"),
+            &serde_json::to_value(doc.generate(&engines)).expect("JSON"),
             &mut props,
         );
         props

@@ -1,6 +1,7 @@
 //! Integration tests for hf-sampling: parity with recorded transformers outputs,
 //! parameter resolution, drawing.
 
+mod beam;
 mod crosscheck;
 mod draw;
 mod fast;

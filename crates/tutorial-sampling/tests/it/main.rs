@@ -1,5 +1,6 @@
 //! Integration tests: the tutorial's sampler against transformers' recorded
-//! scores, and the speculative computations against seeded simulations.
+//! scores, its beam search beside transformers' recorded ones, and the
+//! speculative computations against seeded simulations.
 
 mod beam;
 mod fixtures;
