@@ -1,6 +1,6 @@
-//! A server endpoint's request body as a type: every field the endpoint's
-//! request class declares, each written once, under what the engine does
-//! with it (fills it from the server's defaults, passes it to the sampler,
+//! A server endpoint's request body as a type: the fields of the endpoint's
+//! request class (all of them, or those a reading tells apart), each written
+//! once, under what the engine does with it (fills it from the server's defaults, passes it to the sampler,
 //! refuses it, reads it for something else, drops it). The field lists an
 //! engine checks a request against are derived from that one declaration
 //! ([`body!`](crate::body!)), and a request is read into it by serde
@@ -31,7 +31,7 @@ use crate::Error;
 /// ```
 ///
 /// It writes `ChatRequest` (the groups, flattened, and `other`: every
-/// field outside the class, in the request's order), each group struct
+/// field not declared, as sent), each group struct
 /// (`Option<Value>` fields, `null` read as `None`), `Group::FIELDS` (its
 /// names, in order), `Group::set()` (its fields present and not `null`, in
 /// order) and `ChatRequest::FIELDS` (every group's names, in order).
@@ -54,7 +54,7 @@ macro_rules! body {
                 #[serde(flatten)]
                 pub $group: $gty,
             )*
-            /// Every field outside the request class, as sent.
+            /// Every field not declared in a group, as sent.
             #[serde(flatten)]
             pub other: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         }

@@ -170,7 +170,7 @@ impl Semantics for Sglang {
         request: &Map<String, Value>,
         generation_config: Option<&Map<String, Value>>,
     ) -> Vec<Route<SglangParams>> {
-        let consumed = |k: &str| params::CONSUMED.contains(&k);
+        let consumed = params::consumed;
         let mut chat = Route::new(
             Endpoint::Chat.route(),
             request_params(Endpoint::Chat, request, generation_config),

@@ -399,43 +399,47 @@ pub(crate) fn parse(params: &Map<String, Value>) -> Result<SglangParams, Error> 
     raw.build()
 }
 
-/// The sampling fields SGLang takes from a model's `generation_config.json`
-/// (`ModelConfig.get_default_sampling_params`, `--sampling-defaults model`,
-/// the default): presence and frequency penalties are not among them.
-pub const GENERATION_CONFIG_FIELDS: &[&str] = &[
-    "repetition_penalty",
-    "temperature",
-    "top_k",
-    "top_p",
-    "min_p",
-];
+parity_core::body! {
+    /// The fields of SGLang 0.5.23's OpenAI requests (`ChatCompletionRequest`,
+    /// `CompletionRequest`, sglang/srt/entrypoints/openai/protocol.py) that
+    /// shape or refuse one step's sampling, each once; the requests' other
+    /// fields do not ([`SamplingRequest::other`]).
+    pub struct SamplingRequest {
+        /// Taken from a model's `generation_config.json` when a chat request
+        /// leaves them unset (`ModelConfig.get_default_sampling_params`,
+        /// `--sampling-defaults model`, the default):
+        /// [`GENERATION_CONFIG_FIELDS`].
+        defaulted: Defaulted { repetition_penalty, temperature, top_k, top_p, min_p },
+        /// Read from the request only (0 when absent, never merged).
+        penalties: Penalties { frequency_penalty, presence_penalty },
+        /// Passed on: `logit_bias`, and `seed` as `sampling_seed`.
+        passed: Passed { logit_bias, seed },
+        /// Change what SGLang samples and are not modelled here (grammars,
+        /// custom processors, watermarks, EOS masking): a request setting
+        /// one is refused, the first in this order.
+        unmodelled: Unmodelled {
+            regex,
+            ebnf,
+            json_schema,
+            response_format,
+            custom_logit_processor,
+            custom_params,
+            watermark,
+            min_tokens,
+        },
+    }
+}
 
-/// Request fields that change what SGLang samples and that this semantics
-/// does not model (grammars, custom processors, watermarks, EOS masking):
-/// a request setting one is refused.
-const UNMODELLED: &[&str] = &[
-    "regex",
-    "ebnf",
-    "json_schema",
-    "response_format",
-    "custom_logit_processor",
-    "custom_params",
-    "watermark",
-    "min_tokens",
-];
+/// The sampling fields SGLang takes from a model's `generation_config.json`:
+/// presence and frequency penalties are not among them.
+pub const GENERATION_CONFIG_FIELDS: &[&str] = Defaulted::FIELDS;
 
-/// The request fields the sampling params are read from.
-pub(crate) const CONSUMED: &[&str] = &[
-    "temperature",
-    "top_p",
-    "top_k",
-    "min_p",
-    "frequency_penalty",
-    "presence_penalty",
-    "repetition_penalty",
-    "logit_bias",
-    "seed",
-];
+/// Whether the sampling params are read from request field `field`.
+pub(crate) fn consumed(field: &str) -> bool {
+    [Defaulted::FIELDS, Penalties::FIELDS, Passed::FIELDS]
+        .iter()
+        .any(|g| g.contains(&field))
+}
 
 /// Which OpenAI endpoint a request goes to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -519,7 +523,7 @@ pub fn request_params(
     request: &Map<String, Value>,
     generation_config: Option<&Map<String, Value>>,
 ) -> Result<SglangParams, Error> {
-    for &k in UNMODELLED {
+    for &k in Unmodelled::FIELDS {
         if let Some(v) = request.get(k) {
             let inert = v.is_null() || (k == "min_tokens" && v.as_u64() == Some(0));
             if !inert {
