@@ -137,16 +137,6 @@ fn sampling() -> impl Iterator<Item = &'static str> {
     api::OPTIONS.iter().filter(|o| o.sampling).map(|o| o.name)
 }
 
-/// The sampling fields of Ollama's `ChatCompletionRequest` and
-/// `CompletionRequest` (`seed` besides, which parity-core does not count as
-/// sampling); Go's JSON decoder drops every other field unread.
-const OPENAI_FIELDS: &[&str] = &[
-    "temperature",
-    "top_p",
-    "frequency_penalty",
-    "presence_penalty",
-];
-
 parity_core::params! {
     /// The `ollama` semantics' params: Ollama's ten sampling options (the
     /// request's `options`, over `DefaultOptions()` at `version` and the
@@ -373,7 +363,7 @@ impl Ollama {
     fn route(&self, endpoint: Endpoint, request: &Map<String, Value>) -> Route<ServerParams> {
         let consumed = |k: &str| {
             if endpoint.is_openai() {
-                OPENAI_FIELDS.contains(&k)
+                crate::openai::reads(k)
             } else {
                 api::is_sampling(k)
             }

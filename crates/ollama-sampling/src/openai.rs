@@ -10,6 +10,22 @@
 use parity_core::Error;
 use serde_json::{Map, Value};
 
+parity_core::body! {
+    /// The fields of Ollama's OpenAI `ChatCompletionRequest` and
+    /// `CompletionRequest` (`openai/openai.go`) that become options; Go's
+    /// JSON decoder drops every other field unread for sampling.
+    pub struct OpenaiBody {
+        /// Read into options ([`chat_options`], [`completion_options`]).
+        options: OpenaiOptions { temperature, top_p, seed, frequency_penalty, presence_penalty },
+    }
+}
+
+/// Whether the OpenAI layer reads body field `field` into options (for a
+/// route's ignored fields): the same on both endpoints and every engine.
+pub(crate) fn reads(field: &str) -> bool {
+    OpenaiOptions::FIELDS.contains(&field)
+}
+
 /// The Go type a JSON value must decode into, named for the error.
 pub(crate) fn decode_error(strukt: &str, field: &str, val: &Value, go_type: &str) -> Error {
     let kind = match val {

@@ -47,7 +47,8 @@ macro_rules! body {
         }
     ) => {
         $(#[$meta])*
-        #[derive(Debug, Clone, Default, PartialEq, ::serde::Deserialize)]
+        #[derive(Debug, Clone, Default, PartialEq, $crate::__serde::Deserialize)]
+        #[serde(crate = "parity_core::__serde")]
         $vis struct $name {
             $(
                 $(#[$gmeta])*
@@ -61,8 +62,8 @@ macro_rules! body {
 
         $(
             $(#[$gmeta])*
-            #[derive(Debug, Clone, Default, PartialEq, ::serde::Deserialize)]
-            #[serde(default)]
+            #[derive(Debug, Clone, Default, PartialEq, $crate::__serde::Deserialize)]
+            #[serde(crate = "parity_core::__serde", default)]
             $vis struct $gty {
                 $(
                     #[allow(missing_docs)]

@@ -13,6 +13,12 @@
 
 #![deny(missing_docs)]
 
+// `body!` names serde through this crate, so the crates using it need no
+// serde dependency of their own; inside this crate the path works too.
+extern crate self as parity_core;
+#[doc(hidden)]
+pub use serde as __serde;
+
 pub mod arrays;
 pub mod beam;
 pub mod body;

@@ -115,18 +115,11 @@ pub(crate) fn routes(
     model: Option<&Map<String, Value>>,
 ) -> Vec<Route<OllamaOptions>> {
     let parse = |o: Map<String, Value>| OllamaOptions::parse_over(model, &o);
-    const CHAT_FIELDS: &[&str] = &[
-        "temperature",
-        "top_p",
-        "seed",
-        "frequency_penalty",
-        "presence_penalty",
-    ];
     let mut out = Vec::new();
 
     let chat = chat_options(request);
     let mut route = Route::new(CHAT, chat.clone().and_then(parse))
-        .ignoring_all_but(request, |k| CHAT_FIELDS.contains(&k));
+        .ignoring_all_but(request, crate::openai::reads);
     for (field, default) in [("temperature", "1.0"), ("top_p", "1.0")] {
         if request.get(field).is_none_or(Value::is_null) {
             route = route.note(format!(
@@ -146,7 +139,7 @@ pub(crate) fn routes(
 
     let completion = completion_options(request);
     let mut route = Route::new(COMPLETIONS, completion.clone().and_then(parse))
-        .ignoring_all_but(request, |k| CHAT_FIELDS.contains(&k));
+        .ignoring_all_but(request, crate::openai::reads);
     if request
         .get("top_p")
         .is_none_or(|v| v.is_null() || v.as_f64().is_some_and(|p| p as f32 == 0.0))

@@ -182,13 +182,6 @@ pub(crate) fn routes(
     model: Option<&Map<String, Value>>,
 ) -> Vec<Route<OllamaMlxParams>> {
     let parse = |o: Map<String, Value>| parse_over(model, &o);
-    const OPENAI_FIELDS: &[&str] = &[
-        "temperature",
-        "top_p",
-        "seed",
-        "frequency_penalty",
-        "presence_penalty",
-    ];
     let absent = |k: &str| request.get(k).is_none_or(Value::is_null);
     let others = if model.is_some() {
         "top_k, min_p, repeat_last_n, repeat_penalty: the model's parameters, else Ollama's defaults 40, 0, 64, 1.0 (the endpoint has no such fields)"
@@ -198,7 +191,7 @@ pub(crate) fn routes(
     let mut out = Vec::new();
 
     let mut chat = Route::new(CHAT, chat_options(request).and_then(parse))
-        .ignoring_all_but(request, |k| OPENAI_FIELDS.contains(&k));
+        .ignoring_all_but(request, crate::openai::reads);
     for f in ["temperature", "top_p"] {
         if absent(f) {
             chat = chat.note(format!(
@@ -210,7 +203,7 @@ pub(crate) fn routes(
     out.push(chat.note(others));
 
     let mut completions = Route::new(COMPLETIONS, completion_options(request).and_then(parse))
-        .ignoring_all_but(request, |k| OPENAI_FIELDS.contains(&k));
+        .ignoring_all_but(request, crate::openai::reads);
     if absent("temperature") {
         completions = completions.note("temperature 1.0: this endpoint's default when absent");
     }
