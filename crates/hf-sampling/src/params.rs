@@ -102,6 +102,10 @@ pub(crate) const SAMPLING_PARAMS: &[ParamInfo] = all_but_last(GenerationParams::
 /// `GenerationConfig` attributes that cannot change one step's distribution
 /// for a decoder-only model: accepted and ignored.
 const IGNORED_KEYS: &[&str] = &[
+    // Read in the library only by `_beam_search` (generation/utils.py line
+    // 3652 in 5.23.0, 3202 in 4.57.6), which `num_beams` refuses; 5.23.0's
+    // contrastive search is the Hub's, which `penalty_alpha` refuses.
+    "low_memory",
     "early_stopping",
     "max_time",
     "stop_strings",
@@ -139,9 +143,7 @@ const UNSUPPORTED_KEYS: &[(&str, Neutral)] = &[
     ("guidance_scale", Neutral::One),
     ("watermarking_config", Neutral::Null),
     ("token_healing", Neutral::False),
-    ("penalty_alpha", Neutral::Null),
     ("dola_layers", Neutral::Null),
-    ("low_memory", Neutral::Null),
     ("diversity_penalty", Neutral::Zero),
     ("num_beam_groups", Neutral::One),
     ("constraints", Neutral::Null),
@@ -377,7 +379,12 @@ pub(crate) fn is_generate_kwarg(key: &str) -> bool {
         || IGNORED_KEYS.contains(&key)
         || constraints::KEYS.contains(&key)
         || UNSUPPORTED_KEYS.iter().any(|(k, _)| *k == key)
+        || key == PENALTY_ALPHA
 }
+
+/// Refused only where it switches to contrastive search
+/// ([`contrastive_search`]).
+const PENALTY_ALPHA: &str = "penalty_alpha";
 
 /// [`is_generate_kwarg`] for `version`: 4.57.6's and 5.0.0's
 /// `GenerationConfig` lack some of 5.23.0's keys
@@ -386,6 +393,35 @@ pub(crate) fn is_generate_kwarg(key: &str) -> bool {
 fn is_kwarg_of(version: TransformersVersion, key: &str) -> bool {
     (version.is_4x() && key == "return_legacy_cache")
         || (is_generate_kwarg(key) && !version.lacks(key))
+}
+
+/// Whether `penalty_alpha` = `alpha` switches `generate()` to contrastive
+/// search, which this crate does not model; otherwise nothing reads it.
+/// `GenerationConfig.get_generation_mode` (configuration_utils.py, 5.23.0
+/// lines 549–563; 4.57.6 lines 477–491): no beams, `do_sample is not True`
+/// (4.57.6: `do_sample is False`, its default), `top_k > 1` and
+/// `penalty_alpha > 0`. A value Python cannot compare with 0 raises there:
+/// refused too.
+fn contrastive_search<'a>(
+    transformers: TransformersVersion,
+    get: &impl Fn(&str) -> Option<&'a Value>,
+    alpha: &Value,
+) -> bool {
+    let greedy = match (transformers.is_4x(), get("do_sample")) {
+        (false, v) => v != Some(&Value::Bool(true)),
+        (true, None) => true,
+        (true, v) => v == Some(&Value::Bool(false)),
+    };
+    let one_beam = match get("num_beams") {
+        None => true,
+        Some(Value::Null) => !transformers.is_4x(),
+        Some(v) => number(v).is_some_and(|(x, _)| x == 1.0),
+    };
+    let top_k = match get("top_k") {
+        None => 50.0,
+        Some(v) => number(v).map_or(f64::NAN, |(x, _)| x),
+    };
+    greedy && one_beam && top_k > 1.0 && number(alpha).is_none_or(|(x, _)| x > 0.0)
 }
 
 /// Resolve generate kwargs against an optional model `generation_config.json`
@@ -496,6 +532,14 @@ fn resolve_kwargs(
                 value: v.to_string(),
             });
         }
+    }
+    if let Some(v) = set(PENALTY_ALPHA)
+        && contrastive_search(transformers, &get, v)
+    {
+        return Err(HfError::Unsupported {
+            key: PENALTY_ALPHA.into(),
+            value: v.to_string(),
+        });
     }
     if let Some(v) = get("max_new_tokens")
         && let Some((x, _)) = number(v)
@@ -748,6 +792,52 @@ mod tests {
         let off = resolve(json!({"top_k": null}).as_object().expect("object"), None).expect("ok");
         assert_eq!(off.as_kwargs()["top_k"], json!(0));
         assert_eq!(resolve(&off.as_kwargs(), None).expect("valid").top_k, None);
+    }
+
+    /// `get_generation_mode` (configuration_utils.py, 5.23.0 and 4.57.6):
+    /// `penalty_alpha` is contrastive search only with one beam, no
+    /// sampling, `top_k > 1` and `penalty_alpha > 0`; elsewhere nothing
+    /// reads it and generate() runs as without it.
+    #[test]
+    fn penalty_alpha_is_refused_only_where_it_is_contrastive_search() {
+        let refused = |v: Value| {
+            matches!(
+                resolve(v.as_object().expect("object"), None),
+                Err(HfError::Unsupported { ref key, .. }) if key == "penalty_alpha"
+            )
+        };
+        for v in [
+            json!({"penalty_alpha": 0.6}),
+            json!({"penalty_alpha": 0.6, "top_k": 2}),
+            json!({"penalty_alpha": 0.6, "num_beams": null}),
+            json!({"penalty_alpha": "x"}),
+            json!({"penalty_alpha": 0.6, "transformers": "4.57.6"}),
+            json!({"penalty_alpha": 0.6, "do_sample": false, "transformers": "4.57.6"}),
+        ] {
+            assert!(refused(v.clone()), "{v}");
+        }
+        for v in [
+            json!({"penalty_alpha": 0.6, "do_sample": true}),
+            json!({"penalty_alpha": 0.6, "top_k": 1}),
+            json!({"penalty_alpha": 0.6, "top_k": null}),
+            json!({"penalty_alpha": 0}),
+            json!({"penalty_alpha": "x", "do_sample": true}),
+            // 4.57.6 tests `do_sample is False`: 0 is not False, so sample
+            // mode, which with a falsy do_sample draws the argmax.
+            json!({"penalty_alpha": 0.6, "do_sample": 0, "transformers": "4.57.6"}),
+        ] {
+            assert!(!refused(v.clone()), "{v}");
+            let without = {
+                let mut m = v.as_object().expect("object").clone();
+                m.remove("penalty_alpha");
+                resolve(&m, None).expect("valid")
+            };
+            let with = resolve(v.as_object().expect("object"), None).expect("valid");
+            assert_eq!(with, without, "{v}");
+        }
+        // low_memory is read by beam search only.
+        let lm = json!({"do_sample": true, "low_memory": true});
+        assert!(resolve(lm.as_object().expect("object"), None).is_ok());
     }
 
     #[test]
