@@ -106,6 +106,18 @@ const IGNORED_KEYS: &[&str] = &[
     // 3652 in 5.23.0, 3202 in 4.57.6), which `num_beams` refuses; 5.23.0's
     // contrastive search is the Hub's, which `penalty_alpha` refuses.
     "low_memory",
+    // Read only by group beam search (the Hub's since 4.56; the mode needs
+    // `num_beams > 1`, `get_generation_mode`), which `num_beams` refuses;
+    // neither is validated (configuration_utils.py, 5.23.0 and 4.57.6).
+    "num_beam_groups",
+    "diversity_penalty",
+    // Read only by prompt lookup (generation/utils.py 5.23.0 line 1321,
+    // 4.57.6 line 1037), which `prompt_lookup_num_tokens` refuses.
+    "max_matching_ngram_size",
+    // Read only by assisted decoding (5.23.0 lines 1313 and 4102), which the
+    // assistant keys and `prompt_lookup_num_tokens` refuse; validated
+    // (see `validate`).
+    "assistant_ensemble_weight",
     "early_stopping",
     "max_time",
     "stop_strings",
@@ -144,14 +156,10 @@ const UNSUPPORTED_KEYS: &[(&str, Neutral)] = &[
     ("watermarking_config", Neutral::Null),
     ("token_healing", Neutral::False),
     ("dola_layers", Neutral::Null),
-    ("diversity_penalty", Neutral::Zero),
-    ("num_beam_groups", Neutral::One),
     ("constraints", Neutral::Null),
     ("force_words_ids", Neutral::Null),
     ("prompt_lookup_num_tokens", Neutral::Null),
-    ("max_matching_ngram_size", Neutral::Null),
     ("assistant_early_exit", Neutral::Null),
-    ("assistant_ensemble_weight", Neutral::Null),
     ("speculation_type", Neutral::Null),
     ("use_mtp", Neutral::False),
     ("continuous_batching_config", Neutral::Null),
@@ -165,7 +173,6 @@ const UNSUPPORTED_KEYS: &[(&str, Neutral)] = &[
 #[derive(Clone, Copy)]
 enum Neutral {
     Null,
-    Zero,
     One,
     False,
     /// Any number `<= 0` (a `> 0` test).
@@ -176,7 +183,6 @@ impl Neutral {
     fn accepts(self, v: &Value) -> bool {
         match (self, v) {
             (_, Value::Null) => true,
-            (Self::Zero, Value::Number(n)) => PyNum::of(n).float() == 0.0,
             (Self::One, Value::Number(n)) => PyNum::of(n).float() == 1.0,
             (Self::False, Value::Bool(b)) => !b,
             (Self::NotPositive, Value::Number(n)) => PyNum::of(n).float() <= 0.0,
@@ -395,6 +401,69 @@ fn is_kwarg_of(version: TransformersVersion, key: &str) -> bool {
         || (is_generate_kwarg(key) && !version.lacks(key))
 }
 
+/// `GenerationConfig.validate`'s checks of keys that change nothing here,
+/// which `generate()` still raises for (it validates in `update`):
+/// configuration_utils.py 5.23.0 lines 668–676, 4.57.6 lines 543–544.
+fn validate<'a>(
+    transformers: TransformersVersion,
+    get: &impl Fn(&str) -> Option<&'a Value>,
+) -> Result<(), HfError> {
+    let invalid = |key: &str, message: String| HfError::Invalid {
+        key: key.into(),
+        message,
+    };
+    // `early_stopping not in {None, True, False, "never"}` (4.57.6: no
+    // `None`); a list or dict cannot be hashed into the set.
+    if let Some(v) = get("early_stopping") {
+        let ok = match v {
+            Value::Null => !transformers.is_4x(),
+            Value::Bool(_) => true,
+            Value::Number(_) => number(v).is_some_and(|(x, _)| x == 0.0 || x == 1.0),
+            Value::String(s) => s == "never",
+            Value::Array(_) | Value::Object(_) => {
+                return Err(invalid(
+                    "early_stopping",
+                    format!("TypeError: unhashable type: '{}'", py::type_name(v)),
+                ));
+            }
+        };
+        ensure!(
+            ok,
+            invalid(
+                "early_stopping",
+                format!(
+                    "`early_stopping` must be a boolean or 'never', but is {}.",
+                    py::str(v)
+                )
+            )
+        );
+    }
+    // 5.23.0 only (4.57.6 has no such key).
+    if let Some(v) = get("assistant_ensemble_weight").filter(|v| !v.is_null()) {
+        let Some((w, _)) = number(v) else {
+            return Err(invalid(
+                "assistant_ensemble_weight",
+                format!(
+                    "TypeError: '<' not supported between instances of 'float' and '{}'",
+                    py::type_name(v)
+                ),
+            ));
+        };
+        ensure!(
+            0.0 < w && w < 1.0,
+            invalid(
+                "assistant_ensemble_weight",
+                format!(
+                    "`assistant_ensemble_weight` must be in the open interval `(0.0, 1.0)`, but is {}. \
+                     Use `None` for standard (lossless) speculative decoding.",
+                    py::str(v)
+                )
+            )
+        );
+    }
+    Ok(())
+}
+
 /// Whether `penalty_alpha` = `alpha` switches `generate()` to contrastive
 /// search, which this crate does not model; otherwise nothing reads it.
 /// `GenerationConfig.get_generation_mode` (configuration_utils.py, 5.23.0
@@ -533,6 +602,7 @@ fn resolve_kwargs(
             });
         }
     }
+    validate(transformers, &get)?;
     if let Some(v) = set(PENALTY_ALPHA)
         && contrastive_search(transformers, &get, v)
     {
@@ -838,6 +908,42 @@ mod tests {
         // low_memory is read by beam search only.
         let lm = json!({"do_sample": true, "low_memory": true});
         assert!(resolve(lm.as_object().expect("object"), None).is_ok());
+    }
+
+    /// `GenerationConfig.validate` raises for these in `generate()`, though
+    /// nothing here reads them (configuration_utils.py 5.23.0 lines 668–676,
+    /// 4.57.6 line 543); the keys only beam search, group beam search or
+    /// prompt lookup read are accepted and change nothing.
+    #[test]
+    fn validate_raises_for_keys_that_change_nothing() {
+        let run = |v: Value| resolve(v.as_object().expect("object"), None);
+        let message = |v: Value| match run(v) {
+            Err(HfError::Invalid { message, .. }) => message,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(
+            message(json!({"early_stopping": 2})),
+            "`early_stopping` must be a boolean or 'never', but is 2."
+        );
+        assert_eq!(
+            message(json!({"early_stopping": null, "transformers": "4.57.6"})),
+            "`early_stopping` must be a boolean or 'never', but is None."
+        );
+        assert_eq!(
+            message(json!({"assistant_ensemble_weight": 1.5})),
+            "`assistant_ensemble_weight` must be in the open interval `(0.0, 1.0)`, but is 1.5. \
+             Use `None` for standard (lossless) speculative decoding."
+        );
+        let plain = run(json!({})).expect("valid");
+        for v in [
+            json!({"early_stopping": null}),
+            json!({"early_stopping": 1.0}),
+            json!({"early_stopping": "never"}),
+            json!({"assistant_ensemble_weight": 0.5}),
+            json!({"num_beam_groups": 3, "diversity_penalty": 1.0, "max_matching_ngram_size": 3}),
+        ] {
+            assert_eq!(run(v.clone()).expect("valid"), plain, "{v}");
+        }
     }
 
     #[test]
