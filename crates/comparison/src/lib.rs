@@ -35,6 +35,9 @@ pub mod ties;
 pub mod trace;
 pub mod translate;
 
+#[cfg(test)]
+mod toy;
+
 pub use engines::{BenchEngine, BenchStep, Defaults, Engines};
 pub use progress::Progress;
 

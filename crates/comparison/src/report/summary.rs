@@ -89,7 +89,10 @@ mod tests {
             ..CheckArgs::default()
         });
         assert!(!over(&row(Some(0.1), Some(0.9), Verdict::Differs), &args));
-        assert!(over(&row(Some(0.1000001), Some(0.0), Verdict::Differs), &args));
+        assert!(over(
+            &row(Some(0.1000001), Some(0.0), Verdict::Differs),
+            &args
+        ));
         // A side failed: no TV, which exceeds any threshold.
         assert!(over(&row(None, Some(0.0), Verdict::Differs), &args));
         let args = report_args(CheckArgs {
