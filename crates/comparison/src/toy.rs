@@ -1,10 +1,12 @@
 //! A toy semantics for the unit tests (no engine: the library names none).
-//! Always the first argmax, whatever the params; its name, role and exact
-//! setup are what each test says.
+//! Always the first argmax, whatever the params; its name, role, exact
+//! setup and the request fields its one server reads are what each test
+//! says.
 
 use parity_core::metrics::argmax_first;
 use parity_core::{
-    AnySemantics, Context, Distribution, Error, Info, Logits, Precision, Role, Semantics,
+    AnySemantics, Context, Distribution, Endpoint, Error, Info, Logits, Precision, Protocol, Role,
+    Route, Semantics, Server,
 };
 use serde_json::{Map, Value};
 
@@ -13,6 +15,7 @@ pub(crate) struct Toy {
     info: &'static Info,
     role: Role,
     exact: Option<&'static str>,
+    reads: &'static [&'static str],
 }
 
 /// A toy named `name` in `role`, with no exact setup.
@@ -33,7 +36,30 @@ pub(crate) fn exact(
         verified_against: "nothing: a unit test",
         params: &[],
     }));
-    Box::new(Toy { info, role, exact })
+    Box::new(Toy {
+        info,
+        role,
+        exact,
+        reads: &[],
+    })
+}
+
+/// A toy whose server (`toy-server /v1/chat/completions`) reads the
+/// request fields `reads` and drops every other.
+pub(crate) fn server(name: &'static str, reads: &'static [&'static str]) -> Box<dyn AnySemantics> {
+    let info = Box::leak(Box::new(Info {
+        name,
+        engine: "none (a unit test)",
+        summary: "the first argmax of the logits",
+        verified_against: "nothing: a unit test",
+        params: &[],
+    }));
+    Box::new(Toy {
+        info,
+        role: Role::OnRequest,
+        exact: None,
+        reads,
+    })
 }
 
 impl Semantics for Toy {
@@ -68,5 +94,13 @@ impl Semantics for Toy {
     }
     fn exact_setup(&self) -> Option<&'static str> {
         self.exact
+    }
+    fn from_request(
+        &self,
+        request: &Map<String, Value>,
+        _: Option<&Map<String, Value>>,
+    ) -> Vec<Route<()>> {
+        let endpoint = Endpoint::http(Server::new("toy-server"), Protocol::OpenaiChat);
+        vec![Route::new(endpoint, Ok(())).ignoring_all_but(request, |k| self.reads.contains(&k))]
     }
 }
