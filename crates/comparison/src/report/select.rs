@@ -404,7 +404,7 @@ mod tests {
         let dir = Scratch::new("select-file");
         let under = dir.file("x.safetensors").join("y");
         assert_eq!(
-            fixture_files(&[under.clone()]).expect("taken"),
+            fixture_files(std::slice::from_ref(&under)).expect("taken"),
             [(under, None)]
         );
     }
