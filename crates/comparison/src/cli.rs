@@ -644,3 +644,81 @@ fn logit_arg(text: &str) -> Result<f32, String> {
     }
     Ok(y)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn draws_are_auto_or_a_count_up_to_the_cap() {
+        assert_eq!(draw_count("auto"), Ok(DrawCount::Auto));
+        assert_eq!(draw_count("0"), Ok(DrawCount::Exactly(0)));
+        assert_eq!(draw_count("10000000"), Ok(DrawCount::Exactly(MAX_DRAWS)));
+        assert_eq!(
+            draw_count("10000001"),
+            Err("10000001 is not in 0..=10000000".to_string())
+        );
+        for bad in ["Auto", "-1", "1e3", ""] {
+            assert_eq!(
+                draw_count(bad),
+                Err(format!(
+                    "`{bad}` is neither `auto` nor a whole number of draws (0..=10000000)"
+                ))
+            );
+        }
+    }
+
+    #[test]
+    fn a_threshold_is_a_number_in_the_unit_interval() {
+        assert_eq!(unit_threshold("0"), Ok(0.0));
+        assert_eq!(unit_threshold(" 1 "), Ok(1.0));
+        assert_eq!(unit_threshold("1e-5"), Ok(1e-5));
+        for bad in ["2", "-0.1", "inf", "NaN", "x"] {
+            let err = unit_threshold(bad).expect_err("refused");
+            assert!(
+                err.starts_with(&format!("{bad} is not a number in the range [0, 1]")),
+                "{err}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_tv_bar_is_in_the_half_open_unit_interval() {
+        assert_eq!(parse_tv_bar("1"), Ok(1.0));
+        assert_eq!(parse_tv_bar("1e-9"), Ok(1e-9));
+        assert_eq!(
+            parse_tv_bar("0"),
+            Err("0 is not a total variation in (0, 1]".to_string())
+        );
+        assert_eq!(
+            parse_tv_bar("NaN"),
+            Err("NaN is not a total variation in (0, 1]".to_string())
+        );
+        let err = parse_tv_bar("x").expect_err("refused");
+        assert!(err.starts_with(r#""x" is not a number ("#), "{err}");
+    }
+
+    #[test]
+    fn a_logit_fits_in_float32_or_is_minus_infinity() {
+        assert_eq!(logit_arg("1.5"), Ok(1.5));
+        assert_eq!(logit_arg(" -2 "), Ok(-2.0));
+        assert_eq!(logit_arg("-inf"), Ok(f32::NEG_INFINITY));
+        assert_eq!(logit_arg("-3.4e38"), Ok(-3.4e38));
+        assert_eq!(
+            logit_arg("inf"),
+            Err(r#""inf" is +inf: only -inf (a masked token) is allowed"#.to_string())
+        );
+        assert_eq!(
+            logit_arg("nan"),
+            Err(r#""nan" is NaN: a logit is a number (-inf masks a token)"#.to_string())
+        );
+        assert_eq!(
+            logit_arg("1e39"),
+            Err(r#""1e39" does not fit in float32 (|x| <= 3.4028235e38)"#.to_string())
+        );
+        assert_eq!(
+            logit_arg("one"),
+            Err(r#""one" is not a number"#.to_string())
+        );
+    }
+}

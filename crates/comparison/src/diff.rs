@@ -244,3 +244,103 @@ pub struct Answer {
 pub(crate) fn json_schema() -> schemars::Schema {
     schemars::schema_for!(crate::json_schema::Line<Answer>)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::toy::{exact, toy};
+    use parity_core::Role;
+
+    /// hf; `a`, whose engine's exact setup is `a-exact`; `a-exact`; `b`,
+    /// with none.
+    fn registry() -> Vec<Box<dyn AnySemantics>> {
+        vec![
+            Box::new(hf_sampling::Hf::new(None)),
+            exact("a", Role::Default, Some("a-exact")),
+            toy("a-exact", Role::OnRequest),
+            toy("b", Role::Default),
+            // Names an exact setup the registry lacks.
+            exact("c", Role::Default, Some("gone")),
+        ]
+    }
+
+    #[test]
+    fn each_side_is_swapped_for_its_exact_setup_where_it_has_one() {
+        // `c`'s exact setup names no registry entry: `c` stays.
+        assert_eq!(
+            exact_setups(vec![(0, 1), (1, 3), (3, 2), (0, 4)], &registry()),
+            [(0, 2), (2, 3), (3, 2), (0, 4)]
+        );
+    }
+
+    #[test]
+    fn a_side_without_an_exact_setup_is_noted_once_from_its_first_record() {
+        let registry = registry();
+        let mut literal = BTreeMap::new();
+        let kwargs = serde_json::Map::from_iter([("do_sample".into(), true.into())]);
+        for number in [3, 4] {
+            stays_literal(
+                &[(0, 1), (0, 2), (1, 3)],
+                &registry,
+                &kwargs,
+                5,
+                number,
+                &mut literal,
+            );
+        }
+        // hf is the reference, `a` has an exact setup, `a-exact` is one;
+        // `b` has no translation.
+        let no_recipe = "its crate offers no exact setup (no `compare translate --to` recipe)";
+        let want: Vec<((&str, String), usize)> = vec![(("b", no_recipe.to_string()), 3)];
+        assert_eq!(literal.into_iter().collect::<Vec<_>>(), want);
+    }
+
+    #[test]
+    fn kwargs_transformers_refuses_are_why_a_side_stays_literal() {
+        let registry = registry();
+        let mut literal = BTreeMap::new();
+        let kwargs = serde_json::Map::from_iter([
+            ("do_sample".into(), true.into()),
+            ("temperature".into(), (-1.0).into()),
+        ]);
+        stays_literal(&[(0, 3)], &registry, &kwargs, 1, 1, &mut literal);
+        let [((name, why), 1)] = &literal.into_iter().collect::<Vec<_>>()[..] else {
+            panic!("one note");
+        };
+        assert_eq!(*name, "b");
+        assert!(
+            why.starts_with("transformers would refuse these kwargs: "),
+            "{why}"
+        );
+    }
+
+    #[test]
+    fn a_records_rows_in_text() {
+        let same = Row::example("hf", "b");
+        let differs = Row {
+            kept_right: None,
+            max_abs_diff: None,
+            tv: Some(0.5),
+            verdict: Verdict::Differs,
+            reason: Some("b keeps the first argmax alone".into()),
+            only_left: vec![crate::report::TokenRow {
+                id: 1,
+                token: None,
+                text: None,
+                bytes: None,
+                mass: 0.25,
+            }],
+            ..Row::example("hf", "a")
+        };
+        let mut out = Vec::new();
+        write_text(&mut out, 100, 7, &[same, differs]);
+        assert_eq!(
+            String::from_utf8(out).expect("utf-8"),
+            "record 7:\n\
+             \x20 hf:b  kept 3/3  max|Δp| 0.00e0  TV 0.00e0  same\n\
+             \x20 hf:a  kept 3/-  max|Δp| -  TV 5.00e-1  differs\n\
+             \x20   why: b keeps the first argmax alone\n\
+             \x20   only hf: id 1 2.50e-1"
+        );
+    }
+}

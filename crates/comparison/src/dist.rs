@@ -140,3 +140,30 @@ pub struct DrawnToken {
 pub(crate) fn json_schema() -> schemars::Schema {
     schemars::schema_for!(crate::json_schema::Line<Answer>)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use parity_core::Role;
+
+    #[test]
+    fn a_record_runs_the_semantics_on_its_logits() {
+        let toy = crate::toy::toy("toy", Role::Default);
+        let dist = answer_record(&*toy, br#"{"logits": [1, 3, 3]}"#).expect("runs");
+        // The first argmax.
+        assert_eq!(dist.probs(), [0.0, 1.0, 0.0]);
+    }
+
+    #[test]
+    fn a_bad_record_is_an_error_in_words() {
+        let toy = crate::toy::toy("toy", Role::Default);
+        assert_eq!(
+            answer_record(&*toy, br#"{"logits": [0], "params": {"k": 1}}"#).expect_err("refused"),
+            "params: unknown key `k`"
+        );
+        let err = answer_record(&*toy, b"{").expect_err("not JSON");
+        assert!(!err.is_empty());
+        let err = answer_record(&*toy, br#"{"params": {}}"#).expect_err("no logits");
+        assert!(err.contains("logits"), "{err}");
+    }
+}

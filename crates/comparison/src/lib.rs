@@ -35,6 +35,9 @@ pub mod ties;
 pub mod trace;
 pub mod translate;
 
+#[cfg(test)]
+mod toy;
+
 pub use engines::{BenchEngine, BenchStep, Defaults, Engines};
 pub use progress::Progress;
 
@@ -67,4 +70,48 @@ pub fn error_text(err: &anyhow::Error) -> String {
         text.push_str(&part);
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_json_object_arg_is_parsed() {
+        let m = json_object_arg("--kwargs", r#"{"top_k": 5, "do_sample": true}"#).expect("object");
+        assert_eq!(m.len(), 2);
+        assert_eq!(m["top_k"], serde_json::json!(5));
+    }
+
+    #[test]
+    fn a_json_arg_that_is_no_object_names_the_flag_and_quotes_the_text() {
+        for text in ["[1, 2]", "{\"a\": ", "5"] {
+            let err = json_object_arg("--port-params", text).expect_err("not an object");
+            assert_eq!(
+                err.to_string(),
+                format!("--port-params is not a JSON object: {text}")
+            );
+            // serde_json's own words are the cause.
+            assert!(err.source().is_some(), "{err:#}");
+        }
+    }
+
+    #[test]
+    fn error_text_joins_causes_like_anyhow() {
+        let err = anyhow::anyhow!("inner").context("middle").context("outer");
+        assert_eq!(error_text(&err), "outer: middle: inner");
+        assert_eq!(error_text(&err), format!("{err:#}"));
+    }
+
+    #[test]
+    fn error_text_drops_a_cause_its_message_already_quotes() {
+        let io = std::io::Error::new(std::io::ErrorKind::NotFound, "no such file");
+        let err = anyhow::Error::new(io).context("reading x.json: no such file");
+        assert_eq!(error_text(&err), "reading x.json: no such file");
+        // anyhow repeats it.
+        assert_eq!(
+            format!("{err:#}"),
+            "reading x.json: no such file: no such file"
+        );
+    }
 }

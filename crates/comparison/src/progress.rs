@@ -75,3 +75,78 @@ impl Progress {
         &mut *self.sink
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::RefCell;
+    use std::rc::Rc;
+
+    /// A sink the test can read back.
+    #[derive(Clone, Default)]
+    struct Shared(Rc<RefCell<Vec<u8>>>);
+
+    impl Write for Shared {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.borrow_mut().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl Shared {
+        fn text(&self) -> String {
+            String::from_utf8(self.0.borrow().clone()).expect("utf-8")
+        }
+    }
+
+    const CLEAR: &str = "\r\x1b[2K";
+
+    #[test]
+    fn a_pipe_gets_the_notes_alone() {
+        let sink = Shared::default();
+        let mut p = Progress::new(Box::new(sink.clone()), false);
+        p.say("working");
+        p.done();
+        p.note("note: one");
+        let _ = write!(p.notes(), "two");
+        assert_eq!(sink.text(), "note: one\ntwo");
+    }
+
+    #[test]
+    fn a_terminal_gets_the_status_line_cleared_before_a_note() {
+        let sink = Shared::default();
+        let mut p = Progress::new(Box::new(sink.clone()), true);
+        p.say("working");
+        // Within 100 ms of the last: skipped.
+        p.say("still working");
+        p.note("note");
+        // No status line on screen: nothing to clear.
+        p.done();
+        p.note("again");
+        assert_eq!(sink.text(), format!("{CLEAR}working{CLEAR}note\nagain\n"));
+    }
+
+    #[test]
+    fn done_lets_the_next_status_line_through_at_once() {
+        let sink = Shared::default();
+        let mut p = Progress::new(Box::new(sink.clone()), true);
+        p.say("a");
+        p.done();
+        p.say("b");
+        let _ = p.notes();
+        assert_eq!(sink.text(), format!("{CLEAR}a{CLEAR}{CLEAR}b{CLEAR}"));
+    }
+
+    #[test]
+    fn a_status_line_is_replaced_after_a_tenth_of_a_second() {
+        let sink = Shared::default();
+        let mut p = Progress::new(Box::new(sink.clone()), true);
+        p.say("a");
+        std::thread::sleep(Duration::from_millis(120));
+        p.say("b");
+        assert_eq!(sink.text(), format!("{CLEAR}a{CLEAR}b"));
+    }
+}

@@ -486,3 +486,117 @@ fn write_sources(e: &Endpoint, width: usize, out: &mut dyn Write) -> io::Result<
 pub(crate) fn json_schema() -> schemars::Schema {
     schemars::schema_for!(Answer)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use parity_core::{Protocol, Server};
+
+    fn endpoint(semantics: &'static str, product: &'static str) -> Endpoint {
+        Endpoint {
+            semantics,
+            endpoint: parity_core::Endpoint::http(Server::new(product), Protocol::OpenaiChat),
+            params: None,
+            error: None,
+            ignored: Vec::new(),
+            notes: Vec::new(),
+            sources: Map::new(),
+            seed: Vec::new(),
+        }
+    }
+
+    fn cell(e: &Endpoint, tv: Option<f64>, error: Option<&str>) -> Cell {
+        Cell {
+            endpoint: e.endpoint,
+            kept: None,
+            tv,
+            max_abs_diff: tv,
+            error: error.map(str::to_string),
+        }
+    }
+
+    /// The reference `ref`, engine `x`'s two servers `x1` and `x2`, and `y`,
+    /// on two fixtures.
+    fn answer() -> Answer {
+        let endpoints = vec![
+            endpoint("hf", "ref"),
+            endpoint("x", "x1"),
+            endpoint("x", "x2"),
+            endpoint("y", "y1"),
+        ];
+        let fixtures = vec![
+            FixtureCells {
+                fixture: "f1".into(),
+                context: String::new(),
+                cells: vec![
+                    cell(&endpoints[0], Some(0.0), None),
+                    cell(&endpoints[1], Some(0.001), None),
+                    cell(&endpoints[2], Some(0.02), None),
+                    cell(&endpoints[3], Some(0.5), None),
+                ],
+            },
+            FixtureCells {
+                fixture: "f2".into(),
+                context: String::new(),
+                cells: vec![
+                    cell(&endpoints[0], Some(0.0), None),
+                    cell(&endpoints[1], None, Some("no logits")),
+                    cell(&endpoints[2], Some(0.01), None),
+                    cell(&endpoints[3], None, None),
+                ],
+            },
+        ];
+        Answer {
+            schema: crate::report::SCHEMA,
+            request: Map::new(),
+            generation_config: None,
+            endpoints,
+            fixtures,
+            send: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn an_endpoint_within_the_bar_everywhere_passes() {
+        // x2 is at 0.02 and 0.01: below 0.05, not below 0.01 (strictly).
+        assert!(expect_tv_below(&answer(), "x2 /v1/chat/completions", 0.05).is_empty());
+        assert_eq!(
+            expect_tv_below(&answer(), "x2 /v1/chat/completions", 0.01),
+            [
+                "f1: x2 /v1/chat/completions is at TV 2.000e-2 from ref /v1/chat/completions, \
+                 not below 0.01",
+                "f2: x2 /v1/chat/completions is at TV 1.000e-2 from ref /v1/chat/completions, \
+                 not below 0.01",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_semantics_name_picks_each_of_its_endpoints() {
+        // x1 passes on f1, could not run on f2; x2 fails on f1.
+        assert_eq!(
+            expect_tv_below(&answer(), "x", 0.015),
+            [
+                "f1: x2 /v1/chat/completions is at TV 2.000e-2 from ref /v1/chat/completions, \
+                 not below 0.015",
+                "f2: x1 /v1/chat/completions could not run: no logits",
+            ]
+        );
+        // A cell with neither figure nor error says `refused`.
+        assert_eq!(
+            expect_tv_below(&answer(), "y", 1.0),
+            ["f2: y1 /v1/chat/completions could not run: refused"]
+        );
+    }
+
+    #[test]
+    fn an_against_that_names_nothing_lists_the_routes() {
+        assert_eq!(
+            expect_tv_below(&answer(), "x3", 0.1),
+            [
+                "--against \"x3\" names no route (one of: ref /v1/chat/completions; \
+                 x1 /v1/chat/completions; x2 /v1/chat/completions; y1 /v1/chat/completions)"
+            ]
+        );
+    }
+}

@@ -470,3 +470,100 @@ fn write_text(
 pub(crate) fn json_schema() -> schemars::Schema {
     schemars::schema_for!(Document<'static>)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn registry() -> Vec<Box<dyn AnySemantics>> {
+        vec![
+            Box::new(hf_sampling::Hf::new(None)),
+            Box::new(hf_sampling::HfRust::new(None)),
+        ]
+    }
+
+    fn side(text: &str) -> anyhow::Result<Side> {
+        parse_side("--target", text, &registry())
+    }
+
+    fn refusal(text: &str) -> String {
+        side(text).expect_err("refused").to_string()
+    }
+
+    #[test]
+    fn a_side_is_a_name_and_its_params() {
+        let s = side(r#"hf-rust:{"do_sample": true, "top_k": 5}"#).expect("side");
+        assert_eq!(s.semantics, "hf-rust");
+        assert_eq!(
+            Value::Object(s.params),
+            serde_json::json!({"do_sample": true, "top_k": 5})
+        );
+        // The name alone: no params. The JSON may hold colons.
+        assert_eq!(side("hf").expect("side").params, Map::new());
+        let s = side(r#"hf:{"do_sample": true, "sequence_bias": [[[0], -1.0]]}"#).expect("side");
+        assert_eq!(s.params.len(), 2);
+    }
+
+    #[test]
+    fn a_bad_side_is_refused_naming_the_flag_and_the_text() {
+        assert_eq!(
+            refusal("nope:{}"),
+            r#"--target: unknown semantics "nope" in "nope:{}" (known: hf, hf-rust)"#
+        );
+        assert_eq!(refusal("hf:{"), r#"--target: PARAMS in "hf:{" is not JSON"#);
+        assert_eq!(
+            refusal("hf:[1]"),
+            r#"--target: PARAMS in "hf:[1]" must be a JSON object, got [1]"#
+        );
+        let text = refusal(r#"hf:{"do_sample": true, "top_k": -1}"#);
+        assert!(
+            text.starts_with(
+                r#"--target: hf refuses the params in "hf:{\"do_sample\": true, \"top_k\": -1}": "#
+            ),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_perturbation_is_scale_and_seed() {
+        assert_eq!(
+            parse_perturb("1.5:7").expect("perturb"),
+            Perturb {
+                scale: 1.5,
+                seed: 7
+            }
+        );
+        assert_eq!(
+            parse_perturb(" 0 : 18446744073709551615 ").expect("perturb"),
+            Perturb {
+                scale: 0.0,
+                seed: u64::MAX
+            }
+        );
+    }
+
+    #[test]
+    fn a_bad_perturbation_says_which_half_is_wrong() {
+        let err = |t: &str| parse_perturb(t).expect_err("refused").to_string();
+        assert_eq!(
+            err("1.5"),
+            r#"--draft-perturb: "1.5" is not SCALE:SEED (e.g. 1.5:7)"#
+        );
+        assert_eq!(
+            err("x:7"),
+            r#"--draft-perturb: "x:7" has a SCALE that is not a number"#
+        );
+        for bad in ["-1:7", "inf:7", "NaN:7"] {
+            assert_eq!(
+                err(bad),
+                format!("--draft-perturb: {bad:?} has a SCALE that is not finite and >= 0")
+            );
+        }
+        for bad in ["1:-1", "1:1.5", "1:18446744073709551616"] {
+            assert_eq!(
+                err(bad),
+                format!("--draft-perturb: {bad:?} has a SEED that is not an integer in 0..2^64")
+            );
+        }
+    }
+}

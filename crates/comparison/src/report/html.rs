@@ -379,3 +379,35 @@ fn chart(row: &Row) -> Result<String, String> {
     }
     Ok(svg)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn markup_characters_are_escaped() {
+        assert_eq!(
+            esc(r#"<b a="1">&amp;</b>"#),
+            "&lt;b a=&quot;1&quot;&gt;&amp;amp;&lt;/b&gt;"
+        );
+        assert_eq!(esc("plain ' text Δ"), "plain ' text Δ");
+    }
+
+    #[test]
+    fn the_heat_runs_from_yellow_to_red_on_a_log_scale() {
+        let colour = |verdict: Verdict, tv: Option<f64>| {
+            heat_colour(&Row {
+                verdict,
+                tv,
+                ..Row::example("hf", "x")
+            })
+        };
+        assert_eq!(colour(Verdict::Differs, None), "#ddd");
+        assert_eq!(colour(Verdict::Same, Some(1e-7)), "hsl(120,45%,85%)");
+        // log10 TV from -5 to 0: hue 55 to 0, lightness 80% to 55%.
+        assert_eq!(colour(Verdict::Differs, Some(1e-5)), "hsl(55,85%,80%)");
+        assert_eq!(colour(Verdict::Differs, Some(1e-9)), "hsl(55,85%,80%)");
+        assert_eq!(colour(Verdict::Differs, Some(1e-3)), "hsl(33,85%,70%)");
+        assert_eq!(colour(Verdict::Differs, Some(1.0)), "hsl(0,85%,55%)");
+    }
+}

@@ -713,3 +713,128 @@ fn tail(s: &str, n: usize) -> String {
     let chars: Vec<char> = s.chars().collect();
     chars[chars.len().saturating_sub(n)..].iter().collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cmp(left: &[f64], right: &[f64]) -> Comparison {
+        Comparison::new(left, right).expect("same length")
+    }
+
+    fn penalty(max_logit_diff: f64) -> Penalty {
+        Penalty {
+            context_len: 4,
+            changed_left: 1,
+            changed_right: 1,
+            max_logit_diff,
+            missed_ids: 0,
+            missed_in_prompt: 0,
+        }
+    }
+
+    fn fragile(tokens: &[usize]) -> FragileRow {
+        FragileRow {
+            semantics: "hf".into(),
+            kind: parity_core::FragileKind::TopKTie,
+            tokens: tokens.to_vec(),
+            margin_ulps: 0,
+            penalised: false,
+            detail: String::new(),
+        }
+    }
+
+    #[test]
+    fn same_is_one_kept_set_within_the_tolerance() {
+        let at = |d: f64| verdict(&cmp(&[0.5, 0.5, 0.0], &[0.5 + d, 0.5 - d, 0.0]), None);
+        assert_eq!(at(0.0), Verdict::Same);
+        // Either side of the tolerance (1e-5 itself is not exact in binary).
+        assert_eq!(at(0.9 * SAME_TOLERANCE), Verdict::Same);
+        assert_eq!(at(1.1 * SAME_TOLERANCE), Verdict::Differs);
+        // A token one side keeps, however light, differs.
+        assert_eq!(
+            verdict(&cmp(&[1.0, 0.0], &[1.0 - 1e-12, 1e-12]), None),
+            Verdict::Differs
+        );
+    }
+
+    #[test]
+    fn logits_penalised_otherwise_differ_even_with_equal_probabilities() {
+        let equal = cmp(&[0.25, 0.75], &[0.25, 0.75]);
+        assert_eq!(verdict(&equal, Some(&penalty(0.0))), Verdict::Same);
+        assert_eq!(
+            verdict(&equal, Some(&penalty(SAME_TOLERANCE))),
+            Verdict::Same,
+            "the tolerance itself is within"
+        );
+        assert_eq!(verdict(&equal, Some(&penalty(1e-3))), Verdict::Differs);
+    }
+
+    #[test]
+    fn only_fragile_needs_every_differing_token_named() {
+        // Token 2 only on the left, token 3 only on the right.
+        let c = cmp(&[0.5, 0.3, 0.2, 0.0], &[0.5, 0.3, 0.0, 0.2]);
+        assert!(only_fragile(&c, &[fragile(&[2, 3])], None));
+        assert!(only_fragile(&c, &[fragile(&[2]), fragile(&[3, 9])], None));
+        assert!(!only_fragile(&c, &[fragile(&[2])], None));
+        assert!(!only_fragile(&c, &[], None));
+        // The penalised logits must agree too.
+        assert!(!only_fragile(&c, &[fragile(&[2, 3])], Some(&penalty(0.1))));
+        // The same kept sets: the difference is not the fragile decision's.
+        let c = cmp(&[0.5, 0.5], &[0.6, 0.4]);
+        assert!(!only_fragile(&c, &[fragile(&[0, 1])], None));
+    }
+
+    #[test]
+    fn an_unexplained_difference_in_words() {
+        let c = cmp(&[0.5, 0.3, 0.2, 0.0], &[0.5, 0.5, 0.0, 0.0]);
+        assert_eq!(
+            unexplained(&c, "hf", "x"),
+            "kept sets differ (1 tokens only hf, 0 only x) by no rule listed here"
+        );
+        let c = cmp(&[0.5, 0.5], &[0.5 + 1e-3, 0.5 - 1e-3]);
+        assert_eq!(
+            unexplained(&c, "hf", "x"),
+            "same kept set, probabilities differ by up to 1.00e-3 (more than float rounding)"
+        );
+    }
+
+    #[test]
+    fn clip_and_tail_count_characters() {
+        assert_eq!(clip("hello", 5), "hello");
+        assert_eq!(clip("hello!", 5), "hell…");
+        assert_eq!(clip("ééééé é", 3), "éé…");
+        assert_eq!(tail("hello", 3), "llo");
+        assert_eq!(tail("hi", 20), "hi");
+        assert_eq!(tail("aΔé", 2), "Δé");
+    }
+
+    #[test]
+    fn a_fragile_decision_keeps_its_fields_in_the_row() {
+        let f = parity_core::Fragile {
+            kind: parity_core::FragileKind::MinP,
+            tokens: vec![4, 2],
+            margin_ulps: 3,
+            penalised: true,
+            detail: "p 0.05 × top".into(),
+        };
+        let row = fragile_row("hf-rust", f);
+        assert_eq!(
+            (
+                row.semantics.as_str(),
+                row.kind,
+                row.tokens,
+                row.margin_ulps,
+                row.penalised
+            ),
+            (
+                "hf-rust",
+                parity_core::FragileKind::MinP,
+                vec![4, 2],
+                3,
+                true
+            )
+        );
+        assert_eq!(row.detail, "p 0.05 × top");
+    }
+}

@@ -315,3 +315,41 @@ pub struct Penalty {
     /// Of those, ids that occur in the templated prompt.
     pub missed_in_prompt: usize,
 }
+
+#[cfg(test)]
+impl Row {
+    /// A row for unit tests: `left` against `right` on fixture `fx`,
+    /// setting `s1`, both sides keeping 3 tokens and agreeing exactly; each
+    /// test changes the fields it is about.
+    pub(crate) fn example(left: &str, right: &str) -> Self {
+        Self {
+            fixture: "fx".into(),
+            context: "a test".into(),
+            setting: "s1".into(),
+            kwargs: Map::new(),
+            left: left.into(),
+            right: right.into(),
+            setup: None,
+            variant: None,
+            penalty_window: None,
+            kept_left: Some(3),
+            kept_right: Some(3),
+            max_abs_diff: Some(0.0),
+            tv: Some(0.0),
+            mass_only_left: None,
+            mass_only_right: None,
+            only_left: Vec::new(),
+            only_right: Vec::new(),
+            top: Vec::new(),
+            verdict: Verdict::Same,
+            reason: None,
+            fix: None,
+            fix_params: None,
+            fix_verdict: None,
+            draws: None,
+            penalty: None,
+            fragile: Vec::new(),
+            only_fragile: false,
+        }
+    }
+}

@@ -333,3 +333,191 @@ pub(super) fn write_summary(s: &Summary, out: &mut dyn Write) -> io::Result<()> 
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(width: usize, first: &str, indent: usize, words: &[&str]) -> String {
+        let mut out = Vec::new();
+        wrap_words(&mut out, width, first, indent, words.iter().copied()).expect("a Vec");
+        String::from_utf8(out).expect("utf-8")
+    }
+
+    fn text(width: usize, first: &str, indent: usize, s: &str) -> String {
+        let mut out = Vec::new();
+        wrapped(&mut out, width, first, indent, s).expect("a Vec");
+        String::from_utf8(out).expect("utf-8")
+    }
+
+    #[test]
+    fn a_line_exactly_as_wide_as_the_width_is_not_broken() {
+        // "ab: one two" is 11 columns: it fits in 11, "three" does not.
+        assert_eq!(
+            words(11, "ab: ", 2, &["one", "two", "three"]),
+            "ab: one two\n  three\n"
+        );
+        assert_eq!(
+            words(10, "ab: ", 2, &["one", "two", "three"]),
+            "ab: one\n  two\n  three\n"
+        );
+    }
+
+    #[test]
+    fn a_word_longer_than_a_line_stands_alone() {
+        assert_eq!(words(5, "", 0, &["abcdefgh", "x"]), "abcdefgh\nx\n");
+        // The first word goes on the first line however long `first` is.
+        assert_eq!(words(3, "label: ", 4, &["a", "b"]), "label: a\n    b\n");
+    }
+
+    #[test]
+    fn widths_count_characters_not_bytes() {
+        // Two 2-character words and a space: 5 columns (9 bytes).
+        assert_eq!(words(5, "", 0, &["ΔΔ", "ΔΔ"]), "ΔΔ ΔΔ\n");
+        assert_eq!(words(4, "", 0, &["ΔΔ", "ΔΔ"]), "ΔΔ\nΔΔ\n");
+    }
+
+    #[test]
+    fn a_word_with_spaces_is_never_split() {
+        let token = "\" M\" (372) 1.99e-3";
+        assert_eq!(
+            words(20, "    only: ", 6, &["\"a\" (1) 2.00e-1,", token]),
+            format!("    only: \"a\" (1) 2.00e-1,\n      {token}\n")
+        );
+    }
+
+    #[test]
+    fn wrapped_splits_at_spaces_and_escapes_control_characters() {
+        // Runs of spaces collapse; a tab or newline is escaped, so it joins
+        // its neighbours into one word and cannot forge a line.
+        assert_eq!(text(100, "why: ", 2, "a  b\tc\nd"), "why: a b\\tc\\nd\n");
+        assert_eq!(
+            text(12, "why: ", 5, "one two three four"),
+            "why: one two\n     three\n     four\n"
+        );
+    }
+
+    #[test]
+    fn ids_shares_and_figures_in_words() {
+        assert_eq!(ids(0), "0 ids");
+        assert_eq!(ids(1), "1 id");
+        assert_eq!(ids(24), "24 ids");
+        assert_eq!(share(0.0), "0");
+        assert_eq!(share(0.25), "2.5e-1");
+        assert_eq!(share(1.0), "1.0e0");
+        assert_eq!(sci(None), "-");
+        assert_eq!(sci(Some(0.0)), "0");
+        assert_eq!(sci(Some(1.234e-5)), "1.23e-5");
+    }
+
+    #[test]
+    fn a_pair_label_names_the_right_sides_variant() {
+        let mut row = Row::example("hf", "hf-rust");
+        assert_eq!(pair_label(&row), "hf:hf-rust");
+        row.variant = Some("last 64".into());
+        assert_eq!(pair_label(&row), "hf:hf-rust[last 64]");
+    }
+
+    fn summary(rows: usize, same: usize) -> Summary {
+        Summary {
+            rows,
+            same,
+            differs: rows - same,
+            draws: 0,
+            drawn_by: Vec::new(),
+            replay_agree: 0,
+            over_threshold: 0,
+            fragile: 0,
+            differs_only_fragile: 0,
+        }
+    }
+
+    fn summary_text(s: &Summary) -> String {
+        let mut out = Vec::new();
+        write_summary(s, &mut out).expect("a Vec");
+        String::from_utf8(out).expect("utf-8")
+    }
+
+    #[test]
+    fn the_summary_counts_in_the_singular_and_the_plural() {
+        assert_eq!(summary_text(&summary(1, 1)), "1 row: 1 same, 0 differ.\n");
+        let s = Summary {
+            draws: 2000,
+            drawn_by: vec!["a".into(), "b".into()],
+            replay_agree: 1999,
+            differs_only_fragile: 1,
+            over_threshold: 2,
+            ..summary(5, 2)
+        };
+        assert_eq!(
+            summary_text(&s),
+            "5 rows: 2 same, 3 differ. 2000 real a/b draws, 1999 reproduced exactly by the replay.\n\
+             1 row differs only where float rounding decides (≈; --ignore-fragile lets it pass a check).\n\
+             2 rows fail the check.\n"
+        );
+        let s = Summary {
+            differs_only_fragile: 2,
+            over_threshold: 1,
+            ..summary(3, 1)
+        };
+        assert_eq!(
+            summary_text(&s),
+            "3 rows: 1 same, 2 differ.\n\
+             2 rows differ only where float rounding decides (≈; --ignore-fragile lets them pass a check).\n\
+             1 row fails the check.\n"
+        );
+    }
+
+    fn fixture_text(rows: &[Row], width: usize) -> String {
+        let mut out = Vec::new();
+        write_fixture(rows, width, &mut out).expect("a Vec");
+        String::from_utf8(out).expect("utf-8")
+    }
+
+    #[test]
+    fn no_rows_write_nothing() {
+        assert_eq!(fixture_text(&[], 100), "");
+    }
+
+    #[test]
+    fn a_table_aligns_its_columns_and_details_a_differing_row() {
+        let same = Row::example("hf", "hf-rust");
+        let differs = Row {
+            setting: "k40".into(),
+            kept_right: Some(40),
+            max_abs_diff: Some(0.125),
+            tv: None,
+            verdict: Verdict::Differs,
+            reason: Some("one two three four five six seven eight".into()),
+            fix: Some("send top_k".into()),
+            fragile: vec![super::super::schema::FragileRow {
+                semantics: "hf".into(),
+                kind: parity_core::FragileKind::TopKTie,
+                tokens: vec![7],
+                margin_ulps: 0,
+                penalised: false,
+                detail: "a tie".into(),
+            }],
+            ..Row::example("hf", "other")
+        };
+        let got = fixture_text(&[same, differs], 30);
+        // Columns as wide as their widest cell, numbers right-aligned, the
+        // fragile mark after the verdict; details only under the row that
+        // differs, wrapped at 30 columns under their label.
+        let want = [
+            "fx: a test",
+            "  setting  pair        kept L/R  max|Δp|  TV  replayed  p-value  verdict",
+            "  s1       hf:hf-rust       3/3        0   0         -        -  same",
+            "  k40      hf:other        3/40  1.25e-1   -         -        -  differs ≈",
+            "      why: one two three four",
+            "           five six seven",
+            "           eight",
+            "      fix: send top_k",
+            "      fragile: hf top_k_tie (0",
+            "               ulps): a tie",
+            "        tokens: id 7",
+        ];
+        assert_eq!(got.lines().collect::<Vec<_>>(), want);
+        assert!(got.ends_with('\n'));
+    }
+}

@@ -151,3 +151,116 @@ impl<'a> RowView<'a> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::schema::{FragileRow, Penalty, TokenRow, TopToken};
+    use super::*;
+
+    fn token(id: usize, text: Option<&str>, mass: f64) -> TokenRow {
+        TokenRow {
+            id,
+            token: None,
+            text: text.map(str::to_string),
+            bytes: None,
+            mass,
+        }
+    }
+
+    #[test]
+    fn tokens_only_one_side_keeps_are_listed_by_side_with_their_mass() {
+        let row = Row {
+            only_right: vec![token(5, None, 0.015), token(6, None, 0.0)],
+            mass_only_right: Some(0.015),
+            mass_only_left: Some(0.0),
+            verdict: Verdict::Differs,
+            ..Row::example("hf", "x")
+        };
+        let view = RowView::of(&row, &[]);
+        assert!(view.differs);
+        let [only] = &view.only[..] else {
+            panic!("one side only: the left keeps none");
+        };
+        assert_eq!((only.side, only.mass.as_str()), ("x", "1.50e-2"));
+        assert_eq!(only.tokens, ["id 5 1.50e-2", "id 6 0.00e0"]);
+    }
+
+    #[test]
+    fn a_fragile_decision_names_four_tokens_by_text_where_the_row_has_it() {
+        let row = Row {
+            top: vec![TopToken {
+                id: 3,
+                token: None,
+                text: Some("the".into()),
+                bytes: None,
+                left: 0.5,
+                right: 0.5,
+            }],
+            only_left: vec![token(8, Some(" a"), 0.1)],
+            fragile: vec![FragileRow {
+                semantics: "hf-rust".into(),
+                kind: parity_core::FragileKind::TopKTie,
+                tokens: vec![3, 8, 11, 12, 13, 14],
+                margin_ulps: 2,
+                penalised: false,
+                detail: "3 tokens tie at the 40th score".into(),
+            }],
+            ..Row::example("hf", "x")
+        };
+        let view = RowView::of(&row, &[]);
+        let [f] = &view.fragile[..] else {
+            panic!("one fragile decision");
+        };
+        assert_eq!(
+            f.line,
+            "hf-rust top_k_tie (2 ulps): 3 tokens tie at the 40th score"
+        );
+        assert_eq!(
+            f.tokens,
+            [
+                r#""the" (3)"#,
+                r#"" a" (8)"#,
+                "id 11",
+                "id 12",
+                "and 2 more"
+            ]
+        );
+    }
+
+    #[test]
+    fn the_penalty_line_shows_beside_a_variant() {
+        let penalty = Penalty {
+            context_len: 1,
+            changed_left: 2,
+            changed_right: 3,
+            max_logit_diff: 0.0,
+            missed_ids: 0,
+            missed_in_prompt: 0,
+        };
+        let base = Row {
+            penalty: Some(penalty.clone()),
+            ..Row::example("hf", "x")
+        };
+        let variant = Row {
+            variant: Some("last 64".into()),
+            penalty_window: Some(64),
+            ..base.clone()
+        };
+        let other_setting = Row {
+            setting: "s2".into(),
+            ..base.clone()
+        };
+        let rows = [base.clone(), variant.clone(), other_setting.clone()];
+        let view = RowView::of(&base, &rows);
+        assert_eq!(
+            view.penalty.as_deref(),
+            Some("context 1 id, changed 2 / 3 logits, max |Δ logit| 0")
+        );
+        // The base row beside its variant, and the variant itself.
+        assert!(view.penalty_when_same);
+        assert!(RowView::of(&variant, &rows).penalty_when_same);
+        // A row of another setting has no variant beside it.
+        assert!(!RowView::of(&other_setting, &rows).penalty_when_same);
+        assert!(!RowView::of(&base, &[]).penalty_when_same);
+    }
+}

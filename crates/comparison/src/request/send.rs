@@ -259,3 +259,77 @@ pub(crate) fn advise(
         })
         .collect())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn map(v: Value) -> Map<String, Value> {
+        match v {
+            Value::Object(m) => m,
+            other => panic!("not an object: {other}"),
+        }
+    }
+
+    fn send(send: Option<Value>, cannot: Option<&str>) -> Send {
+        Send {
+            endpoint: parity_core::Endpoint::Call("f()"),
+            send: send.map(map),
+            cannot: cannot.map(str::to_string),
+        }
+    }
+
+    #[test]
+    fn the_advice_in_words() {
+        assert_eq!(text(&send(Some(json!({})), None)), "send it as is");
+        assert_eq!(
+            text(&send(Some(json!({"top_k": 50, "min_p": 0.1})), None)),
+            "send min_p 0.1, top_k 50"
+        );
+        assert_eq!(
+            text(&send(None, Some("it has no top_k field"))),
+            "cannot: it has no top_k field"
+        );
+        assert_eq!(text(&send(None, None)), "cannot");
+    }
+
+    #[test]
+    fn greedy_decoding_is_sent_as_temperature_zero() {
+        assert_eq!(
+            in_play(&map(
+                json!({"do_sample": false, "temperature": 0.7, "top_k": 50})
+            )),
+            map(json!({"temperature": 0.0}))
+        );
+    }
+
+    #[test]
+    fn only_values_transformers_builds_a_processor_for_are_in_play() {
+        let params = map(json!({
+            "do_sample": true,
+            "temperature": 0.7,
+            "top_k": 50,
+            "top_p": 1.0,
+            "min_p": null,
+            "typical_p": 1.0,
+            "repetition_penalty": 1.0,
+        }));
+        assert_eq!(
+            in_play(&params),
+            map(json!({"temperature": 0.7, "top_k": 50}))
+        );
+        let params = map(json!({
+            "do_sample": true,
+            "temperature": 1.0,
+            "top_k": 0,
+            "top_p": 0.9,
+            "min_p": 0.05,
+            "repetition_penalty": 1.3,
+        }));
+        assert_eq!(
+            in_play(&params),
+            map(json!({"top_p": 0.9, "min_p": 0.05, "repetition_penalty": 1.3}))
+        );
+    }
+}

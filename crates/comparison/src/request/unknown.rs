@@ -133,3 +133,138 @@ pub(crate) fn refuse_unknown(
         lines.join("\n")
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// transformers' readings of a request (`generate(**request)` and
+    /// `transformers serve`), and a toy server that reads `top_k` and
+    /// `top_p` (`transformers serve` refuses `top_k`).
+    fn semantics() -> Vec<Box<dyn AnySemantics>> {
+        vec![
+            Box::new(hf_sampling::HfRust::new(None)),
+            crate::toy::server("toy", &["top_k", "top_p"]),
+        ]
+    }
+
+    fn map(v: Value) -> Map<String, Value> {
+        match v {
+            Value::Object(m) => m,
+            other => panic!("not an object: {other}"),
+        }
+    }
+
+    fn refusal(request: Value, params: &[Option<&Value>]) -> Option<String> {
+        refuse_unknown(&semantics(), &map(request), None, params)
+            .err()
+            .map(|e| e.to_string())
+    }
+
+    const ANYWAY: &str =
+        "(--allow-unknown runs the request anyway; every endpoint drops such a field)";
+
+    #[test]
+    fn fields_some_endpoint_reads_pass() {
+        assert_eq!(refusal(json!({}), &[]), None);
+        assert_eq!(
+            refusal(json!({"temperature": 0.7, "top_p": 0.9, "top_k": 20}), &[]),
+            None
+        );
+    }
+
+    #[test]
+    fn a_typo_is_refused_with_the_nearest_field_read() {
+        assert_eq!(
+            refusal(json!({"temprature": 0.7, "top_p": 0.9}), &[]),
+            Some(format!(
+                "request field \"temprature\": no endpoint reads it; did you mean temperature?\n{ANYWAY}"
+            ))
+        );
+    }
+
+    #[test]
+    fn a_field_near_nothing_is_refused_without_a_suggestion() {
+        assert_eq!(
+            refusal(json!({"zzzz_qqqq": 1, "b": 2}), &[]),
+            Some(format!(
+                "request field \"b\": no endpoint reads it\n\
+                 request field \"zzzz_qqqq\": no endpoint reads it\n{ANYWAY}"
+            ))
+        );
+    }
+
+    #[test]
+    fn equally_near_suggestions_go_alphabetically() {
+        // top_k and top_p are one substitution away, and read: top_k first.
+        let words = vocabulary(&[]);
+        assert_eq!(
+            nearest(&semantics(), None, "top_q", &json!(1), &words).as_deref(),
+            Some("top_k")
+        );
+    }
+
+    #[test]
+    fn a_suggestion_is_a_field_some_endpoint_reads() {
+        // `temperatur` is nearer to `temperatu` than `temperature`, but no
+        // endpoint reads it.
+        let params = json!({"temperatur": 1.0});
+        let words = vocabulary(&[Some(&params)]);
+        assert!(words.contains(&"temperatur".to_string()));
+        assert_eq!(
+            nearest(&semantics(), None, "temperatu", &json!(1.0), &words).as_deref(),
+            Some("temperature")
+        );
+        // A name is never its own suggestion.
+        assert_eq!(
+            nearest(&semantics(), None, "temperatur", &json!(1.0), &words).as_deref(),
+            Some("temperature")
+        );
+    }
+
+    #[test]
+    fn the_vocabulary_holds_generate_kwargs_and_the_endpoints_params() {
+        let a = json!({"n_probs": 0, "sampler": {"penalty_last_n": 64}});
+        let b = json!({"n_probs": 1});
+        let words = vocabulary(&[Some(&a), None, Some(&b), Some(&json!("not an object"))]);
+        for w in [
+            "temperature",
+            "top_k",
+            "n_probs",
+            "sampler",
+            "penalty_last_n",
+        ] {
+            assert!(words.contains(&w.to_string()), "{w}: {words:?}");
+        }
+        let mut sorted = words.clone();
+        sorted.sort();
+        sorted.dedup();
+        assert_eq!(words, sorted, "sorted, each once");
+    }
+
+    #[test]
+    #[ignore = "bug: a generate() kwarg only the reference reads (epsilon_cutoff, eta_cutoff) is refused \
+                as read by no endpoint, though generate(**request) applies it: the generate route \
+                neither drops nor refuses such a field, nor a field it leaves out (that is a note), so \
+                `reading` sees no difference"]
+    fn a_kwarg_only_the_reference_reads_is_not_unknown() {
+        let semantics: Vec<Box<dyn AnySemantics>> = vec![Box::new(hf_sampling::HfRust::new(None))];
+        let request = Map::from_iter([("epsilon_cutoff".to_string(), Value::from(0.1))]);
+        // The reference reads it: its params carry it.
+        let routes = semantics[0].prepare_request(&request, None);
+        let reference = routes[0].params.as_ref().expect("generate() accepts it");
+        assert!(
+            format!("{:?}", reference.describe()).contains("epsilon_cutoff"),
+            "the reference runs with epsilon_cutoff"
+        );
+        // Fails: refused as "no endpoint reads it" (and so is
+        // `compare request '{"epsilon_cutoff": 0.1}'` with the whole
+        // registry, while with --allow-unknown the reference shows
+        // `epsilon_cutoff 0.1` among its values).
+        assert!(
+            refuse_unknown(&semantics, &request, None, &[]).is_ok(),
+            "epsilon_cutoff is read by generate(**request)"
+        );
+    }
+}
