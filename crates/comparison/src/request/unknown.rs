@@ -8,8 +8,8 @@
 //! Whether an endpoint reads a field is the engine's own answer: the field
 //! alone is routed through every semantics ([`AnySemantics::prepare_request`])
 //! and compared with a name no engine knows. Where the two are read alike
-//! (both dropped, both refused with the same words), the endpoint does not
-//! read the field.
+//! (both dropped, both refused with the same words, or run with the same
+//! params), the endpoint does not read the field.
 
 use anyhow::bail;
 use parity_core::AnySemantics;
@@ -22,27 +22,30 @@ const NONCE: &str = "compare_request_no_such_field";
 /// equal names) of a suggestion: one edit in a 4-letter name.
 const SIMILAR: f64 = 0.75;
 
-/// How each endpoint reads `{name: value}`: whether it drops the field, and
-/// its refusal, with `NONCE` written as `name` (so that a refusal naming
-/// the field reads the same for both names).
+/// How each endpoint reads `{name: value}`: whether it drops the field,
+/// and its refusal or what it runs with (its params described: a field an
+/// endpoint neither drops nor refuses may still set them, as a generate
+/// kwarg does for `generate(**request)`), with `NONCE` written as `name` (so
+/// that a refusal naming the field reads the same for both names).
 fn reading(
     semantics: &[Box<dyn AnySemantics>],
     config: Option<&Map<String, Value>>,
     name: &str,
     value: &Value,
     shown_as: &str,
-) -> Vec<(bool, Option<String>)> {
+) -> Vec<(bool, Result<String, String>)> {
     let request = Map::from_iter([(name.to_string(), value.clone())]);
     semantics
         .iter()
         .flat_map(|s| s.prepare_request(&request, config))
         .map(|route| {
             let dropped = route.ignored.iter().any(|k| k == name);
-            let refusal = route
-                .params
-                .err()
-                .map(|e| e.to_string().replace(NONCE, shown_as));
-            (dropped, refusal)
+            let read = match route.params {
+                Ok(p) => Ok(format!("{:?}", p.describe())),
+                Err(e) => Err(e.to_string()),
+            }
+            .map_err(|e| e.replace(NONCE, shown_as));
+            (dropped, read)
         })
         .collect()
 }
@@ -243,11 +246,10 @@ mod tests {
         assert_eq!(words, sorted, "sorted, each once");
     }
 
+    /// A generate kwarg only `generate(**request)` reads (`epsilon_cutoff`):
+    /// that route neither drops nor refuses it, nor a field it leaves out,
+    /// but its params differ. It used to be refused as read by no endpoint.
     #[test]
-    #[ignore = "bug: a generate() kwarg only the reference reads (epsilon_cutoff, eta_cutoff) is refused \
-                as read by no endpoint, though generate(**request) applies it: the generate route \
-                neither drops nor refuses such a field, nor a field it leaves out (that is a note), so \
-                `reading` sees no difference"]
     fn a_kwarg_only_the_reference_reads_is_not_unknown() {
         let semantics: Vec<Box<dyn AnySemantics>> = vec![Box::new(hf_sampling::HfRust::new(None))];
         let request = Map::from_iter([("epsilon_cutoff".to_string(), Value::from(0.1))]);
