@@ -266,7 +266,14 @@ fn request_json(
         let config = compare::registry::generation_config(args.generation_config.as_deref())?;
         let engines = compare::registry::engines(config.as_ref(), &Default::default())?;
         let mut out = Vec::new();
-        comparison::request::run(&args, config.as_ref(), &engines, &mut out)?;
+        // No --expect-tv-below here, so nothing is written to `err`.
+        comparison::request::run(
+            &args,
+            config.as_ref(),
+            &engines,
+            &mut out,
+            &mut std::io::sink(),
+        )?;
         Ok(String::from_utf8(out)?)
     })
     .map_err(|e: anyhow::Error| value_error(&e))
