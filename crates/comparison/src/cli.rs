@@ -327,7 +327,7 @@ pub struct RequestArgs {
 
 /// A total-variation bar: a number in (0, 1].
 fn parse_tv_bar(text: &str) -> Result<f64, String> {
-    match text.parse::<f64>() {
+    match text.trim().parse::<f64>() {
         Ok(x) if x > 0.0 && x <= 1.0 => Ok(x),
         Ok(x) => Err(format!("{x} is not a total variation in (0, 1]")),
         Err(e) => Err(format!("{text:?} is not a number ({e})")),
@@ -686,6 +686,8 @@ mod tests {
     fn a_tv_bar_is_in_the_half_open_unit_interval() {
         assert_eq!(parse_tv_bar("1"), Ok(1.0));
         assert_eq!(parse_tv_bar("1e-9"), Ok(1e-9));
+        // Spaces around the number are read as `--max-tv` reads them.
+        assert_eq!(parse_tv_bar(" 0.2 "), Ok(0.2));
         assert_eq!(
             parse_tv_bar("0"),
             Err("0 is not a total variation in (0, 1]".to_string())

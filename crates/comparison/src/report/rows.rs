@@ -668,9 +668,10 @@ pub(crate) fn fragile_row(semantics: &str, f: parity_core::Fragile) -> FragileRo
 /// What differs, plainly, when no known rule explains it.
 fn unexplained(cmp: &Comparison, left: &str, right: &str) -> String {
     if !cmp.only_left.is_empty() || !cmp.only_right.is_empty() {
+        let n = cmp.only_left.len();
         format!(
-            "kept sets differ ({} tokens only {left}, {} only {right}) by no rule listed here",
-            cmp.only_left.len(),
+            "kept sets differ ({n} {} only {left}, {} only {right}) by no rule listed here",
+            if n == 1 { "token" } else { "tokens" },
             cmp.only_right.len(),
         )
     } else {
@@ -790,7 +791,7 @@ mod tests {
         let c = cmp(&[0.5, 0.3, 0.2, 0.0], &[0.5, 0.5, 0.0, 0.0]);
         assert_eq!(
             unexplained(&c, "hf", "x"),
-            "kept sets differ (1 tokens only hf, 0 only x) by no rule listed here"
+            "kept sets differ (1 token only hf, 0 only x) by no rule listed here"
         );
         let c = cmp(&[0.5, 0.5], &[0.5 + 1e-3, 0.5 - 1e-3]);
         assert_eq!(
