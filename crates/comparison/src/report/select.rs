@@ -43,9 +43,15 @@ pub(crate) fn pairs(
             .collect::<Vec<_>>()
             .join(", ")
     };
+    let mut seen: Vec<&String> = Vec::new();
     specs
         .iter()
         .map(|spec| {
+            // The same rows twice are a slip, not a comparison.
+            if seen.contains(&spec) {
+                bail!("--pairs: {spec:?} is given twice");
+            }
+            seen.push(spec);
             let (l, r) = spec
                 .split_once(':')
                 .with_context(|| format!("--pairs: {spec:?} is not LEFT:RIGHT"))?;
@@ -285,12 +291,10 @@ mod tests {
     }
 
     #[test]
-    fn a_pair_given_twice_runs_twice() {
-        // Not deduplicated (unlike `computed_reference`'s pairs): the report
-        // gets the rows twice.
+    fn a_pair_given_twice_is_refused_by_its_text() {
         assert_eq!(
-            pairs(&specs(&["hf:a", "hf:a"]), &registry()).expect("pairs"),
-            [(0, 2), (0, 2)]
+            refusal(&["hf:a", "a:hf", "hf:a"]),
+            r#"--pairs: "hf:a" is given twice"#
         );
     }
 
