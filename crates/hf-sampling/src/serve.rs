@@ -629,6 +629,13 @@ fn refusal(e: HfError) -> Refusal {
 
 #[cfg(test)]
 mod tests {
+    /// Each field of the request body is declared in one group only.
+    #[test]
+    fn the_request_body_declares_each_field_once() {
+        assert_eq!(parity_core::body::repeated(ChatBody::FIELDS), None);
+        assert_eq!(parity_core::body::repeated(CompletionsBody::FIELDS), None);
+    }
+
     use super::*;
     use serde_json::json;
 

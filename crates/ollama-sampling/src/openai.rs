@@ -106,6 +106,12 @@ pub fn completion_options(request: &Map<String, Value>) -> Result<Map<String, Va
 
 #[cfg(test)]
 mod tests {
+    /// Each field of the request body is declared in one group only.
+    #[test]
+    fn the_request_body_declares_each_field_once() {
+        assert_eq!(parity_core::body::repeated(OpenaiBody::FIELDS), None);
+    }
+
     use super::*;
     use serde_json::json;
 

@@ -102,11 +102,21 @@ macro_rules! body {
 }
 
 /// Reads `request` into the body type `T` (declared with
-/// [`body!`](crate::body!)). Every field is a JSON value, so this fails only
-/// when a declared field name is repeated across groups.
+/// [`body!`](crate::body!)). Every field is a JSON value, so any JSON object
+/// reads; the error is serde's, should a body narrow a field's type.
 pub fn read<T: DeserializeOwned>(request: &Map<String, Value>) -> Result<T, Error> {
     T::deserialize(&Value::Object(request.clone()))
         .map_err(|e| Error::new(format_args!("reading the request body: {e}")))
+}
+
+/// The first field a body declares in two groups, if any (serde would give
+/// it to the first group only): each body's tests assert `None`.
+pub fn repeated(groups: &[&[&'static str]]) -> Option<&'static str> {
+    let all: Vec<&'static str> = groups.concat();
+    all.iter()
+        .enumerate()
+        .find(|(i, f)| all[..*i].contains(f))
+        .map(|(_, f)| *f)
 }
 
 #[cfg(test)]
@@ -137,5 +147,7 @@ mod tests {
             [&["temperature", "top_p"][..], &["model"][..]]
         );
         assert!(Body::declares("model") && !Body::declares("zzz"));
+        assert_eq!(super::repeated(Body::FIELDS), None);
+        assert_eq!(super::repeated(&[&["a", "b"], &["c", "a"]]), Some("a"));
     }
 }

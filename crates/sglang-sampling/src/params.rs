@@ -629,6 +629,12 @@ pub(crate) fn literal_request(kwargs: &Map<String, Value>) -> Option<Map<String,
 
 #[cfg(test)]
 mod tests {
+    /// Each field of the request body is declared in one group only.
+    #[test]
+    fn the_request_body_declares_each_field_once() {
+        assert_eq!(parity_core::body::repeated(SamplingRequest::FIELDS), None);
+    }
+
     use super::*;
     use serde_json::json;
 

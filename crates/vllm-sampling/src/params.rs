@@ -624,6 +624,15 @@ pub(crate) fn from_generate(
 
 #[cfg(test)]
 mod tests {
+    /// Each field of the request body is declared in one group only.
+    #[test]
+    fn the_request_body_declares_each_field_once() {
+        assert_eq!(
+            parity_core::body::repeated(ChatCompletionRequest::FIELDS),
+            None
+        );
+    }
+
     use super::*;
     use serde_json::json;
 
