@@ -154,14 +154,17 @@ const UNSUPPORTED_KEYS: &[(&str, Neutral)] = &[
     ("num_beams", Neutral::One),
     ("guidance_scale", Neutral::One),
     ("watermarking_config", Neutral::Null),
-    ("token_healing", Neutral::False),
+    // `if generation_config.token_healing:` (generation/utils.py 5.23.0
+    // line 2933, 4.57.6 line 2491).
+    ("token_healing", Neutral::Falsy),
     ("dola_layers", Neutral::Null),
     ("constraints", Neutral::Null),
     ("force_words_ids", Neutral::Null),
     ("prompt_lookup_num_tokens", Neutral::Null),
     ("assistant_early_exit", Neutral::Null),
     ("speculation_type", Neutral::Null),
-    ("use_mtp", Neutral::False),
+    // `or self.use_mtp` (configuration_utils.py 5.23.0 line 575).
+    ("use_mtp", Neutral::Falsy),
     ("continuous_batching_config", Neutral::Null),
     // A decoder-only model's prompt is `encoder_input_ids` (transformers
     // 5.23.0 generation/utils.py line 2989 passes `inputs_tensor`, the
@@ -174,7 +177,9 @@ const UNSUPPORTED_KEYS: &[(&str, Neutral)] = &[
 enum Neutral {
     Null,
     One,
-    False,
+    /// Any value Python reads as false (`if value:`): `None`, `False`, 0,
+    /// an empty string, list or dict.
+    Falsy,
     /// Any number `<= 0` (a `> 0` test).
     NotPositive,
 }
@@ -184,7 +189,7 @@ impl Neutral {
         match (self, v) {
             (_, Value::Null) => true,
             (Self::One, Value::Number(n)) => PyNum::of(n).float() == 1.0,
-            (Self::False, Value::Bool(b)) => !b,
+            (Self::Falsy, v) => !truthy(v),
             (Self::NotPositive, Value::Number(n)) => PyNum::of(n).float() <= 0.0,
             (Self::NotPositive, Value::Bool(b)) => !b,
             _ => false,
@@ -941,8 +946,16 @@ mod tests {
             json!({"early_stopping": "never"}),
             json!({"assistant_ensemble_weight": 0.5}),
             json!({"num_beam_groups": 3, "diversity_penalty": 1.0, "max_matching_ngram_size": 3}),
+            // Read as `if token_healing:` / `or use_mtp`: falsy is off.
+            json!({"token_healing": 0, "use_mtp": ""}),
         ] {
             assert_eq!(run(v.clone()).expect("valid"), plain, "{v}");
+        }
+        for v in [json!({"token_healing": 1}), json!({"use_mtp": [0]})] {
+            assert!(
+                matches!(run(v.clone()), Err(HfError::Unsupported { .. })),
+                "{v}"
+            );
         }
     }
 
