@@ -118,6 +118,10 @@ const IGNORED_KEYS: &[&str] = &[
     // assistant keys and `prompt_lookup_num_tokens` refuse; validated
     // (see `validate`).
     "assistant_ensemble_weight",
+    // Read only where assisted decoding picks its candidate generator
+    // (`_get_candidate_generator`, generation/utils.py 5.23.0 line 1351,
+    // and the assistant check at 1888), which those keys refuse.
+    "speculation_type",
     "early_stopping",
     "max_time",
     "stop_strings",
@@ -162,7 +166,6 @@ const UNSUPPORTED_KEYS: &[(&str, Neutral)] = &[
     ("force_words_ids", Neutral::Null),
     ("prompt_lookup_num_tokens", Neutral::Null),
     ("assistant_early_exit", Neutral::Null),
-    ("speculation_type", Neutral::Null),
     // `or self.use_mtp` (configuration_utils.py 5.23.0 line 575).
     ("use_mtp", Neutral::Falsy),
     ("continuous_batching_config", Neutral::Null),
@@ -948,6 +951,7 @@ mod tests {
             json!({"num_beam_groups": 3, "diversity_penalty": 1.0, "max_matching_ngram_size": 3}),
             // Read as `if token_healing:` / `or use_mtp`: falsy is off.
             json!({"token_healing": 0, "use_mtp": ""}),
+            json!({"speculation_type": "dflash"}),
         ] {
             assert_eq!(run(v.clone()).expect("valid"), plain, "{v}");
         }
