@@ -70,7 +70,8 @@
 use serde_json::{Map, Value};
 
 use crate::GenerationParams;
-use crate::params::{number, truthy};
+use crate::params::{contrastive_mode, number, truthy};
+use crate::version::TransformersVersion;
 
 /// `x != 1.0` (temperature, repetition penalty, lines 1466 and 1612).
 pub(crate) fn not_one(x: f64) -> bool {
@@ -280,9 +281,13 @@ impl Acting {
         };
         push(mode, "num_beams", beams, beam);
         let alpha = value("penalty_alpha", Value::Null);
-        let top_k = value("top_k", Value::from(50));
-        let on =
-            !beam && !sample_is_true && float(&top_k).is_some_and(|k| k > 1.0) && positive(&alpha);
+        let (do_sample, num_beams, top_k) = (get("do_sample"), get("num_beams"), get("top_k"));
+        let on = contrastive_mode(
+            TransformersVersion::default(),
+            do_sample.as_ref(),
+            num_beams.as_ref(),
+            top_k.as_ref(),
+        ) && positive(&alpha);
         push("contrastive_search", "penalty_alpha", alpha, on);
 
         Self { acts, sampling }

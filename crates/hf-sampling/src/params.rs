@@ -397,7 +397,7 @@ pub(crate) fn is_generate_kwarg(key: &str) -> bool {
 }
 
 /// Refused only where it switches to contrastive search
-/// ([`contrastive_search`]).
+/// ([`contrastive_mode`]).
 const PENALTY_ALPHA: &str = "penalty_alpha";
 
 /// [`is_generate_kwarg`] for `version`: 4.57.6's and 5.0.0's
@@ -472,33 +472,34 @@ fn validate<'a>(
     Ok(())
 }
 
-/// Whether `penalty_alpha` = `alpha` switches `generate()` to contrastive
-/// search, which this crate does not model; otherwise nothing reads it.
-/// `GenerationConfig.get_generation_mode` (configuration_utils.py, 5.23.0
-/// lines 549–563; 4.57.6 lines 477–491): no beams, `do_sample is not True`
-/// (4.57.6: `do_sample is False`, its default), `top_k > 1` and
-/// `penalty_alpha > 0`. A value Python cannot compare with 0 raises there:
-/// refused too.
-fn contrastive_search<'a>(
+/// `GenerationConfig.get_generation_mode`'s test for contrastive search
+/// bar `penalty_alpha > 0` (configuration_utils.py, 5.23.0 lines 549–563;
+/// 4.57.6 lines 477–491): no beams (`num_beams` None or 1; 4.57.6: 1),
+/// `do_sample is not True` (4.57.6: `do_sample is False`, its default) and
+/// `top_k > 1` (absent: 50). Each reading is `None` when absent. Where it
+/// holds, `penalty_alpha > 0` switches `generate()` to contrastive search;
+/// elsewhere nothing reads `penalty_alpha`.
+pub(crate) fn contrastive_mode(
     transformers: TransformersVersion,
-    get: &impl Fn(&str) -> Option<&'a Value>,
-    alpha: &Value,
+    do_sample: Option<&Value>,
+    num_beams: Option<&Value>,
+    top_k: Option<&Value>,
 ) -> bool {
-    let greedy = match (transformers.is_4x(), get("do_sample")) {
+    let greedy = match (transformers.is_4x(), do_sample) {
         (false, v) => v != Some(&Value::Bool(true)),
         (true, None) => true,
         (true, v) => v == Some(&Value::Bool(false)),
     };
-    let one_beam = match get("num_beams") {
+    let one_beam = match num_beams {
         None => true,
         Some(Value::Null) => !transformers.is_4x(),
         Some(v) => number(v).is_some_and(|(x, _)| x == 1.0),
     };
-    let top_k = match get("top_k") {
+    let top_k = match top_k {
         None => 50.0,
         Some(v) => number(v).map_or(f64::NAN, |(x, _)| x),
     };
-    greedy && one_beam && top_k > 1.0 && number(alpha).is_none_or(|(x, _)| x > 0.0)
+    greedy && one_beam && top_k > 1.0
 }
 
 /// Resolve generate kwargs against an optional model `generation_config.json`
@@ -611,8 +612,16 @@ fn resolve_kwargs(
         }
     }
     validate(transformers, &get)?;
+    // Contrastive search, which this crate does not model; a value Python
+    // cannot compare with 0 raises there: refused too.
     if let Some(v) = set(PENALTY_ALPHA)
-        && contrastive_search(transformers, &get, v)
+        && contrastive_mode(
+            transformers,
+            get("do_sample"),
+            get("num_beams"),
+            get("top_k"),
+        )
+        && number(v).is_none_or(|(x, _)| x > 0.0)
     {
         return Err(HfError::Unsupported {
             key: PENALTY_ALPHA.into(),
