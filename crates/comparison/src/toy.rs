@@ -29,37 +29,36 @@ pub(crate) fn exact(
     role: Role,
     exact: Option<&'static str>,
 ) -> Box<dyn AnySemantics> {
-    let info = Box::leak(Box::new(Info {
-        name,
-        engine: "none (a unit test)",
-        summary: "the first argmax of the logits",
-        verified_against: "nothing: a unit test",
-        params: &[],
-    }));
-    Box::new(Toy {
-        info,
-        role,
-        exact,
-        reads: &[],
-    })
+    Toy::boxed(name, role, exact, &[])
 }
 
 /// A toy whose server (`toy-server /v1/chat/completions`) reads the
 /// request fields `reads` and drops every other.
 pub(crate) fn server(name: &'static str, reads: &'static [&'static str]) -> Box<dyn AnySemantics> {
-    let info = Box::leak(Box::new(Info {
-        name,
-        engine: "none (a unit test)",
-        summary: "the first argmax of the logits",
-        verified_against: "nothing: a unit test",
-        params: &[],
-    }));
-    Box::new(Toy {
-        info,
-        role: Role::OnRequest,
-        exact: None,
-        reads,
-    })
+    Toy::boxed(name, Role::OnRequest, None, reads)
+}
+
+impl Toy {
+    fn boxed(
+        name: &'static str,
+        role: Role,
+        exact: Option<&'static str>,
+        reads: &'static [&'static str],
+    ) -> Box<dyn AnySemantics> {
+        let info = Box::leak(Box::new(Info {
+            name,
+            engine: "none (a unit test)",
+            summary: "the first argmax of the logits",
+            verified_against: "nothing: a unit test",
+            params: &[],
+        }));
+        Box::new(Toy {
+            info,
+            role,
+            exact,
+            reads,
+        })
+    }
 }
 
 impl Semantics for Toy {

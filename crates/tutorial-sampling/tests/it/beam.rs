@@ -2,60 +2,24 @@
 //! `scripts/reference/beam_reference.py` recorded from the real `generate`
 //! (the replay of those recordings is hf-sampling's test).
 
-use std::path::Path;
-
-use hf_sampling::beam::{BeamConfig, ToyLm};
-use serde_json::Value;
+use comparison::beam::{Model, Recorded};
 use tutorial_sampling::beam::{first_difference, tutorial_beam_search};
 
-/// One recorded run: the toy model, the prompt, the kwargs as transformers
-/// read them and the sequences it returned.
-struct Recorded {
-    lm: ToyLm,
-    prompt: Vec<i64>,
-    config: BeamConfig,
-    sequences: Vec<Vec<i64>>,
-}
-
-fn ids(v: &Value) -> Vec<i64> {
-    v.as_array()
-        .expect("ids")
-        .iter()
-        .map(|x| x.as_i64().expect("integer"))
-        .collect()
-}
-
-fn recorded() -> Vec<Recorded> {
-    let path =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/beam/transformers_beams.jsonl");
-    let text = std::fs::read_to_string(&path).expect("fixture readable");
-    let mut lines = text.lines();
-    let header: Value = serde_json::from_str(lines.next().expect("header")).expect("json");
-    assert_eq!(header["format"], "sampling-parity-beam/1");
-    lines
-        .map(|line| {
-            let r: Value = serde_json::from_str(line).expect("json line");
-            let m = &r["model"];
-            let eos = m["eos"].as_i64().expect("eos");
-            let eos_ids = m.get("eos_ids").map_or(vec![eos], ids);
-            let kwargs = r["kwargs"].as_object().expect("kwargs");
-            Recorded {
-                lm: ToyLm {
-                    seed: m["seed"].as_u64().expect("seed"),
-                    vocab: m["vocab"].as_u64().expect("vocab") as usize,
-                    eos: eos as usize,
-                    eos_slope: m["eos_slope"].as_f64().expect("slope"),
-                },
-                prompt: ids(&r["prompt"]),
-                config: BeamConfig::from_kwargs(kwargs, eos_ids, m["pad"].as_i64())
-                    .expect("valid kwargs"),
-                sequences: r["sequences"]
-                    .as_array()
-                    .expect("sequences")
-                    .iter()
-                    .map(ids)
-                    .collect(),
+/// The toy-model runs, read by the project's own reader of the recording
+/// format (`comparison::beam::load`, which refuses unknown fields).
+fn recorded() -> Vec<(Recorded, usize)> {
+    let path = parity_core::fixture::bundled_dir()
+        .expect("bundled fixtures")
+        .join("beam/transformers_beams.jsonl");
+    comparison::beam::load(&path)
+        .expect("the recording reads")
+        .into_iter()
+        .map(|r| match &r.model {
+            Model::Toy(lm, ..) => {
+                let eos = lm.eos;
+                (r, eos)
             }
+            Model::Table(_) => panic!("{}: not a toy run", r.origin),
         })
         .collect()
 }
@@ -68,21 +32,24 @@ fn recorded() -> Vec<Recorded> {
 fn the_tutorial_parts_from_transformers_on_some_configurations() {
     let mut same = 0;
     let mut parted = 0;
-    for r in recorded()
+    for (r, eos) in recorded()
         .iter()
-        .filter(|r| r.config.num_return_sequences == 1)
+        .filter(|(r, _)| r.config.num_return_sequences == 1)
     {
+        let Model::Toy(lm, ..) = &r.model else {
+            unreachable!("recorded() keeps toy runs")
+        };
         let t = tutorial_beam_search(
-            &r.lm,
+            lm,
             &r.prompt,
             r.config.max_new_tokens,
             r.config.num_beams,
-            r.lm.eos as i64,
+            *eos as i64,
         )
         .expect("valid");
         let best = &t.beams[0].1;
         // Padding only follows an eos: cut after the first generated eos.
-        let eos = r.lm.eos as i64;
+        let eos = *eos as i64;
         let generated = &r.sequences[0][r.prompt.len()..];
         let end = generated
             .iter()
