@@ -452,6 +452,47 @@ pub fn kwargs(args: &BeamArgs) -> anyhow::Result<Map<String, Value>> {
     Ok(m)
 }
 
+/// What `compare beam` runs.
+enum Mode<'e> {
+    /// `--recorded`: transformers' recorded searches replayed.
+    Recorded,
+    /// `--port`: the recorded SmolLM2 searches on a port's logits.
+    Port(&'e dyn parity_core::trace::Port),
+    /// The searches, with the command line's kwargs.
+    Search(Map<String, Value>),
+}
+
+/// A resolved `compare beam`: both recordings, loaded, and the mode.
+struct Plan<'e> {
+    toy_path: PathBuf,
+    toy: Vec<Recorded>,
+    smollm2_path: PathBuf,
+    smollm2: Vec<Recorded>,
+    mode: Mode<'e>,
+}
+
+impl<'e> Plan<'e> {
+    fn resolve(args: &BeamArgs, engines: &'e Engines) -> anyhow::Result<Self> {
+        let (toy_path, smollm2_path) = recording_paths()?;
+        let toy = load(&toy_path)?;
+        let smollm2 = load(&smollm2_path)?;
+        let mode = if args.recorded {
+            Mode::Recorded
+        } else if let Some(port) = &args.port {
+            Mode::Port(engines.port(port)?)
+        } else {
+            Mode::Search(kwargs(args)?)
+        };
+        Ok(Self {
+            toy_path,
+            toy,
+            smollm2_path,
+            smollm2,
+            mode,
+        })
+    }
+}
+
 /// Runs the command; `Ok(true)` when a recording was not reproduced (exit 1).
 pub fn run(
     args: &BeamArgs,
@@ -459,20 +500,26 @@ pub fn run(
     progress: &mut Progress,
     out: &mut dyn Write,
 ) -> anyhow::Result<bool> {
-    let (toy_path, smollm2_path) = recording_paths()?;
-    let toy = load(&toy_path)?;
-    let smollm2 = load(&smollm2_path)?;
-    if args.recorded {
-        return replay_all(
-            &[(&toy_path, &toy), (&smollm2_path, &smollm2)],
-            args.format,
-            out,
-        );
-    }
-    if let Some(port) = &args.port {
-        return port_beams(args, port, engines, &smollm2, progress, out).map(|()| false);
-    }
-    let kwargs = kwargs(args)?;
+    let Plan {
+        toy_path,
+        toy,
+        smollm2_path,
+        smollm2,
+        mode,
+    } = Plan::resolve(args, engines)?;
+    let kwargs = match mode {
+        Mode::Recorded => {
+            return replay_all(
+                &[(&toy_path, &toy), (&smollm2_path, &smollm2)],
+                args.format,
+                out,
+            );
+        }
+        Mode::Port(port) => {
+            return port_beams(args, port, &smollm2, progress, out).map(|()| false);
+        }
+        Mode::Search(kwargs) => kwargs,
+    };
     let mut cases = Vec::new();
     // The distinct (toy model, prompt) pairs, in file order.
     let mut seen: Vec<(String, Vec<i64>)> = Vec::new();
@@ -958,13 +1005,12 @@ struct PortRow<'a> {
 /// logits, beside the beams transformers returned.
 fn port_beams(
     args: &BeamArgs,
-    port_name: &str,
-    engines: &Engines,
+    port: &dyn parity_core::trace::Port,
     recordings: &[Recorded],
     progress: &mut Progress,
     out: &mut dyn Write,
 ) -> anyhow::Result<()> {
-    let port = engines.port(port_name)?;
+    let port_name = port.name();
     // The recording's header names the GGUF it was made from.
     let recordings: Vec<&Recorded> = recordings
         .iter()

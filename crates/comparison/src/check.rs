@@ -20,7 +20,9 @@ use std::io::{self, BufRead, Write};
 use anyhow::Context as _;
 use parity_core::arrays::{self, Row, Rows};
 use parity_core::jsonl::{self, Summary};
-use parity_core::{Comparison, Context, Distribution, Logits, Prepared, Record, TokenMass};
+use parity_core::{
+    AnySemantics, Comparison, Context, Distribution, Logits, Prepared, Record, TokenMass,
+};
 use serde::{Deserialize, Serialize};
 
 use crate::Engines;
@@ -312,25 +314,39 @@ fn explain(name: &str, cmp: &Comparison, fragile: &[FragileRow], only_fragile: b
     text
 }
 
-/// Runs `compare check`: records from stdin (JSON lines), or rows of the
-/// binary files the args name. Returns how it went and how many records fail
-/// the check.
-pub fn run<R: BufRead, W: Write, E: Write>(
-    args: &CheckRecordsArgs,
-    engines: &Engines,
-    input: R,
-    mut out: W,
-    mut err: E,
-) -> anyhow::Result<(Summary, usize)> {
-    let semantics = engines.find(&args.semantics)?;
-    let mut failing = 0usize;
-    let mut emit = |answer: &mut Vec<u8>, number: usize, outcome: Outcome| {
-        let mut checked = outcome.checked;
-        failing += usize::from(checked.fails(args.ignore_fragile));
-        checked.probs = outcome.distribution.map(Distribution::into_probs);
-        write_checked(answer, args.format, number, &checked)
-    };
-    if let Some(logits_arg) = &args.logits {
+/// A resolved `compare check`: row files given on the command line, or
+/// records on stdin (each with its own params and context).
+enum Plan<'s> {
+    /// `--logits FILE` with `--probs FILE` or `--logprobs FILE`.
+    Files {
+        prepared: Box<dyn Prepared + 's>,
+        given: Given,
+        logits: Rows,
+        yours: Rows,
+        /// `--input-ids` (checked with `--prompt-len` as a context).
+        input_ids: Vec<i64>,
+    },
+    /// JSON lines on stdin.
+    Records,
+}
+
+impl<'s> Plan<'s> {
+    fn resolve(args: &CheckRecordsArgs, semantics: &'s dyn AnySemantics) -> anyhow::Result<Self> {
+        let Some(logits_arg) = &args.logits else {
+            for (flag, given) in [
+                ("--probs", args.probs.is_some()),
+                ("--logprobs", args.logprobs.is_some()),
+                ("--params", args.params.is_some()),
+                ("--input-ids", args.input_ids.is_some()),
+                ("--prompt-len", args.prompt_len.is_some()),
+            ] {
+                anyhow::ensure!(
+                    !given,
+                    "{flag} goes with --logits FILE (records on stdin carry their own fields)"
+                );
+            }
+            return Ok(Self::Records);
+        };
         let params = match &args.params {
             Some(text) => crate::json_object_arg("--params", text)?,
             None => serde_json::Map::new(),
@@ -359,6 +375,44 @@ pub fn run<R: BufRead, W: Write, E: Write>(
                 .with_context(|| format!("--input-ids is not a JSON array of integers: {text}"))?,
             None => Vec::new(),
         };
+        Context::new(&input_ids, args.prompt_len)?;
+        Ok(Self::Files {
+            prepared,
+            given,
+            logits,
+            yours,
+            input_ids,
+        })
+    }
+}
+
+/// Runs `compare check`: records from stdin (JSON lines), or rows of the
+/// binary files the args name. Returns how it went and how many records fail
+/// the check.
+pub fn run<R: BufRead, W: Write, E: Write>(
+    args: &CheckRecordsArgs,
+    engines: &Engines,
+    input: R,
+    mut out: W,
+    mut err: E,
+) -> anyhow::Result<(Summary, usize)> {
+    let semantics = engines.find(&args.semantics)?;
+    let plan = Plan::resolve(args, semantics)?;
+    let mut failing = 0usize;
+    let mut emit = |answer: &mut Vec<u8>, number: usize, outcome: Outcome| {
+        let mut checked = outcome.checked;
+        failing += usize::from(checked.fails(args.ignore_fragile));
+        checked.probs = outcome.distribution.map(Distribution::into_probs);
+        write_checked(answer, args.format, number, &checked)
+    };
+    if let Plan::Files {
+        prepared,
+        given,
+        logits,
+        yours,
+        input_ids,
+    } = plan
+    {
         let context = Context::new(&input_ids, args.prompt_len)?;
         let items: Vec<Item<'_>> = (0..logits.rows)
             .map(|i| Item {
@@ -405,18 +459,6 @@ pub fn run<R: BufRead, W: Write, E: Write>(
         }
         out.flush()?;
         return Ok((summary, failing));
-    }
-    for (flag, given) in [
-        ("--probs", args.probs.is_some()),
-        ("--logprobs", args.logprobs.is_some()),
-        ("--params", args.params.is_some()),
-        ("--input-ids", args.input_ids.is_some()),
-        ("--prompt-len", args.prompt_len.is_some()),
-    ] {
-        anyhow::ensure!(
-            !given,
-            "{flag} goes with --logits FILE (records on stdin carry their own fields)"
-        );
     }
     let mut number = 0usize;
     let summary = jsonl::drive(input, out, err, "error: ", |line, answer| {

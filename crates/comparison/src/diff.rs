@@ -13,13 +13,46 @@ use std::collections::BTreeMap;
 use std::io::{self, BufRead, Write};
 
 use parity_core::jsonl::{self, Summary};
-use parity_core::{AnySemantics, Context, Record};
+use parity_core::{AnySemantics, Context, Record, Vocab};
 
 use super::report::rows::{Case, CaseRows, RowArgs, Run};
 use super::report::text::{pair_label, wrap_width, wrap_words, wrapped};
 use super::report::{Row, Verdict, select};
 use crate::Engines;
 use crate::cli::{DiffArgs, Format, Setup};
+
+/// A resolved `compare diff`: the pairs (their exact setups under
+/// `--setup exact`) and the vocabulary.
+struct Plan {
+    pairs: Vec<(usize, usize)>,
+    vocab: Option<Vocab>,
+    /// `--setup exact`.
+    exact: bool,
+}
+
+impl Plan {
+    fn resolve(args: &DiffArgs, engines: &Engines) -> anyhow::Result<Self> {
+        let registry = &engines.semantics[..];
+        let default = [engines.defaults.diff_pair.to_string()];
+        let specs = if args.pairs.is_empty() {
+            &default[..]
+        } else {
+            &args.pairs[..]
+        };
+        let pairs = select::pairs(specs, registry)?;
+        let exact = args.setup == Setup::Exact;
+        let pairs = if exact {
+            exact_setups(pairs, registry)
+        } else {
+            pairs
+        };
+        Ok(Self {
+            pairs,
+            vocab: args.vocab.load()?,
+            exact,
+        })
+    }
+}
 
 /// Runs the batch; returns how it went and how many rows differ.
 pub fn run<R: BufRead, W: Write, E: Write>(
@@ -30,18 +63,11 @@ pub fn run<R: BufRead, W: Write, E: Write>(
     mut err: E,
 ) -> anyhow::Result<(Summary, usize)> {
     let registry = &engines.semantics[..];
-    let default = [engines.defaults.diff_pair.to_string()];
-    let specs = if args.pairs.is_empty() {
-        &default[..]
-    } else {
-        &args.pairs[..]
-    };
-    let pairs = select::pairs(specs, registry)?;
-    let pairs = match args.setup {
-        Setup::Literal => pairs,
-        Setup::Exact => exact_setups(pairs, registry),
-    };
-    let vocab = args.vocab.load()?;
+    let Plan {
+        pairs,
+        vocab,
+        exact,
+    } = Plan::resolve(args, engines)?;
     let recorder = hf_sampling::Hf::default();
     let row_args = RowArgs {
         draws: parity_core::DrawCount::Exactly(0),
@@ -52,7 +78,6 @@ pub fn run<R: BufRead, W: Write, E: Write>(
     let width = wrap_width();
     let mut number = 0usize;
     let mut differing = 0usize;
-    let exact = args.setup == Setup::Exact;
     let mut literal = BTreeMap::new();
     let summary = jsonl::drive(input, out, &mut err, "error: ", |line, answer| {
         number += 1;

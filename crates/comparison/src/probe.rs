@@ -2,13 +2,75 @@
 //! semantics that explain it. The work is `server_probe`'s; this file reads
 //! the arguments, makes one call and prints the report (docs/probe.md).
 
+use std::fs::File;
 use std::io::Write;
+use std::path::Path;
 
 use anyhow::{Context, bail};
 use server_probe::{Api, Options, Recording};
 
 use crate::Engines;
 use crate::cli::{Format, ProbeArgs};
+
+/// Where a probe's exchanges come from.
+enum Source<'a> {
+    /// `--replay`: the recording, the files it names made relative to it.
+    Replay(Recording),
+    /// A live server, and the `--record` file, opened.
+    Live(Options, Option<(&'a Path, File)>),
+}
+
+/// A resolved `compare probe`.
+struct Plan<'a> {
+    source: Source<'a>,
+    /// `--repeat` (live) or a repeat recording: one condition asked again
+    /// and again, not a samples or post-sampling probe.
+    repeat: bool,
+}
+
+impl<'a> Plan<'a> {
+    fn resolve(args: &'a ProbeArgs, engines: &Engines) -> anyhow::Result<Self> {
+        let semantics = &engines.semantics[..];
+        if let Some(name) = &args.expect
+            && !semantics.iter().any(|s| s.info().name == name.as_str())
+        {
+            let names: Vec<&str> = semantics.iter().map(|s| s.info().name).collect();
+            bail!(
+                "--expect {name:?}: no such semantics (one of {})",
+                names.join(", ")
+            );
+        }
+        let recorded = match &args.replay {
+            Some(path) => Some(read_recording(path)?),
+            None => None,
+        };
+        let repeat = match &recorded {
+            Some(r) => r.options.repeat.is_some(),
+            None => args.repeat.is_some(),
+        };
+        if repeat && args.expect.is_some() {
+            bail!("--expect takes a samples or post-sampling probe, not --repeat");
+        }
+        let source = match recorded {
+            Some(mut recording) => {
+                if let Some(dir) = args.replay.as_deref().and_then(Path::parent) {
+                    let o = &mut recording.options;
+                    for p in [&mut o.raw_from, &mut o.vocab].into_iter().flatten() {
+                        if Path::new(p.as_str()).is_relative() {
+                            *p = dir.join(&*p).display().to_string();
+                        }
+                    }
+                }
+                Source::Replay(recording)
+            }
+            None => {
+                let options = options(args)?;
+                Source::Live(options, open_record(args)?)
+            }
+        };
+        Ok(Self { source, repeat })
+    }
+}
 
 /// Probes the server (or replays a recording) and writes the report;
 /// `Ok(true)` when `--expect` names a semantics that does not explain every
@@ -20,49 +82,15 @@ pub fn run(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> anyhow::Result<bool> {
-    let semantics = &engines.semantics[..];
-    if let Some(name) = &args.expect
-        && !semantics.iter().any(|s| s.info().name == name.as_str())
-    {
-        let names: Vec<&str> = semantics.iter().map(|s| s.info().name).collect();
-        bail!(
-            "--expect {name:?}: no such semantics (one of {})",
-            names.join(", ")
-        );
-    }
-    let recorded = match &args.replay {
-        Some(path) => Some(read_recording(path)?),
-        None => None,
-    };
-    let repeated = match &recorded {
-        Some(r) => r.options.repeat.is_some(),
-        None => args.repeat.is_some(),
-    };
-    if repeated {
-        if args.expect.is_some() {
-            bail!("--expect takes a samples or post-sampling probe, not --repeat");
-        }
-        repeat(args, recorded.as_ref(), out, err)?;
+    let plan = Plan::resolve(args, engines)?;
+    if plan.repeat {
+        repeat(args.format, plan.source, out, err)?;
         return Ok(false);
     }
-    let report = match &recorded {
-        Some(recording) => {
-            // The files a recording names are relative to it.
-            let mut recording = recording.clone();
-            if let Some(dir) = args.replay.as_deref().and_then(std::path::Path::parent) {
-                let o = &mut recording.options;
-                for p in [&mut o.raw_from, &mut o.vocab].into_iter().flatten() {
-                    if std::path::Path::new(p.as_str()).is_relative() {
-                        *p = dir.join(&*p).display().to_string();
-                    }
-                }
-            }
-            server_probe::replay(&recording, semantics)?
-        }
-        None => {
-            let options = options(args)?;
-            let file = open_record(args)?;
-            let (report, recording) = server_probe::probe(&options, semantics);
+    let report = match plan.source {
+        Source::Replay(recording) => server_probe::replay(&recording, &engines.semantics)?,
+        Source::Live(options, file) => {
+            let (report, recording) = server_probe::probe(&options, &engines.semantics);
             write_record(file, &recording, report.is_err(), err)?;
             report?
         }
@@ -89,27 +117,20 @@ pub fn run(
 
 /// `--repeat N`, live or replayed.
 fn repeat(
-    args: &ProbeArgs,
-    recorded: Option<&Recording>,
+    format: Format,
+    source: Source<'_>,
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> anyhow::Result<()> {
-    let report = match recorded {
-        Some(recording) => server_probe::repeat::replay(recording)?,
-        None => {
-            let options = options(args)?;
-            let file = open_record(args)?;
-            let probed = server_probe::repeat::probe(&options);
-            match probed {
-                Ok((report, recording)) => {
-                    write_record(file, &recording, false, err)?;
-                    report
-                }
-                Err(e) => return Err(e.into()),
-            }
+    let report = match source {
+        Source::Replay(recording) => server_probe::repeat::replay(&recording)?,
+        Source::Live(options, file) => {
+            let (report, recording) = server_probe::repeat::probe(&options)?;
+            write_record(file, &recording, false, err)?;
+            report
         }
     };
-    match args.format {
+    match format {
         Format::Json => {
             serde_json::to_writer_pretty(&mut *out, &report)?;
             writeln!(out)?;
@@ -119,7 +140,7 @@ fn repeat(
     Ok(())
 }
 
-fn read_recording(path: &std::path::Path) -> anyhow::Result<Recording> {
+fn read_recording(path: &Path) -> anyhow::Result<Recording> {
     let bytes = parity_core::fixture::read_at_most(path, 1 << 30)
         .with_context(|| format!("--replay: reading {}", path.display()))?
         .map_err(|_| anyhow::anyhow!("--replay: {} is over 1 GiB", path.display()))?;
@@ -129,7 +150,7 @@ fn read_recording(path: &std::path::Path) -> anyhow::Result<Recording> {
 
 /// The `--record` file, opened before the first request so that a bad path
 /// fails at once.
-fn open_record(args: &ProbeArgs) -> anyhow::Result<Option<(&std::path::Path, std::fs::File)>> {
+fn open_record(args: &ProbeArgs) -> anyhow::Result<Option<(&Path, File)>> {
     let Some(path) = &args.record else {
         return Ok(None);
     };
@@ -145,7 +166,7 @@ fn open_record(args: &ProbeArgs) -> anyhow::Result<Option<(&std::path::Path, std
 /// Writes the recording into the file [`open_record`] opened, whatever the
 /// probe's outcome (`failed`: say how much was kept).
 fn write_record(
-    file: Option<(&std::path::Path, std::fs::File)>,
+    file: Option<(&Path, File)>,
     recording: &Recording,
     failed: bool,
     err: &mut dyn Write,

@@ -9,7 +9,7 @@
 //! against the first route, transformers' `generate(**request)`.
 
 use std::io::{self, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::bail;
 use parity_core::{AnySemantics, Comparison, Distribution, Fixture, Logits, Prepared};
@@ -94,6 +94,92 @@ pub(crate) struct Answer {
     pub send: Vec<send::Send>,
 }
 
+/// A resolved `compare request`: the request read, every route's reading
+/// of it (the reference's accepted), the fixtures to run it on.
+struct Plan<'s> {
+    request: Map<String, Value>,
+    /// The generation config's values, when one was given.
+    config: Option<Map<String, Value>>,
+    routes: Vec<Routed<'s>>,
+    files: Vec<PathBuf>,
+}
+
+impl<'s> Plan<'s> {
+    /// Reads `args` against `semantics`: the request (a JSON object), each
+    /// route's reading, the unknown-field refusal (unless
+    /// `--allow-unknown`), the reference's verdict and the fixture files.
+    fn resolve(
+        args: &RequestArgs,
+        config: Option<&GenerationConfig>,
+        semantics: &'s [Box<dyn AnySemantics>],
+    ) -> anyhow::Result<Self> {
+        let request = match serde_json::from_str::<Value>(&args.request) {
+            Ok(Value::Object(m)) => m,
+            Ok(other) => bail!("the request must be a JSON object, got {other}"),
+            Err(e) => bail!("the request is not JSON ({e}): {:?}", args.request),
+        };
+        let config = config.map(|c| c.values().clone());
+        let routes = routes(semantics, &request, config.as_ref());
+        if !args.allow_unknown {
+            let params: Vec<Option<&Value>> =
+                routes.iter().map(|(e, _)| e.params.as_ref()).collect();
+            unknown::refuse_unknown(semantics, &request, config.as_ref(), &params)?;
+        }
+        let Some((first, reference)) = routes.first() else {
+            bail!("no semantics reads requests");
+        };
+        if reference.is_err() {
+            let why = first.error.clone().unwrap_or_default();
+            bail!("{} refuses the request: {why}", first.endpoint);
+        }
+        let files = select::fixture_files(&args.fixtures)?;
+        let files: Vec<PathBuf> = files
+            .into_iter()
+            // The model fixtures by default; the bundled tie case is a
+            // 4-token toy.
+            .filter(|(_, s)| !args.fixtures.is_empty() || s.is_none())
+            .map(|(path, _)| path)
+            .collect();
+        if files.is_empty() {
+            bail!("nothing compared: no .safetensors fixture given");
+        }
+        Ok(Self {
+            request,
+            config,
+            routes,
+            files,
+        })
+    }
+
+    /// Runs every route on every fixture, then works out what to send.
+    fn answer(
+        self,
+        semantics: &[Box<dyn AnySemantics>],
+        generation_config: Option<String>,
+    ) -> anyhow::Result<Answer> {
+        let fixtures = self
+            .files
+            .iter()
+            .map(|path| fixture_cells(path, &self.routes))
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        let send = send::advise(
+            semantics,
+            &self.request,
+            self.config.as_ref(),
+            &self.routes,
+            &self.files,
+        )?;
+        Ok(Answer {
+            schema: crate::report::SCHEMA,
+            request: self.request,
+            generation_config,
+            endpoints: self.routes.into_iter().map(|(e, _)| e).collect(),
+            fixtures,
+            send,
+        })
+    }
+}
+
 /// Runs the request through every engine on every fixture and writes the answer.
 /// `config` is the `--generation-config` the registry was built with.
 /// `Ok(true)`: `--expect-tv-below` failed (the command exits 1); each
@@ -106,51 +192,12 @@ pub fn run(
     err: &mut dyn Write,
 ) -> anyhow::Result<bool> {
     let semantics = &engines.semantics[..];
-    let request = match serde_json::from_str::<Value>(&args.request) {
-        Ok(Value::Object(m)) => m,
-        Ok(other) => bail!("the request must be a JSON object, got {other}"),
-        Err(e) => bail!("the request is not JSON ({e}): {:?}", args.request),
-    };
-    let config_map = config.map(|c| c.values().clone());
-    let routes = routes(semantics, &request, config_map.as_ref());
-    if !args.allow_unknown {
-        let params: Vec<Option<&Value>> = routes.iter().map(|(e, _)| e.params.as_ref()).collect();
-        unknown::refuse_unknown(semantics, &request, config_map.as_ref(), &params)?;
-    }
-    let Some((first, reference)) = routes.first() else {
-        bail!("no semantics reads requests");
-    };
-    if reference.is_err() {
-        let why = first.error.clone().unwrap_or_default();
-        bail!("{} refuses the request: {why}", first.endpoint);
-    }
-    let files = select::fixture_files(&args.fixtures)?;
-    let files: Vec<_> = if args.fixtures.is_empty() {
-        // The model fixtures; the bundled tie case is a 4-token toy.
-        files.into_iter().filter(|(_, s)| s.is_none()).collect()
-    } else {
-        files
-    };
-    if files.is_empty() {
-        bail!("nothing compared: no .safetensors fixture given");
-    }
-    let mut fixtures = Vec::new();
-    for (path, _) in &files {
-        fixtures.push(fixture_cells(path, &routes)?);
-    }
-    let paths: Vec<_> = files.iter().map(|(path, _)| path.clone()).collect();
-    let send = send::advise(semantics, &request, config_map.as_ref(), &routes, &paths)?;
-    let answer = Answer {
-        schema: crate::report::SCHEMA,
-        request,
-        generation_config: args
-            .generation_config
-            .as_ref()
-            .map(|p| p.display().to_string()),
-        endpoints: routes.into_iter().map(|(e, _)| e).collect(),
-        fixtures,
-        send,
-    };
+    let plan = Plan::resolve(args, config, semantics)?;
+    let generation_config = args
+        .generation_config
+        .as_ref()
+        .map(|p| p.display().to_string());
+    let answer = plan.answer(semantics, generation_config)?;
     match args.format {
         Format::Json => {
             serde_json::to_writer_pretty(&mut *out, &answer)?;
@@ -491,6 +538,87 @@ pub(crate) fn json_schema() -> schemars::Schema {
 mod tests {
     use super::*;
     use parity_core::{Protocol, Server};
+
+    mod plan {
+        use super::super::*;
+        use clap::Parser;
+
+        #[derive(Parser)]
+        struct Cli {
+            #[command(flatten)]
+            request: RequestArgs,
+        }
+
+        fn args(argv: &[&str]) -> RequestArgs {
+            let argv = std::iter::once("request").chain(argv.iter().copied());
+            Cli::try_parse_from(argv).expect("valid arguments").request
+        }
+
+        fn semantics() -> Vec<Box<dyn AnySemantics>> {
+            vec![
+                crate::toy::server("ref", &["temperature"]),
+                crate::toy::server("other", &["top_p"]),
+            ]
+        }
+
+        fn error(argv: &[&str]) -> String {
+            match Plan::resolve(&args(argv), None, &semantics()) {
+                Ok(_) => panic!("{argv:?} resolved"),
+                Err(e) => format!("{e:#}"),
+            }
+        }
+
+        #[test]
+        fn the_request_must_be_a_json_object() {
+            assert_eq!(
+                error(&["[1]"]),
+                "the request must be a JSON object, got [1]"
+            );
+            assert!(
+                error(&["{"]).starts_with("the request is not JSON ("),
+                "{}",
+                error(&["{"])
+            );
+        }
+
+        #[test]
+        fn a_field_no_route_reads_is_refused_unless_allowed() {
+            let e = error(&[r#"{"frobnicate": 1}"#]);
+            assert!(e.contains("frobnicate"), "{e}");
+            let sem = semantics();
+            let argv = [r#"{"frobnicate": 1}"#, "--allow-unknown"];
+            let plan = Plan::resolve(&args(&argv), None, &sem).expect("plan");
+            assert_eq!(plan.routes.len(), 2);
+            assert_eq!(plan.routes[0].0.ignored, ["frobnicate"]);
+        }
+
+        #[test]
+        fn the_default_fixtures_leave_out_the_tie_case() {
+            let sem = semantics();
+            let plan =
+                Plan::resolve(&args(&[r#"{"temperature": 0.5}"#]), None, &sem).expect("plan");
+            let dir = parity_core::fixture::bundled_dir().expect("bundled fixtures");
+            assert!(!plan.files.is_empty());
+            assert!(
+                plan.files
+                    .iter()
+                    .all(|f| f.starts_with(dir.join("smollm2"))),
+                "{:?}",
+                plan.files
+            );
+            // A folder given is read whole.
+            let edge = dir.join("edge").display().to_string();
+            let plan = Plan::resolve(&args(&[r#"{"temperature": 0.5}"#, &edge]), None, &sem)
+                .expect("plan");
+            assert!(plan.files.iter().all(|f| f.starts_with(dir.join("edge"))));
+            let empty = std::env::temp_dir().join("comparison-request-plan-empty");
+            std::fs::create_dir_all(&empty).expect("scratch folder");
+            assert_eq!(
+                error(&["{}", &empty.display().to_string()]),
+                "nothing compared: no .safetensors fixture given"
+            );
+        }
+    }
 
     fn endpoint(semantics: &'static str, product: &'static str) -> Endpoint {
         Endpoint {

@@ -191,6 +191,75 @@ struct Case {
     spec: Table,
 }
 
+/// A resolved `compare speculative`: the pairs, the fixtures (each with
+/// the draft's fixture, same vocabulary checked).
+struct Plan {
+    pairs: Vec<Pair>,
+    draft_fixture: Option<Fixture>,
+    fixtures: Vec<Fixture>,
+}
+
+impl Plan {
+    fn resolve(args: &SpeculativeArgs, registry: &[Box<dyn AnySemantics>]) -> anyhow::Result<Self> {
+        if args.k == 0 {
+            bail!("--k: K = 0, but speculative decoding needs at least one draft token");
+        }
+        let pairs = match (&args.target, &args.draft) {
+            (Some(t), Some(d)) => vec![Pair {
+                target: parse_side("--target", t, registry)?,
+                draft: parse_side("--draft", d, registry)?,
+                perturb: args
+                    .draft_perturb
+                    .as_deref()
+                    .map(parse_perturb)
+                    .transpose()?,
+            }],
+            (None, None) => default_pairs(),
+            _ => bail!("--target and --draft go together"),
+        };
+        for pair in &pairs {
+            find(registry, &pair.target.semantics)?;
+            find(registry, &pair.draft.semantics)?;
+        }
+        let draft_fixture = args
+            .draft_fixture
+            .as_deref()
+            .map(|p| Fixture::load(p).context("--draft-fixture"))
+            .transpose()?;
+        let mut files = select::fixture_files(&args.fixtures)?;
+        if args.fixtures.is_empty() {
+            // The bundled model fixtures only (not the tie demonstration).
+            files.retain(|(_, names)| names.is_none());
+        }
+        let fixtures = files
+            .iter()
+            .map(|(path, _)| Fixture::load(path).map_err(anyhow::Error::from))
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        if fixtures.is_empty() {
+            bail!("no fixture files found in the paths given");
+        }
+        if let Some(dfx) = &draft_fixture
+            && let Some(fx) = fixtures
+                .iter()
+                .find(|fx| fx.logits.len() != dfx.logits.len())
+        {
+            bail!(
+                "--draft-fixture: {} has {} tokens and the target's fixture {} has {}: \
+                 speculative decoding needs one vocabulary",
+                dfx.path.display(),
+                dfx.logits.len(),
+                fx.path.display(),
+                fx.logits.len()
+            );
+        }
+        Ok(Self {
+            pairs,
+            draft_fixture,
+            fixtures,
+        })
+    }
+}
+
 /// Runs the pairs of `args` (or [`default_pairs`]) on every fixture and
 /// writes the tables; hints (a one-token target or draft) go to `err`.
 pub fn run(
@@ -200,58 +269,15 @@ pub fn run(
     err: &mut dyn Write,
 ) -> anyhow::Result<()> {
     let registry = &engines.semantics[..];
-    if args.k == 0 {
-        bail!("--k: K = 0, but speculative decoding needs at least one draft token");
-    }
-    let pairs = match (&args.target, &args.draft) {
-        (Some(t), Some(d)) => vec![Pair {
-            target: parse_side("--target", t, registry)?,
-            draft: parse_side("--draft", d, registry)?,
-            perturb: args
-                .draft_perturb
-                .as_deref()
-                .map(parse_perturb)
-                .transpose()?,
-        }],
-        (None, None) => default_pairs(),
-        _ => bail!("--target and --draft go together"),
-    };
-    let draft_fixture = args
-        .draft_fixture
-        .as_deref()
-        .map(|p| Fixture::load(p).context("--draft-fixture"))
-        .transpose()?;
-    let mut files = select::fixture_files(&args.fixtures)?;
-    if args.fixtures.is_empty() {
-        // The bundled model fixtures only (not the tie demonstration).
-        files.retain(|(_, names)| names.is_none());
-    }
-    let fixtures = files
-        .iter()
-        .map(|(path, _)| Fixture::load(path).map_err(anyhow::Error::from))
-        .collect::<anyhow::Result<Vec<_>>>()?;
-    if fixtures.is_empty() {
-        bail!("no fixture files found in the paths given");
-    }
-
+    let plan = Plan::resolve(args, registry)?;
+    let table = &*engines.speculative;
     let mut results = Vec::new();
-    for pair in &pairs {
+    for pair in &plan.pairs {
         let target = find(registry, &pair.target.semantics)?;
         let draft = find(registry, &pair.draft.semantics)?;
         let mut cases = Vec::new();
-        for fx in &fixtures {
-            let dfx = draft_fixture.as_ref().unwrap_or(fx);
-            if dfx.logits.len() != fx.logits.len() {
-                bail!(
-                    "--draft-fixture: {} has {} tokens and the target's fixture {} has {}: \
-                     speculative decoding needs one vocabulary",
-                    dfx.path.display(),
-                    dfx.logits.len(),
-                    fx.path.display(),
-                    fx.logits.len()
-                );
-            }
-            let table = &*engines.speculative;
+        for fx in &plan.fixtures {
+            let dfx = plan.draft_fixture.as_ref().unwrap_or(fx);
             let p = distribution("--target", target, &pair.target.params, fx, None, table)?;
             let q = distribution(
                 "--draft",
@@ -287,14 +313,8 @@ pub fn run(
         results.push((pair, cases));
     }
     match args.format {
-        Format::Json => write_json(args.k, &results, draft_fixture.as_ref(), out),
-        Format::Text => write_text(
-            args.k,
-            &results,
-            draft_fixture.as_ref(),
-            &*engines.speculative,
-            out,
-        ),
+        Format::Json => write_json(args.k, &results, plan.draft_fixture.as_ref(), out),
+        Format::Text => write_text(args.k, &results, plan.draft_fixture.as_ref(), table, out),
     }
 }
 
@@ -488,6 +508,53 @@ mod tests {
 
     fn refusal(text: &str) -> String {
         side(text).expect_err("refused").to_string()
+    }
+
+    fn plan(argv: &[&str]) -> anyhow::Result<Plan> {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Cli {
+            #[command(flatten)]
+            speculative: SpeculativeArgs,
+        }
+        let argv = std::iter::once("speculative").chain(argv.iter().copied());
+        let args = Cli::try_parse_from(argv)
+            .expect("valid arguments")
+            .speculative;
+        Plan::resolve(&args, &registry())
+    }
+
+    #[test]
+    fn the_plan_checks_k_the_pair_and_one_vocabulary_before_any_table() {
+        let pair = ["--target", "hf", "--draft", "hf-rust"];
+        let p = plan(&pair).expect("plan");
+        assert_eq!(p.pairs.len(), 1);
+        assert!(p.draft_fixture.is_none() && !p.fixtures.is_empty());
+        let e = plan(&[&pair[..], &["--k", "0"]].concat())
+            .err()
+            .expect("refused");
+        assert_eq!(
+            e.to_string(),
+            "--k: K = 0, but speculative decoding needs at least one draft token"
+        );
+        let dir = parity_core::fixture::bundled_dir().expect("bundled fixtures");
+        let eight = dir
+            .join("edge/all_equal_v8.safetensors")
+            .display()
+            .to_string();
+        let e = plan(&[&pair[..], &["--draft-fixture", &eight]].concat())
+            .err()
+            .expect("refused");
+        assert!(
+            e.to_string()
+                .contains("has 8 tokens and the target's fixture")
+                && e.to_string()
+                    .ends_with("speculative decoding needs one vocabulary"),
+            "{e}"
+        );
+        // The same fixture for both sides: one vocabulary.
+        let both = [&pair[..], &["--draft-fixture", &eight, &eight]].concat();
+        assert_eq!(plan(&both).expect("plan").fixtures.len(), 1);
     }
 
     #[test]

@@ -15,7 +15,7 @@ use serde_json::{Map, Value};
 
 use parity_core::record::Logits;
 use parity_core::semantics::Context as Ids;
-use parity_core::{AnySemantics, Distribution, DrawCheck, DrawCount, DrawOptions};
+use parity_core::{AnySemantics, Distribution, DrawCheck, DrawCount, DrawOptions, Vocab};
 
 use super::report::{SCHEMA, text_fields};
 use crate::Engines;
@@ -74,28 +74,41 @@ struct Token<'a> {
     token: Option<&'a str>,
 }
 
+/// A resolved `compare ties`: the kwargs every semantics runs and the
+/// vocabulary, checked against the logits.
+struct Plan {
+    kwargs: Map<String, Value>,
+    vocab: Option<Vocab>,
+}
+
+impl Plan {
+    fn resolve(args: &TiesArgs) -> anyhow::Result<Self> {
+        if args.logits.is_empty() {
+            bail!("--logits must not be empty");
+        }
+        if args.k == 0 {
+            bail!("--k must be at least 1 (top_k=0 turns top-k off in transformers)");
+        }
+        let mut kwargs = Map::new();
+        kwargs.insert("do_sample".into(), Value::Bool(true));
+        kwargs.insert("top_k".into(), args.k.into());
+        // Explicit, though transformers' default: a literal port passes it,
+        // and engines whose temperature is otherwise unset may go greedy.
+        kwargs.insert("temperature".into(), 1.0.into());
+        let vocab = args.vocab.load()?;
+        args.vocab
+            .check(vocab.as_ref(), args.logits.len())
+            .map_err(anyhow::Error::msg)?;
+        Ok(Self { kwargs, vocab })
+    }
+}
+
 /// Prints each semantics' kept set and probabilities, with real draw counts
 /// where the engine can be run.
 pub fn run(args: &TiesArgs, engines: &Engines, out: &mut dyn Write) -> anyhow::Result<()> {
-    let registry = &engines.semantics[..];
+    let Plan { kwargs, vocab } = Plan::resolve(args)?;
     let logits = &args.logits;
-    if logits.is_empty() {
-        bail!("--logits must not be empty");
-    }
-    if args.k == 0 {
-        bail!("--k must be at least 1 (top_k=0 turns top-k off in transformers)");
-    }
-    let mut kwargs = Map::new();
-    kwargs.insert("do_sample".into(), Value::Bool(true));
-    kwargs.insert("top_k".into(), args.k.into());
-    // Explicit, though transformers' default: a literal port passes it, and
-    // engines whose temperature is otherwise unset may go greedy.
-    kwargs.insert("temperature".into(), 1.0.into());
-    let answers = every_semantics(logits, &kwargs, args, registry);
-    let vocab = args.vocab.load()?;
-    args.vocab
-        .check(vocab.as_ref(), logits.len())
-        .map_err(anyhow::Error::msg)?;
+    let answers = every_semantics(logits, &kwargs, args, &engines.semantics);
     // Kept ids as people read them: `[0, 1]`, or with a vocabulary
     // `["<|endoftext|>" (0), "<|im_start|>" (1)]`.
     let kept = |ids: &[usize]| match &vocab {
@@ -246,4 +259,53 @@ fn round(p: &[f64]) -> Vec<f64> {
 /// ([`crate::json_schema`]).
 pub(crate) fn json_schema() -> schemars::Schema {
     schemars::schema_for!(Document<'static>)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        ties: TiesArgs,
+    }
+
+    fn resolve(argv: &[&str]) -> anyhow::Result<Plan> {
+        let argv = std::iter::once("ties").chain(argv.iter().copied());
+        Plan::resolve(&Cli::try_parse_from(argv).expect("valid arguments").ties)
+    }
+
+    #[test]
+    fn the_plan_is_transformers_top_k_at_temperature_1() {
+        let plan = resolve(&["--logits", "2,1,1,0", "--k", "2"]).expect("plan");
+        assert_eq!(
+            serde_json::Value::Object(plan.kwargs),
+            serde_json::json!({"do_sample": true, "top_k": 2, "temperature": 1.0})
+        );
+        assert!(plan.vocab.is_none());
+    }
+
+    #[test]
+    fn k_0_and_a_vocabulary_of_another_size_are_refused_before_any_semantics_runs() {
+        let e = resolve(&["--logits", "1,1,0", "--k", "0"])
+            .err()
+            .expect("refused");
+        assert_eq!(
+            e.to_string(),
+            "--k must be at least 1 (top_k=0 turns top-k off in transformers)"
+        );
+        let dir = parity_core::fixture::bundled_dir().expect("bundled fixtures");
+        let vocab = dir.join("smollm2/vocab.json").display().to_string();
+        let e = resolve(&["--logits", "2,1,1,0", "--vocab", &vocab])
+            .err()
+            .expect("refused");
+        assert!(
+            e.to_string().ends_with(
+                "49152 tokens, but there are 4 logits (the vocabulary of another model?)"
+            ),
+            "{e}"
+        );
+    }
 }

@@ -255,6 +255,133 @@ struct Document<'a> {
     traces: &'a [TraceReport],
 }
 
+/// A resolved `compare trace`: the port, the semantics its setup is read
+/// by, the overrides, and each trace loaded with the steps it runs.
+struct Plan<'e> {
+    port: &'e dyn parity_core::trace::Port,
+    port_semantics: String,
+    kwargs: Option<Map<String, Value>>,
+    port_params: Option<Map<String, Value>>,
+    /// Each trace, with how many of its steps run.
+    traces: Vec<(Trace, usize)>,
+    vocab: Option<Vocab>,
+}
+
+impl<'e> Plan<'e> {
+    fn resolve(args: &TraceArgs, engines: &'e Engines) -> anyhow::Result<Self> {
+        let port = engines.port(args.port.as_deref().unwrap_or(engines.defaults.port))?;
+        let port_semantics = args
+            .port_semantics
+            .clone()
+            .unwrap_or_else(|| port.semantics().to_string());
+        find(&engines.semantics, &port_semantics)?;
+        let kwargs = args
+            .kwargs
+            .as_deref()
+            .map(|j| super::json_object_arg("--kwargs", j))
+            .transpose()?;
+        let port_params = args
+            .port_params
+            .as_deref()
+            .map(|j| super::json_object_arg("--port-params", j))
+            .transpose()?;
+        if args.steps == Some(0) {
+            bail!("--steps must be at least 1");
+        }
+        let files = match &args.trace {
+            Some(f) => vec![f.clone()],
+            None => bundled_traces().map_err(anyhow::Error::msg)?,
+        };
+        if files.is_empty() {
+            bail!("no trace found in fixtures/traces/");
+        }
+        let mut traces = Vec::new();
+        for f in &files {
+            let trace = load_trace(f).map_err(anyhow::Error::msg)?;
+            let steps = match args.steps {
+                Some(n) if n > trace.steps() => bail!(
+                    "--steps {n}, but {} has only {} steps",
+                    trace.path.display(),
+                    trace.steps()
+                ),
+                Some(n) => n,
+                None => trace.steps(),
+            };
+            traces.push((trace, steps));
+        }
+        let vocab =
+            Vocab::load(&parity_core::fixture::bundled_dir()?.join("smollm2/vocab.json")).ok();
+        Ok(Self {
+            port,
+            port_semantics,
+            kwargs,
+            port_params,
+            traces,
+            vocab,
+        })
+    }
+
+    /// Runs the port on each trace and compares it step by step.
+    fn reports(
+        &self,
+        args: &TraceArgs,
+        registry: &[Box<dyn AnySemantics>],
+        progress: &mut Progress,
+    ) -> anyhow::Result<Vec<TraceReport>> {
+        let port = self.port;
+        let mut reports = Vec::new();
+        for (trace, steps) in &self.traces {
+            let steps = *steps;
+            let logits = port
+                .logits(trace, steps, args.model.as_deref(), &mut |what| {
+                    progress.say(what)
+                })
+                .map_err(anyhow::Error::msg)?;
+            if let Some(dir) = &args.export_logits {
+                write_port_logits(dir, trace, port.name(), &logits).map_err(anyhow::Error::msg)?;
+            }
+            let (kwargs, recorded) = match &self.kwargs {
+                Some(k) => (k.clone(), *k == trace.kwargs),
+                None => (trace.kwargs.clone(), true),
+            };
+            progress.say(&format!("{}: distributions", trace.name));
+            let (rows, summary, port_setup) = compare_trace(
+                trace,
+                &logits,
+                &kwargs,
+                recorded,
+                registry,
+                &self.port_semantics,
+                self.port_params.as_ref(),
+            )
+            .with_context(|| format!("trace {}", trace.path.display()))?;
+            let text = self
+                .vocab
+                .as_ref()
+                .filter(|v| v.len() == trace.vocab_size)
+                .map(|v| {
+                    (0..steps)
+                        .map(|t| decode(v.token(trace.token(t) as usize).unwrap_or("")))
+                        .collect::<String>()
+                });
+            reports.push(TraceReport {
+                trace: trace.name.clone(),
+                file: trace.path.display().to_string(),
+                prompt: trace.prompt.clone(),
+                text,
+                kwargs,
+                kwargs_recorded: recorded,
+                port: port.name().to_string(),
+                port_semantics: self.port_semantics.clone(),
+                port_setup,
+                rows,
+                summary,
+            });
+        }
+        Ok(reports)
+    }
+}
+
 /// Runs `compare trace`.
 pub fn run(
     args: &TraceArgs,
@@ -262,95 +389,8 @@ pub fn run(
     progress: &mut Progress,
     out: &mut dyn Write,
 ) -> anyhow::Result<()> {
-    let registry = &engines.semantics[..];
-    let port_name = args.port.as_deref().unwrap_or(engines.defaults.port);
-    let port = engines.port(port_name)?;
-    let port_semantics = args
-        .port_semantics
-        .clone()
-        .unwrap_or_else(|| port.semantics().to_string());
-    find(registry, &port_semantics)?;
-    let kwargs_override = args
-        .kwargs
-        .as_deref()
-        .map(|j| super::json_object_arg("--kwargs", j))
-        .transpose()?;
-    let port_params = args
-        .port_params
-        .as_deref()
-        .map(|j| super::json_object_arg("--port-params", j))
-        .transpose()?;
-    if args.steps == Some(0) {
-        bail!("--steps must be at least 1");
-    }
-    let files = match &args.trace {
-        Some(f) => vec![f.clone()],
-        None => bundled_traces().map_err(anyhow::Error::msg)?,
-    };
-    if files.is_empty() {
-        bail!("no trace found in fixtures/traces/");
-    }
-    let traces = files
-        .iter()
-        .map(|f| load_trace(f).map_err(anyhow::Error::msg))
-        .collect::<anyhow::Result<Vec<_>>>()?;
-    let vocab = Vocab::load(&parity_core::fixture::bundled_dir()?.join("smollm2/vocab.json")).ok();
-    let mut reports = Vec::new();
-    for trace in &traces {
-        let steps = match args.steps {
-            Some(n) if n > trace.steps() => bail!(
-                "--steps {n}, but {} has only {} steps",
-                trace.path.display(),
-                trace.steps()
-            ),
-            Some(n) => n,
-            None => trace.steps(),
-        };
-        let logits = port
-            .logits(trace, steps, args.model.as_deref(), &mut |what| {
-                progress.say(what)
-            })
-            .map_err(anyhow::Error::msg)?;
-        if let Some(dir) = &args.export_logits {
-            write_port_logits(dir, trace, port.name(), &logits).map_err(anyhow::Error::msg)?;
-        }
-        let (kwargs, recorded) = match &kwargs_override {
-            Some(k) => (k.clone(), *k == trace.kwargs),
-            None => (trace.kwargs.clone(), true),
-        };
-        progress.say(&format!("{}: distributions", trace.name));
-        let (rows, summary, port_setup) = compare_trace(
-            trace,
-            &logits,
-            &kwargs,
-            recorded,
-            registry,
-            &port_semantics,
-            port_params.as_ref(),
-        )
-        .with_context(|| format!("trace {}", trace.path.display()))?;
-        let text = vocab
-            .as_ref()
-            .filter(|v| v.len() == trace.vocab_size)
-            .map(|v| {
-                (0..steps)
-                    .map(|t| decode(v.token(trace.token(t) as usize).unwrap_or("")))
-                    .collect::<String>()
-            });
-        reports.push(TraceReport {
-            trace: trace.name.clone(),
-            file: trace.path.display().to_string(),
-            prompt: trace.prompt.clone(),
-            text,
-            kwargs,
-            kwargs_recorded: recorded,
-            port: port.name().to_string(),
-            port_semantics: port_semantics.clone(),
-            port_setup,
-            rows,
-            summary,
-        });
-    }
+    let plan = Plan::resolve(args, engines)?;
+    let reports = plan.reports(args, &engines.semantics, progress)?;
     match args.format {
         Format::Json => {
             serde_json::to_writer_pretty(
@@ -367,7 +407,7 @@ pub fn run(
                 if i > 0 {
                     writeln!(out)?;
                 }
-                write_text(out, r, vocab.as_ref())?;
+                write_text(out, r, plan.vocab.as_ref())?;
             }
         }
     }

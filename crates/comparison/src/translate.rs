@@ -42,6 +42,53 @@ struct Document<'a> {
     translation: &'a Map<String, Value>,
 }
 
+/// A resolved `compare translate`: the kwargs as transformers resolves
+/// them (and warns about), and the engine they go to.
+struct Plan<'e> {
+    kwargs: Map<String, Value>,
+    params: hf_sampling::GenerationParams,
+    processors: Vec<&'static str>,
+    resolved: Vec<(&'static str, Value, hf_sampling::Source)>,
+    warning: Option<TransformersWarning>,
+    to: &'e str,
+    engine: &'e dyn AnySemantics,
+    /// The resolved values as kwargs: what transformers really runs with.
+    full: Map<String, Value>,
+}
+
+impl<'e> Plan<'e> {
+    fn resolve(
+        args: &'e TranslateArgs,
+        config: Option<&GenerationConfig>,
+        engines: &'e Engines,
+    ) -> anyhow::Result<Self> {
+        let kwargs = super::json_object_arg("--kwargs", &args.kwargs)?;
+        let params = hf_sampling::resolve(&kwargs, config)
+            .context("transformers would refuse these kwargs")?;
+        let processors = params
+            .processor_names()
+            .context("transformers would refuse these kwargs")?;
+        let resolved = hf_sampling::provenance(&kwargs, config, &params);
+        let warning = TransformersWarning::for_kwargs(&kwargs, config);
+        let to = args.to.as_deref().unwrap_or(engines.defaults.translation);
+        let engine = engines.find(to)?;
+        let mut full = params.as_kwargs();
+        for (key, value) in &kwargs {
+            full.entry(key.clone()).or_insert_with(|| value.clone());
+        }
+        Ok(Self {
+            kwargs,
+            params,
+            processors,
+            resolved,
+            warning,
+            to,
+            engine,
+            full,
+        })
+    }
+}
+
 /// Prints the translation of `args.kwargs` (and the optional generation
 /// config) for the engine `--to` names: whatever its semantics'
 /// [`parity_core::Semantics::translate`] gives, proven on the bundled
@@ -54,26 +101,21 @@ pub fn run(
     progress: &mut Progress,
     out: &mut dyn Write,
 ) -> anyhow::Result<()> {
-    let kwargs = super::json_object_arg("--kwargs", &args.kwargs)?;
-    let params =
-        hf_sampling::resolve(&kwargs, config).context("transformers would refuse these kwargs")?;
-    let processors = params
-        .processor_names()
-        .context("transformers would refuse these kwargs")?;
-    let resolved = hf_sampling::provenance(&kwargs, config, &params);
-    let warning = TransformersWarning::for_kwargs(&kwargs, config);
+    let Plan {
+        kwargs,
+        params,
+        processors,
+        resolved,
+        warning,
+        to,
+        engine,
+        full,
+    } = Plan::resolve(args, config, engines)?;
     if let Some(w) = &warning {
         // Best effort: stderr is for people; the JSON carries it too.
         let _ = w.write(wrap_width(), progress.notes());
     }
     let registry = &engines.semantics[..];
-    let to = args.to.as_deref().unwrap_or(engines.defaults.translation);
-    let engine = engines.find(to)?;
-    // The resolved values as kwargs: what transformers really runs with.
-    let mut full = params.as_kwargs();
-    for (key, value) in &kwargs {
-        full.entry(key.clone()).or_insert_with(|| value.clone());
-    }
     let options = TranslateOptions {
         context_len: args.context_len,
     };
