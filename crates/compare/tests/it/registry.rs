@@ -249,6 +249,29 @@ fn every_semantics_names_its_engine_and_params() {
     }
 }
 
+/// `compare diff --setup exact` swaps each engine for its exact setup by
+/// registry name, and keeps the literal one where the name is unknown: every
+/// name an engine gives must be in the registry, another entry, of the same
+/// engine.
+#[test]
+fn every_exact_setup_is_another_registry_entry_of_the_same_engine() {
+    let all = compare::registry::all(None, Default::default());
+    let mut setups = 0;
+    for s in &all {
+        let Some(exact) = s.exact_setup() else {
+            continue;
+        };
+        setups += 1;
+        let name = s.info().name;
+        let target = all.iter().find(|t| t.info().name == exact);
+        let target =
+            target.unwrap_or_else(|| panic!("{name}: exact setup {exact:?} is no registry entry"));
+        assert_ne!(exact, name, "{name} names itself as its exact setup");
+        assert_eq!(target.info().engine, s.info().engine, "{name} → {exact}");
+    }
+    assert!(setups > 0, "no semantics has an exact setup");
+}
+
 /// Every request route states what `seed` does (with its source and
 /// versions), and every stated rule names a route its semantics has: a
 /// renamed endpoint cannot leave its seed line behind.
