@@ -70,6 +70,11 @@ pub trait Holds: Default {
     /// The field for the option `name`, or `None` when the engine does not
     /// keep it (the option is then only type-checked).
     fn slot(&mut self, name: &str) -> Option<Slot<'_>>;
+
+    /// Whether the engine keeps the option `name`.
+    fn holds(name: &str) -> bool {
+        Self::default().slot(name).is_some()
+    }
 }
 
 /// Which layer set an option.
@@ -106,6 +111,11 @@ pub enum Fields {
 impl Fields {
     fn has(self, field: &Field) -> bool {
         self == Fields::Current || field.since_go_engine
+    }
+
+    /// Whether `name` is an option of this Ollama.
+    pub fn knows(self, name: &str) -> bool {
+        api::option(name).is_some_and(|f| self.has(f))
     }
 
     fn names(self) -> String {
@@ -248,6 +258,100 @@ pub fn check(key: &str, val: &Value, fields: Fields) -> Option<Result<(), Error>
             .map(|_| ())
             .map_err(|what| refused(key, val, what, Layer::Request))
     })
+}
+
+/// A native request (`/api/generate`, `/api/chat`) as Ollama's routes read
+/// it for an engine whose params are `P`: the `options` object when there is
+/// one, otherwise the body's fields that are option names (server/routes.go
+/// decodes the body into `api.GenerateRequest` / `api.ChatRequest`, whose
+/// `Options map[string]any` is what `FromMap` layers).
+#[derive(Debug, Clone)]
+pub(crate) struct Native {
+    /// The options the engine keeps; an option it does not keep is only
+    /// type-checked, as `FromMap` checks it (its error here).
+    pub options: Result<Map<String, Value>, Error>,
+    /// What the request sends that the engine never reads: top-level fields
+    /// beside `options` (a sampling option there is no field of the
+    /// request type), options the engine does not keep that shape sampling,
+    /// and unknown names under `options`.
+    pub ignored: Vec<String>,
+}
+
+impl Native {
+    /// Reads `request`; `not_an_object` is Go's decoding error for an
+    /// `options` that is not a JSON object, which differs between the Go
+    /// releases of the engines' Ollama.
+    pub(crate) fn read<P: Holds>(
+        request: &Map<String, Value>,
+        fields: Fields,
+        not_an_object: &str,
+    ) -> Self {
+        let nested = request.contains_key("options");
+        let mut ignored: Vec<String> = if nested {
+            request
+                .keys()
+                .filter(|k| {
+                    *k != "options"
+                        && (!parity_core::REQUEST_FIELDS_NOT_SAMPLING.contains(&k.as_str())
+                            || P::holds(k))
+                })
+                .cloned()
+                .collect()
+        } else {
+            request
+                .keys()
+                .filter(|k| {
+                    !fields.knows(k)
+                        && !parity_core::REQUEST_FIELDS_NOT_SAMPLING.contains(&k.as_str())
+                })
+                .cloned()
+                .collect()
+        };
+        let source = match request.get("options") {
+            Some(Value::Object(o)) => o,
+            Some(other) => {
+                return Self {
+                    options: Err(Error::new(format_args!(
+                        "`options` = {other}: Ollama answers 400 ({not_an_object})"
+                    ))),
+                    ignored,
+                };
+            }
+            None => request,
+        };
+        let name = |k: &str| {
+            if nested {
+                format!("options.{k}")
+            } else {
+                k.to_string()
+            }
+        };
+        let mut options = Map::new();
+        for (k, v) in source {
+            let unread = if P::holds(k) {
+                options.insert(k.clone(), v.clone());
+                false
+            } else {
+                match check(k, v, fields) {
+                    Some(Err(e)) => {
+                        return Self {
+                            options: Err(e),
+                            ignored,
+                        };
+                    }
+                    Some(Ok(())) => api::is_sampling(k),
+                    None => nested,
+                }
+            };
+            if unread && !ignored.contains(&name(k)) {
+                ignored.push(name(k));
+            }
+        }
+        Self {
+            options: Ok(options),
+            ignored,
+        }
+    }
 }
 
 /// `FromMap`'s refusal of a value, in the words of its layer.

@@ -25,7 +25,6 @@ use serde_json::{Map, Value};
 
 use parity_core::Error;
 
-use crate::api;
 use crate::layers::{Fields, Layer, Layered};
 use crate::version::{Span, Version};
 
@@ -170,17 +169,6 @@ impl OllamaOptions {
         }
         out
     }
-}
-
-/// Whether `key` is an option of the Go engine's Ollama that never reaches
-/// a sampler.
-pub(crate) fn is_other(key: &str) -> bool {
-    api::option(key).is_some_and(|f| f.since_go_engine && !api::is_sampling(f.name))
-}
-
-/// `FromMap`'s type check of an option that never reaches a sampler.
-pub(crate) fn check_other(key: &str, val: &Value) -> Result<(), Error> {
-    crate::layers::check(key, val, Fields::GoEngine).unwrap_or(Ok(()))
 }
 
 crate::layers::holds!(OllamaOptions: temperature, top_k, top_p, min_p, typical_p, repeat_last_n, repeat_penalty, presence_penalty, frequency_penalty, seed);

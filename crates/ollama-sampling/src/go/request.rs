@@ -22,10 +22,10 @@
 
 use serde_json::{Map, Value};
 
-use parity_core::{Endpoint, Error, Protocol, Route, Server};
+use parity_core::{Endpoint, Protocol, Route, Server};
 
-use super::options::{OllamaOptions, check_other, is_other};
-use crate::api::is_sampling;
+use super::options::OllamaOptions;
+use crate::layers::{Fields, Native};
 use crate::openai::{chat_options, completion_options};
 
 /// Ollama with the Go engine, at the versions this crate reads.
@@ -45,40 +45,6 @@ const IGNORED_BY_SAMPLER: &[&str] = &[
     "presence_penalty",
     "frequency_penalty",
 ];
-
-/// The `options` of a native request: the `options` object when there is
-/// one, otherwise the body's fields that are Ollama option names. `FromMap`
-/// type-checks every known option (sampling or not) and skips unknown ones.
-fn native_options(
-    request: &Map<String, Value>,
-) -> (Result<Map<String, Value>, Error>, Vec<String>) {
-    let (source, nested) = match request.get("options") {
-        Some(Value::Object(o)) => (o.clone(), true),
-        Some(other) => {
-            return (
-                Err(Error::new(format_args!(
-                    "`options` = {other}: Ollama answers 400 (json: cannot unmarshal into map[string]interface {{}})"
-                ))),
-                Vec::new(),
-            );
-        }
-        None => (request.clone(), false),
-    };
-    let mut options = Map::new();
-    let mut ignored = Vec::new();
-    for (k, v) in &source {
-        if is_sampling(k) {
-            options.insert(k.clone(), v.clone());
-        } else if is_other(k) {
-            if let Err(e) = check_other(k, v) {
-                return (Err(e), ignored);
-            }
-        } else if nested {
-            ignored.push(format!("options.{k}"));
-        }
-    }
-    (Ok(options), ignored)
-}
 
 /// The request's fields (top-level, or under `options`) that reach the Go
 /// sampler's runner unread are listed as ignored; options the endpoint sends
@@ -154,33 +120,22 @@ pub(crate) fn routes(
     }
     out.push(route);
 
-    let (native, ignored_options) = native_options(request);
-    let mut route = Route::new(NATIVE, native.clone().and_then(parse));
-    if request.contains_key("options") {
-        route.ignored = request
-            .keys()
-            .filter(|k| {
-                *k != "options"
-                    && !parity_core::REQUEST_FIELDS_NOT_SAMPLING.contains(&k.as_str())
-                    && !is_sampling(k)
-            })
-            .cloned()
-            .collect();
-        // a sampling option outside `options` is not an /api/chat field
-        route
-            .ignored
-            .extend(request.keys().filter(|k| is_sampling(k)).cloned());
-    } else {
-        route = route.ignoring_all_but(request, |k| is_sampling(k) || is_other(k));
+    let native = Native::read::<OllamaOptions>(
+        request,
+        Fields::GoEngine,
+        "json: cannot unmarshal into map[string]interface {}",
+    );
+    let mut route = Route::new(NATIVE, native.options.clone().and_then(parse));
+    route.ignored = native.ignored;
+    if !request.contains_key("options") {
         route = route.note("the request's fields that are Ollama option names, sent as `options`");
     }
-    route.ignored.extend(ignored_options);
     route = route.note(if model.is_some() {
         "absent options: the model's parameters, else Ollama's defaults (temperature 0.8, top_k 40, top_p 0.9, min_p 0)"
     } else {
         "absent options: Ollama's defaults (temperature 0.8, top_k 40, top_p 0.9, min_p 0); no model parameters given"
     });
-    if let Ok(o) = &native {
+    if let Ok(o) = &native.options {
         sampler_ignores(&mut route, request, o);
     }
     out.push(route);

@@ -120,17 +120,6 @@ parity_core::params! {
     }
 }
 
-/// `FromMap`'s check of an Ollama option that is not a sampler one (api/types.go
-/// `Options`, `Runner` at fb3076099: [`crate::api::OPTIONS`] less the fields above):
-/// `None` when `key` is no such option, else whether `val` has its type
-/// (null keeps the default).
-pub(crate) fn check_other(key: &str, val: &Value) -> Option<Result<(), Error>> {
-    if OllamaMlxParams::FIELDS.contains(&key) {
-        return None;
-    }
-    crate::layers::check(key, val, Fields::Current)
-}
-
 /// The release whose `DefaultOptions()` the runner's options start from
 /// (fb3076099, v0.33.0-rc2; the same from v0.32.10).
 const RELEASE: Version = Version::new(0, 33, 0, Some(2));

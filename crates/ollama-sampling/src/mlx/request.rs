@@ -49,11 +49,12 @@
 
 use serde_json::{Map, Value};
 
-use parity_core::{Endpoint, Error, Protocol, REQUEST_FIELDS_NOT_SAMPLING, Route, Server};
+use parity_core::{Endpoint, Error, Protocol, Route, Server};
 
 use crate::openai::{self, chat_options};
 
-use super::{OllamaMlxParams, check_other, parse_over};
+use super::{OllamaMlxParams, parse_over};
+use crate::layers::{Fields, Native};
 
 /// Ollama with the MLX runner, at the versions this module reads.
 const MLX_RUNNER: Server = crate::SERVER.at("MLX runner (safetensors, v0.32.10–v0.33.0-rc2)");
@@ -64,19 +65,6 @@ pub const COMPLETIONS: Endpoint = Endpoint::http(MLX_RUNNER, Protocol::OpenaiCom
 /// `/api/generate` and `/api/chat`, whose `options` are Ollama options.
 pub const NATIVE: Endpoint =
     Endpoint::http(MLX_RUNNER, Protocol::Native("/api/generate, /api/chat"));
-
-/// The options `sample.Options` is built from (x/mlxrunner/server.go).
-pub(crate) const SAMPLER_OPTIONS: &[&str] = &[
-    "temperature",
-    "top_k",
-    "top_p",
-    "min_p",
-    "repeat_last_n",
-    "repeat_penalty",
-    "presence_penalty",
-    "frequency_penalty",
-    "seed",
-];
 
 /// `FromCompleteRequest`'s options, after the check fb3076099's openai.go
 /// adds: a `stop` list item that is not a string is
@@ -99,50 +87,6 @@ fn completion_options(request: &Map<String, Value>) -> Result<Map<String, Value>
         )));
     }
     openai::completion_options(request)
-}
-
-/// A native request's options: the `options` object, or else the body's
-/// fields that are Ollama option names. Sampler options are kept; every
-/// other Ollama option (typical_p included) is type-checked as `FromMap`
-/// checks it; `typical_p` and (nested) unknown names are returned as ignored.
-fn native_options(
-    request: &Map<String, Value>,
-) -> (Result<Map<String, Value>, Error>, Vec<String>) {
-    let (source, nested) = match request.get("options") {
-        Some(Value::Object(o)) => (o, true),
-        Some(other) => {
-            return (
-                Err(Error::new(format_args!(
-                    "`options` = {other}: Ollama answers 400 (json: cannot unmarshal into Go struct field options of type map[string]interface {{}})"
-                ))),
-                Vec::new(),
-            );
-        }
-        None => (request, false),
-    };
-    let name = |k: &str| {
-        if nested {
-            format!("options.{k}")
-        } else {
-            k.to_string()
-        }
-    };
-    let mut options = Map::new();
-    let mut ignored = Vec::new();
-    for (k, v) in source {
-        if SAMPLER_OPTIONS.contains(&k.as_str()) {
-            options.insert(k.clone(), v.clone());
-            continue;
-        }
-        match check_other(k, v) {
-            Some(Err(e)) => return (Err(e), ignored),
-            Some(Ok(())) if k == "typical_p" => ignored.push(name(k)),
-            Some(Ok(())) => {}
-            None if nested => ignored.push(name(k)),
-            None => {}
-        }
-    }
-    (Ok(options), ignored)
 }
 
 /// Notes shared by every route, from the params it ends with.
@@ -220,32 +164,15 @@ pub(crate) fn routes(
     }
     out.push(completions.note(others));
 
-    let (native, nested_ignored) = native_options(request);
-    let mut route = Route::new(NATIVE, native.and_then(parse));
-    if request.contains_key("options") {
-        // Top-level fields other than `options` and the request's own are
-        // not read for sampling; a sampling option at the top level is not an
-        // /api/chat field.
-        route.ignored = request
-            .keys()
-            .filter(|k| {
-                *k != "options"
-                    && (!REQUEST_FIELDS_NOT_SAMPLING.contains(&k.as_str())
-                        || SAMPLER_OPTIONS.contains(&k.as_str()))
-            })
-            .cloned()
-            .collect();
-    } else {
-        route = route
-            .ignoring_all_but(request, |k| {
-                SAMPLER_OPTIONS.contains(&k) || check_other(k, &Value::Null).is_some()
-            })
-            .note("the request's fields that are Ollama option names, sent as `options`");
-    }
-    for k in nested_ignored {
-        if !route.ignored.contains(&k) {
-            route.ignored.push(k);
-        }
+    let native = Native::read::<OllamaMlxParams>(
+        request,
+        Fields::Current,
+        "json: cannot unmarshal into Go struct field options of type map[string]interface {}",
+    );
+    let mut route = Route::new(NATIVE, native.options.and_then(parse));
+    route.ignored = native.ignored;
+    if !request.contains_key("options") {
+        route = route.note("the request's fields that are Ollama option names, sent as `options`");
     }
     if route
         .ignored
