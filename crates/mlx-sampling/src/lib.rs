@@ -149,7 +149,7 @@ impl Semantics for MlxLm {
     ) -> Vec<Route<MlxParams>> {
         let params = params::from_request(request);
         let mut route = Route::new(params::SERVER_ROUTE, params)
-            .ignoring_all_but(request, params::server_reads);
+            .ignoring_all_but(request, params::ServerRequest::declares);
         if !request.contains_key("temperature") {
             route = route.note("temperature 0.0: greedy (mlx_lm.server --temp default)");
         }

@@ -165,6 +165,8 @@ enum Ty {
     Bool,
     /// `str`.
     Str,
+    /// `dict`.
+    Dict,
 }
 
 /// A JSON value as the Python value `json.loads` makes of it, when it is a
@@ -174,7 +176,7 @@ fn python_number(v: &Value) -> Option<(f64, bool)> {
 }
 
 /// `APIHandler._validate(name, type, min_val, max_val, optional)` on a
-/// present value; `Ok(None)` for an accepted `None`.
+/// present value (mlx_lm/server.py 0.32.2, lines 1354-1377).
 fn validate(
     name: &str,
     v: &Value,
@@ -182,9 +184,9 @@ fn validate(
     min: Option<i64>,
     max: Option<i64>,
     optional: bool,
-) -> Result<Option<f64>, Error> {
+) -> Result<(), Error> {
     if optional && v.is_null() {
-        return Ok(None);
+        return Ok(());
     }
     // The server's text, then the value it refused.
     let type_error =
@@ -209,13 +211,10 @@ fn validate(
             Value::Bool(b) => f64::from(u8::from(*b)),
             _ => return Err(type_error("bool")),
         },
-        Ty::Str => {
-            return if v.is_string() {
-                Ok(None)
-            } else {
-                Err(type_error("str"))
-            };
-        }
+        Ty::Str if v.is_string() => return Ok(()),
+        Ty::Dict if v.is_object() => return Ok(()),
+        Ty::Str => return Err(type_error("str")),
+        Ty::Dict => return Err(type_error("dict")),
     };
     if let Some(lo) = min
         && x < lo as f64
@@ -231,25 +230,54 @@ fn validate(
             "{name} must be at most {hi} (got {v})"
         )));
     }
-    Ok(Some(x))
+    Ok(())
 }
 
-/// The sampling fields in `validate_model_parameters`' order, with their
-/// type and bounds: (name, type, min, max).
-const SAMPLING_CHECKS: &[(&str, Ty, Option<i64>, Option<i64>)] = &[
-    ("temperature", Ty::Number, Some(0), None),
-    ("top_p", Ty::Number, Some(0), Some(1)),
-    ("top_k", Ty::Int, Some(0), None),
-    ("min_p", Ty::Number, Some(0), Some(1)),
-    ("repetition_penalty", Ty::Number, Some(0), None),
-    ("repetition_context_size", Ty::Int, Some(0), None),
-    ("presence_penalty", Ty::Number, None, None),
-    ("presence_context_size", Ty::Int, Some(0), None),
-    ("frequency_penalty", Ty::Number, None, None),
-    ("frequency_context_size", Ty::Int, Some(0), None),
-    ("xtc_probability", Ty::Float, Some(0), Some(1)),
-    ("xtc_threshold", Ty::Float, Some(0), Some(1)),
+/// One `_validate(name, expected_type, min_val, max_val, optional)` call.
+type Check = (&'static str, Ty, Option<i64>, Option<i64>, bool);
+
+/// `validate_model_parameters`' checks in its order (mlx_lm/server.py
+/// 0.32.2, lines 1381-1401). Each checks the attribute of the request field
+/// of its name, but for [`attribute`]'s three.
+const CHECKS: &[Check] = &[
+    ("stream", Ty::Bool, None, None, false),
+    ("max_tokens", Ty::Int, Some(1), None, false),
+    ("temperature", Ty::Number, Some(0), None, false),
+    ("top_p", Ty::Number, Some(0), Some(1), false),
+    ("top_k", Ty::Int, Some(0), None, false),
+    ("min_p", Ty::Number, Some(0), Some(1), false),
+    ("num_draft_tokens", Ty::Int, Some(0), None, false),
+    ("repetition_penalty", Ty::Number, Some(0), None, false),
+    ("repetition_context_size", Ty::Int, Some(0), None, false),
+    ("presence_penalty", Ty::Number, None, None, false),
+    ("presence_context_size", Ty::Int, Some(0), None, false),
+    ("frequency_penalty", Ty::Number, None, None, false),
+    ("frequency_context_size", Ty::Int, Some(0), None, false),
+    ("logprobs", Ty::Bool, None, None, false),
+    // whitelist=[-1]
+    ("top_logprobs", Ty::Int, Some(0), Some(11), false),
+    ("xtc_probability", Ty::Float, Some(0), Some(1), false),
+    ("xtc_threshold", Ty::Float, Some(0), Some(1), false),
+    ("requested_model", Ty::Str, None, None, false),
+    ("adapter", Ty::Str, None, None, true),
+    ("seed", Ty::Int, None, None, true),
+    ("logit_bias", Ty::Dict, None, None, true),
 ];
+
+/// The request field behind `validate_model_parameters`' attribute `name`
+/// (`do_POST`, server.py lines 1301 and 1306-1311): `max_tokens` is
+/// `max_completion_tokens` unless that is absent or null.
+fn attribute<'a>(request: &'a Map<String, Value>, name: &str) -> Option<&'a Value> {
+    match name {
+        "max_tokens" => request
+            .get("max_completion_tokens")
+            .filter(|v| !v.is_null())
+            .or_else(|| request.get("max_tokens")),
+        "requested_model" => request.get("model"),
+        "adapter" => request.get("adapters"),
+        _ => request.get(name),
+    }
+}
 
 /// Python's `float(value)` for a JSON value: numbers, bools, numeric
 /// strings. `Err(true)` when Python raises `TypeError` (None, lists,
@@ -265,19 +293,14 @@ fn python_float(v: &Value) -> Result<f64, bool> {
 }
 
 /// `{int(k): float(v) for k, v in logit_bias.items()}` as the server
-/// converts it (null: none).
-fn logit_bias<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeMap<i64, f64>, D::Error> {
-    let v = Value::deserialize(d)?;
-    let Value::Object(obj) = &v else {
-        if v.is_null() {
-            return Ok(BTreeMap::new());
-        }
-        return Err(verbatim(format_args!(
-            "logit_bias must be of type dict (got {v})"
-        )));
+/// converts it (server.py lines 1403-1407; null or not a dict: none, as
+/// [`CHECKS`] has refused the latter).
+fn convert_logit_bias(v: &Value) -> Result<BTreeMap<i64, f64>, Error> {
+    let Value::Object(obj) = v else {
+        return Ok(BTreeMap::new());
     };
     let bad = || {
-        verbatim(format_args!(
+        Error::new(format_args!(
             "logit_bias must be a dict of int to float (got {v})"
         ))
     };
@@ -286,7 +309,7 @@ fn logit_bias<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeMap<i64, f64>, D::
         let id = python_int(k).ok_or_else(bad)?;
         let bias = python_float(b).map_err(|type_error| {
             if type_error {
-                verbatim(format_args!(
+                Error::new(format_args!(
                     "`logit_bias[\"{k}\"]` = {b}: float() raises TypeError, which mlx_lm.server does not catch (the connection closes without a response)"
                 ))
             } else {
@@ -298,18 +321,28 @@ fn logit_bias<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeMap<i64, f64>, D::
     Ok(out)
 }
 
-/// `validate_model_parameters` on this project's params, in the server's
-/// order and words: each sampling field's type and bounds, then `seed`
-/// (which `mx.random.seed` then needs as an unsigned 64-bit integer).
-fn validate_model_parameters(params: &Map<String, Value>) -> Result<(), Error> {
-    for &(name, ty, min, max) in SAMPLING_CHECKS {
-        if let Some(v) = params.get(name) {
-            validate(name, v, ty, min, max, false)?;
+fn logit_bias<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeMap<i64, f64>, D::Error> {
+    convert_logit_bias(&Value::deserialize(d)?).map_err(verbatim)
+}
+
+/// `validate_model_parameters` in the server's order and words, on
+/// `request`'s attributes ([`attribute`]): each [`CHECKS`] entry present,
+/// then `logit_bias` converted, then `seed` (which `mx.random.seed` then
+/// needs as an unsigned 64-bit integer).
+fn validate_model_parameters(request: &Map<String, Value>) -> Result<(), Error> {
+    for &(name, ty, min, max, optional) in CHECKS {
+        let Some(v) = attribute(request, name) else {
+            continue;
+        };
+        // -1 is whitelisted (after the type check, which it passes).
+        if name != "top_logprobs" || python_number(v) != Some((-1.0, true)) {
+            validate(name, v, ty, min, max, optional)?;
         }
     }
-    if let Some(v) = params.get("seed")
-        && validate("seed", v, Ty::Int, None, None, true)?.is_some()
-    {
+    if let Some(v) = request.get("logit_bias") {
+        convert_logit_bias(v)?;
+    }
+    if let Some(v) = request.get("seed").filter(|v| !v.is_null()) {
         ensure!(
             v.is_u64(),
             "`seed` = {v}: mx.random.seed takes an unsigned 64-bit integer (the generation thread raises TypeError)"
@@ -334,31 +367,35 @@ pub fn parse(params: &Map<String, Value>) -> Result<MlxParams, Error> {
     Ok(p)
 }
 
-/// Request fields `mlx_lm.server` reads besides the sampling ones (all
-/// validated, none shapes one step's distribution).
-const OTHER_READ: &[&str] = &[
-    "stream",
-    "stream_options",
-    "model",
-    "draft_model",
-    "num_draft_tokens",
-    "adapters",
-    "max_completion_tokens",
-    "max_tokens",
-    "logprobs",
-    "top_logprobs",
-    "chat_template_kwargs",
-    "stop",
-    "messages",
-    "tools",
-    "role_mapping",
-    "prompt",
-];
-
-/// Whether the server reads `field` (for [`parity_core::Route`]'s ignored list).
-pub(crate) fn server_reads(field: &str) -> bool {
-    (MlxParams::FIELDS.contains(&field) && field != "xtc_special_tokens" && field != "draws")
-        || OTHER_READ.contains(&field)
+parity_core::body! {
+    /// `mlx_lm.server` 0.32.2's request body: every field `APIHandler`
+    /// reads (mlx_lm/server.py: `do_POST`, lines 1299-1330 and 1340; the
+    /// prompt, lines 1753-1781), once, under what the server does with it.
+    /// It reads no other field: [`ServerRequest::other`].
+    pub struct ServerRequest {
+        /// Handed to `make_sampler` / `make_logits_processors` (lines
+        /// 1312-1326 and 1329): [`MlxParams`]' request fields.
+        sampling: Sampling {
+            temperature, top_p, top_k, min_p,
+            repetition_penalty, repetition_context_size,
+            presence_penalty, presence_context_size,
+            frequency_penalty, frequency_context_size,
+            xtc_probability, xtc_threshold, logit_bias, seed,
+        },
+        /// Checked by `validate_model_parameters` ([`CHECKS`]), read for
+        /// something else (the model, how much to generate, streaming,
+        /// logprobs, speculative decoding).
+        checked: Checked {
+            stream, model, num_draft_tokens, adapters,
+            max_completion_tokens, max_tokens, logprobs, top_logprobs,
+        },
+        /// Read unchecked, for something else (the prompt, stop words,
+        /// streaming, the draft model).
+        read: Read {
+            stream_options, draft_model, chat_template_kwargs, stop,
+            messages, tools, role_mapping, prompt,
+        },
+    }
 }
 
 /// `mlx_lm.server`'s route: it reads a `/v1/completions` body as it reads
@@ -372,59 +409,15 @@ pub const SERVER_ROUTE: parity_core::Endpoint = parity_core::Endpoint::http(
 /// absent fields (`--temp 0.0`, `--top-p 1.0`, `--top-k 0`, `--min-p 0.0`,
 /// penalties 0 over 20 tokens, XTC 0 / 0.1), then
 /// `validate_model_parameters` in its order (the non-sampling fields too),
-/// then `logit_bias` converted. The XTC special ids come from the
-/// tokenizer, which a request cannot set: they are empty here.
+/// `logit_bias` converted. The XTC special ids come from the tokenizer,
+/// which a request cannot set: they are empty here.
 pub fn from_request(request: &Map<String, Value>) -> Result<MlxParams, Error> {
-    let get = |k: &str| request.get(k);
-    let check = |name: &str, v: Option<&Value>, ty, min, max, optional| match v {
-        Some(v) => validate(name, v, ty, min, max, optional).map(|_| ()),
-        None => Ok(()),
-    };
-    // The fields read before the sampling ones; a JSON null is Python None.
-    check("stream", get("stream"), Ty::Bool, None, None, false)?;
-    let max_tokens = match get("max_completion_tokens") {
-        Some(v) if !v.is_null() => Some(v),
-        _ => get("max_tokens"),
-    };
-    check("max_tokens", max_tokens, Ty::Int, Some(1), None, false)?;
-    let mut own = Map::new();
-    for &(name, ty, min, max) in SAMPLING_CHECKS {
-        if name == "repetition_penalty" {
-            check(
-                "num_draft_tokens",
-                get("num_draft_tokens"),
-                Ty::Int,
-                Some(0),
-                None,
-                false,
-            )?;
-        }
-        if name == "xtc_probability" {
-            check("logprobs", get("logprobs"), Ty::Bool, None, None, false)?;
-            // -1 is whitelisted (after the type check, which it passes).
-            if let Some(v) = get("top_logprobs")
-                && python_number(v) != Some((-1.0, true))
-            {
-                validate("top_logprobs", v, Ty::Int, Some(0), Some(11), false)?;
-            }
-        }
-        if let Some(v) = get(name) {
-            validate(name, v, ty, min, max, false)?;
-            own.insert(name.into(), v.clone());
-        }
-    }
-    check("requested_model", get("model"), Ty::Str, None, None, false)?;
-    check("adapter", get("adapters"), Ty::Str, None, None, true)?;
-    for k in ["seed", "logit_bias"] {
-        if let Some(v) = get(k) {
-            if k == "logit_bias" && !v.is_null() && !v.is_object() {
-                return Err(Error::new(format_args!(
-                    "logit_bias must be of type dict (got {v})"
-                )));
-            }
-            own.insert(k.into(), v.clone());
-        }
-    }
+    validate_model_parameters(request)?;
+    // Each field as sent: a JSON null is Python None, which `_validate`
+    // refuses unless optional.
+    let own = (Sampling::FIELDS.iter())
+        .filter_map(|&k| Some((k.to_string(), request.get(k)?.clone())))
+        .collect();
     parse(&own)
 }
 
@@ -517,6 +510,48 @@ mod tests {
             .expect("portable")
             .expect("valid");
         assert!(g.is_greedy());
+    }
+
+    /// mlx_lm/server.py 0.32.2 validates `seed` (line 1400) before
+    /// `logit_bias` (line 1401), then converts `logit_bias` (lines
+    /// 1403-1407) before `mx.random.seed` sees the seed. `from_request`
+    /// used to check `logit_bias` first.
+    #[test]
+    fn seed_is_checked_before_logit_bias_and_its_range_after_the_conversion() {
+        let e = |v: Value| from_request(&obj(v)).unwrap_err().to_string();
+        assert_eq!(
+            e(json!({"seed": "x", "logit_bias": 5})),
+            "seed must be of type int (got \"x\")"
+        );
+        assert_eq!(
+            e(json!({"seed": 7, "logit_bias": 5})),
+            "logit_bias must be of type dict (got 5)"
+        );
+        assert_eq!(
+            e(json!({"seed": -1, "logit_bias": {"a": 1}})),
+            "logit_bias must be a dict of int to float (got {\"a\":1})"
+        );
+        assert!(e(json!({"seed": -1})).starts_with("`seed` = -1: mx.random.seed takes"));
+    }
+
+    /// The body declares each field once; its sampling fields are
+    /// [`MlxParams`]' but this project's two; every checked field, and no
+    /// other, is behind some `validate_model_parameters` attribute.
+    #[test]
+    fn the_body_is_the_servers_and_its_checks_read_it() {
+        assert_eq!(parity_core::body::repeated(ServerRequest::FIELDS), None);
+        let ours: Vec<&str> = (MlxParams::FIELDS.iter().copied())
+            .filter(|f| !Sampling::FIELDS.contains(f))
+            .collect();
+        assert_eq!(ours, ["xtc_special_tokens", "draws"]);
+        for group in ServerRequest::FIELDS {
+            for &f in *group {
+                let request = obj(json!({f: 1}));
+                let checked = CHECKS.iter().any(|c| attribute(&request, c.0).is_some());
+                assert_eq!(checked, !Read::FIELDS.contains(&f), "{f}");
+            }
+        }
+        assert!(!ServerRequest::declares("xtc_special_tokens"));
     }
 
     #[test]
