@@ -25,7 +25,8 @@
 //! `min_p` → 0), `mistralrs-server-core/src/chat_completion.rs` and
 //! `openai.rs` (request fields → `SamplingParams`, no range validation; the
 //! request struct has no `seed` and no `deny_unknown_fields`, so an OpenAI
-//! `seed` is dropped unread).
+//! `seed` is dropped unread; a field that constrains sampling to a grammar
+//! is refused: `params::ChatCompletionRequest`).
 //!
 //! # What it computes (the CPU path, no speculative decoding)
 //!
@@ -186,12 +187,8 @@ impl Semantics for MistralRs {
         request: &Map<String, Value>,
         generation_config: Option<&Map<String, Value>>,
     ) -> Vec<Route<MistralRsParams>> {
-        let own = |k: &str| {
-            MistralRsParams::FIELDS.contains(&k)
-                && !matches!(k, "version" | "draws" | "earlier_draws")
-        };
         let mut route = Route::new(ROUTE, request_params(request, generation_config))
-            .ignoring_all_but(request, own);
+            .ignoring_all_but(request, params::ChatCompletionRequest::declares);
         if generation_config.is_some() {
             route = route.note("unset fields filled from generation_config.json");
         }

@@ -130,6 +130,58 @@ fn check(p: &MistralRsParams) -> Result<(), Error> {
     Ok(())
 }
 
+parity_core::body! {
+    /// mistral.rs v0.9.2's `ChatCompletionRequest`
+    /// (mistralrs-server-core/src/openai.rs lines 1126-1261, made a request
+    /// by `parse_request`, chat_completion.rs lines 569-1102): every field
+    /// it reads, once (`max_tokens` under its alias `max_completion_tokens`
+    /// too), under what sampling does with it. Without `deny_unknown_fields`, serde
+    /// drops any other field: [`ChatCompletionRequest::other`].
+    pub struct ChatCompletionRequest {
+        /// `SamplingParams`' fields this crate models: [`MistralRsParams`]'
+        /// request fields.
+        sampling: Sampling {
+            temperature, top_k, top_p, min_p, frequency_penalty,
+            presence_penalty, repetition_penalty, logit_bias, dry_multiplier,
+        },
+        /// Constrain sampling with an llguidance grammar, which this crate
+        /// does not model: refused when set to constrain ([`constraint`]).
+        constraining: Constraining { grammar, response_format, tool_choice },
+        /// Read for something else: the prompt and template, tools and
+        /// agents, how much to generate and return; DRY's other settings
+        /// (used only with a `dry_multiplier` other than 0, refused).
+        read: Read {
+            messages, model, adapter, logprobs, top_logprobs, max_tokens,
+            max_completion_tokens, n, stop, ignore_eos, stream, tools,
+            web_search_options, agent_permission, code_execution_permission,
+            enable_shell, session_id, files, dry_base, dry_allowed_length,
+            dry_sequence_breakers, enable_thinking, reasoning_effort,
+            chat_template_kwargs, max_tool_rounds, truncate_sequence,
+        },
+    }
+}
+
+/// How a set [`Constraining`] field constrains mistral.rs's sampling, if
+/// it does: a `grammar` always (chat_completion.rs lines 1036-1040); a
+/// `response_format` but `{"type": "text"}` (lines 1041-1047); a
+/// `tool_choice` requiring a tool call (`requires_tool_call`,
+/// mistralrs-core/src/tools/request.rs lines 162-170), for which the
+/// sampler switches to a tool-call grammar when it draws a stop token or
+/// nears `max_tokens` (pipeline/sampling.rs lines 60-101, 786 and 820-825).
+fn constraint(field: &str, v: &Value) -> Option<&'static str> {
+    let auto = |v: &Value| *v == "none" || *v == "auto" || v.get("mode") == Some(&"auto".into());
+    match field {
+        "grammar" => Some("mistral.rs samples under the grammar (llguidance)"),
+        "response_format" if v.get("type") != Some(&"text".into()) => {
+            Some("mistral.rs samples under its JSON schema (llguidance)")
+        }
+        "tool_choice" if !auto(v) => Some(
+            "it requires a tool call, which mistral.rs forces with a tool-call grammar (llguidance) when it draws a stop token or nears `max_tokens`",
+        ),
+        _ => None,
+    }
+}
+
 /// What mistral.rs samples with for an OpenAI-style `request`, given the
 /// model's `generation_config.json` (`None`: the model has none). Version
 /// 0.9.2 fills every field the request leaves unset from the model's
@@ -139,11 +191,20 @@ fn check(p: &MistralRsParams) -> Result<(), Error> {
 /// top-p or min-p for the unset fields (so T = 1.0 over one token: greedy in
 /// effect). 0.9.1 ignores the file. A temperature still unset after the
 /// merge is 1.0 when the sampler is built. Request fields that do not shape
-/// the distribution (`max_tokens`, `stop`, `seed`, ...) are dropped.
+/// the distribution (`max_tokens`, `stop`, `seed`, ...) are dropped; one
+/// that constrains sampling to a grammar is refused, naming it.
 pub fn request_params(
     request: &Map<String, Value>,
     generation_config: Option<&Map<String, Value>>,
 ) -> Result<MistralRsParams, Error> {
+    let body: ChatCompletionRequest = parity_core::body::read(request)?;
+    for (k, v) in body.constraining.set() {
+        if let Some(why) = constraint(k, v) {
+            return Err(Error::new(format_args!(
+                "`{k}` = {v}: {why}; grammar-constrained sampling needs the model's vocabulary and is not reproduced"
+            )));
+        }
+    }
     let mut own = Map::new();
     for (k, v) in request {
         if MistralRsParams::FIELDS.contains(&k.as_str()) {
@@ -203,4 +264,77 @@ pub(crate) fn from_generate(kwargs: &Map<String, Value>) -> Option<Result<Mistra
         m.insert("temperature".into(), Value::from(0.0));
     }
     Some(parse(&m))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn refusal(request: Value) -> Option<String> {
+        let request = request.as_object().cloned().expect("object");
+        request_params(&request, None).err().map(|e| e.to_string())
+    }
+
+    /// chat_completion.rs (v0.9.2) lines 1036-1047: a grammar, or a
+    /// response format but text, becomes the request's `Constraint`.
+    #[test]
+    fn grammars_and_json_formats_are_refused_naming_the_field() {
+        let tail =
+            "grammar-constrained sampling needs the model's vocabulary and is not reproduced";
+        assert_eq!(
+            refusal(json!({"grammar": {"type": "regex", "value": "a+"}})),
+            Some(format!(
+                "`grammar` = {{\"type\":\"regex\",\"value\":\"a+\"}}: mistral.rs samples under the grammar (llguidance); {tail}"
+            ))
+        );
+        assert_eq!(
+            refusal(json!({"response_format": {"type": "json_object"}})),
+            Some(format!(
+                "`response_format` = {{\"type\":\"json_object\"}}: mistral.rs samples under its JSON schema (llguidance); {tail}"
+            ))
+        );
+        for unconstrained in [
+            json!({"response_format": {"type": "text"}, "temperature": 0.5}),
+            json!({"grammar": null, "response_format": null}),
+        ] {
+            assert_eq!(refusal(unconstrained.clone()), None, "{unconstrained}");
+        }
+    }
+
+    /// mistralrs-core/src/tools/request.rs (v0.9.2) lines 162-170: only
+    /// "none", "auto" and allowed tools in mode "auto" require no call.
+    #[test]
+    fn a_tool_choice_requiring_a_call_is_refused() {
+        for required in [
+            json!("required"),
+            json!({"type": "function", "function": {"name": "f"}}),
+            json!({"type": "function", "name": "f"}),
+            json!({"type": "allowed_tools", "mode": "required", "tools": []}),
+        ] {
+            let e = refusal(json!({"tool_choice": required})).expect("refused");
+            assert!(e.starts_with("`tool_choice` = "), "{e}");
+            assert!(e.contains("it requires a tool call"), "{e}");
+        }
+        for free in [
+            json!("auto"),
+            json!("none"),
+            json!({"type": "allowed_tools", "mode": "auto", "tools": []}),
+        ] {
+            assert_eq!(refusal(json!({"tool_choice": free})), None);
+        }
+    }
+
+    #[test]
+    fn the_body_declares_each_field_once_and_the_modelled_ones_are_the_params() {
+        assert_eq!(
+            parity_core::body::repeated(ChatCompletionRequest::FIELDS),
+            None
+        );
+        let ours: Vec<&str> = (MistralRsParams::FIELDS.iter().copied())
+            .filter(|f| !Sampling::FIELDS.contains(f))
+            .collect();
+        assert_eq!(ours, ["version", "draws", "earlier_draws"]);
+        assert!(!ChatCompletionRequest::declares("seed"));
+    }
 }

@@ -199,3 +199,17 @@ fn the_listed_params_and_defaults_are_the_parsers() {
     let names: Vec<_> = MistralRs.info().params.iter().map(|p| p.name).collect();
     assert_eq!(names, mistralrs_sampling::MistralRsParams::FIELDS);
 }
+
+/// Only what `ChatCompletionRequest` (v0.9.2) does not declare is dropped:
+/// `ignore_eos` is read (chat_completion.rs line 1066), this crate's
+/// `version` is not the server's.
+#[test]
+fn the_route_drops_only_what_the_request_struct_lacks() {
+    let req = json!({"ignore_eos": true, "dry_base": 2, "frobnicate": 1, "version": "0.9.1"});
+    let routes = MistralRs.from_request(req.as_object().expect("obj"), None);
+    assert_eq!(routes[0].ignored, ["frobnicate", "version"]);
+    let req = json!({"response_format": {"type": "json_object"}});
+    let routes = MistralRs.from_request(req.as_object().expect("obj"), None);
+    let e = routes[0].params.as_ref().expect_err("refused").to_string();
+    assert!(e.starts_with("`response_format` = "), "{e}");
+}
