@@ -182,6 +182,40 @@ fn constraint(field: &str, v: &Value) -> Option<&'static str> {
     }
 }
 
+/// The request mistral.rs v0.9.2 refuses before sampling: a `grammar` or a
+/// `response_format` serde cannot read as its tagged enum
+/// (mistralrs-server-core/src/openai.rs lines 442-457 and 603-618), or both
+/// set (chat_completion.rs lines 1032-1034).
+fn malformed(constraining: &Constraining) -> Result<(), Error> {
+    let set = constraining.set();
+    let tagged = |v: &Value, types: &[&str], content: bool| {
+        v.get("type")
+            .and_then(Value::as_str)
+            .is_some_and(|t| types.contains(&t))
+            && (!content || v.get("value").is_some())
+    };
+    for &(k, v) in &set {
+        let shape = match k {
+            "grammar" if !tagged(v, &["regex", "json_schema", "llguidance", "lark"], true) => {
+                r#"{"type": "regex" | "json_schema" | "llguidance" | "lark", "value": ...}"#
+            }
+            "response_format" if !tagged(v, &["text", "json_object", "json_schema"], false) => {
+                r#"{"type": "text" | "json_object" | "json_schema", ...}"#
+            }
+            _ => continue,
+        };
+        return Err(Error::new(format_args!(
+            "`{k}` = {v}: mistral.rs refuses the request, its serde reads `{k}` only as {shape} (openai.rs, v0.9.2)"
+        )));
+    }
+    let has = |f: &str| set.iter().any(|&(k, _)| k == f);
+    parity_core::ensure!(
+        !(has("grammar") && has("response_format")),
+        "`grammar` and `response_format` both set: mistral.rs refuses the request, they are mutually exclusive (chat_completion.rs lines 1032-1034, v0.9.2)"
+    );
+    Ok(())
+}
+
 /// What mistral.rs samples with for an OpenAI-style `request`, given the
 /// model's `generation_config.json` (`None`: the model has none). Version
 /// 0.9.2 fills every field the request leaves unset from the model's
@@ -198,6 +232,7 @@ pub fn request_params(
     generation_config: Option<&Map<String, Value>>,
 ) -> Result<MistralRsParams, Error> {
     let body: ChatCompletionRequest = parity_core::body::read(request)?;
+    malformed(&body.constraining)?;
     for (k, v) in body.constraining.set() {
         if let Some(why) = constraint(k, v) {
             return Err(Error::new(format_args!(
@@ -323,6 +358,21 @@ mod tests {
         ] {
             assert_eq!(refusal(json!({"tool_choice": free})), None);
         }
+    }
+
+    /// openai.rs (v0.9.2) lines 442-457 and 603-618: serde reads both
+    /// fields as tagged enums; chat_completion.rs lines 1032-1034 refuse
+    /// the two together.
+    #[test]
+    fn malformed_or_clashing_constraints_are_the_servers_refusal() {
+        let e = refusal(json!({"grammar": "root ::= \"a\""})).expect("refused");
+        assert!(e.starts_with("`grammar` = \"root ::= \\\"a\\\"\": mistral.rs refuses the request, its serde reads `grammar` only as {\"type\": \"regex\""), "{e}");
+        let e = refusal(json!({"response_format": {"type": "yaml"}})).expect("refused");
+        assert!(e.contains("reads `response_format` only as"), "{e}");
+        let e = refusal(
+            json!({"grammar": {"type": "regex", "value": "a"}, "response_format": {"type": "text"}}),
+        );
+        assert!(e.expect("refused").contains("mutually exclusive"));
     }
 
     #[test]
