@@ -409,7 +409,149 @@ const SAMPLING: &[&str] = &[
     "logit_bias_type",
     "seed",
     "min_tokens",
+    "grammar",
 ];
+
+/// The fields only the chat model declares that can put a grammar into
+/// the chain (see [`grammar`]).
+const CHAT_CONSTRAINING: &[&str] = &[
+    "response_format",
+    "tool_choice",
+    "tools",
+    "function_call",
+    "functions",
+];
+
+/// What llama_cpp.server 0.3.36 does with the fields that constrain
+/// sampling with a grammar. `grammar` (both models, `Optional[str]`,
+/// server/types.py:153, 251) becomes `LlamaGrammar.from_string(...)`
+/// (server/app.py:177-178), which `_init_sampler` adds to the chain after
+/// the penalties (llama.py:758-759); an empty one is a no-op, since llama.cpp
+/// 0c1e57098 builds no grammar from "" (src/llama-sampler.cpp:2779-2818).
+/// On chat, the handler every GGUF chat template gets
+/// (`chat_formatter_to_chat_completion_handler`) replaces it with a JSON
+/// grammar for `response_format: {"type": "json_object"}`
+/// (llama_chat_format.py:672-675, 1017-1029), and with one built from the
+/// tool's parameters for a named `tool_choice` (or a legacy
+/// `function_call: {"name": ...}`) when tools (or functions) are given
+/// (686-722). Those are refused as not reproduced, naming the field;
+/// values the request models cannot read are the server's refusal.
+fn grammar(route: ServerRoute, body: &Map<String, Value>) -> Result<(), Error> {
+    fn text(v: Option<&Value>) -> Option<&str> {
+        v.and_then(Value::as_str)
+    }
+    let refuse = |field: &str, v: &Value, why: &str| {
+        Err(Error::new(format_args!(
+            "`{field}` = {v}: llama_cpp.server refuses the request ({why})"
+        )))
+    };
+    let constrained = |field: &str, v: &Value, how: &str| {
+        Err(Error::new(format_args!(
+            "`{field}` = {v}: llama_cpp.server samples under {how}; grammar-constrained sampling needs the model's vocabulary and is not reproduced"
+        )))
+    };
+    match body.get("grammar") {
+        None | Some(Value::Null) => {}
+        Some(Value::String(g)) if g.is_empty() => {}
+        Some(v @ Value::String(_)) => {
+            return constrained("grammar", v, "this grammar (server/app.py:177-178)");
+        }
+        Some(v) => return refuse("grammar", v, "string_type: Input should be a valid string"),
+    }
+    if route == ServerRoute::Completions {
+        return Ok(());
+    }
+    match body.get("response_format") {
+        None | Some(Value::Null) => {}
+        Some(v @ Value::Object(m)) => match text(m.get("type")) {
+            Some("text") => {}
+            Some("json_object") => {
+                return constrained(
+                    "response_format",
+                    v,
+                    "a JSON grammar (llama_chat_format.py:672-675)",
+                );
+            }
+            _ => {
+                return refuse(
+                    "response_format.type",
+                    m.get("type").unwrap_or(&Value::Null),
+                    "literal_error: Input should be 'text' or 'json_object'",
+                );
+            }
+        },
+        Some(v) => {
+            return refuse(
+                "response_format",
+                v,
+                "dict_type: Input should be a valid dictionary",
+            );
+        }
+    }
+    // a named choice: {"type": "function", "function": {"name": ...}}
+    let named = |v: &Value| {
+        v.as_object()
+            .filter(|m| text(m.get("type")) == Some("function"))
+            .and_then(|m| text(m.get("function")?.get("name")))
+            .map(str::to_owned)
+    };
+    let mut choice = None;
+    match body.get("tool_choice") {
+        None | Some(Value::Null) => {}
+        Some(Value::String(t)) if ["none", "auto", "required"].contains(&t.as_str()) => {}
+        Some(v) => match named(v) {
+            Some(name) => choice = Some(("tool_choice", v, name)),
+            None => {
+                return refuse(
+                    "tool_choice",
+                    v,
+                    "no member of ChatCompletionToolChoiceOption takes it",
+                );
+            }
+        },
+    }
+    // the legacy function_call overrides tool_choice (llama_chat_format.py:687-697)
+    match body.get("function_call") {
+        None | Some(Value::Null) => {}
+        Some(Value::String(t)) if t == "none" || t == "auto" => choice = None,
+        Some(v) => match text(v.get("name")) {
+            Some(name) if v.is_object() => choice = Some(("function_call", v, name.to_owned())),
+            _ => {
+                return refuse(
+                    "function_call",
+                    v,
+                    "no member of ChatCompletionRequestFunctionCall takes it",
+                );
+            }
+        },
+    }
+    // functions, when given, replace tools (llama_chat_format.py:677-685)
+    let tools = match body.get("functions").filter(|v| !v.is_null()) {
+        Some(Value::Array(f)) => Some(f.iter().collect::<Vec<_>>()),
+        Some(v) => return refuse("functions", v, "list_type: Input should be a valid list"),
+        None => match body.get("tools").filter(|v| !v.is_null()) {
+            Some(Value::Array(t)) => Some(t.iter().filter_map(|t| t.get("function")).collect()),
+            Some(v) => return refuse("tools", v, "list_type: Input should be a valid list"),
+            None => None,
+        },
+    };
+    if let (Some((field, v, name)), Some(tools)) = (choice, tools) {
+        if !tools
+            .iter()
+            .any(|t| text(t.get("name")) == Some(name.as_str()))
+        {
+            return Err(Error::new(format_args!(
+                "`{field}` = {v}: llama_cpp.server's chat handler raises \"Tool choice '{name}' not found in tools.\" (llama_chat_format.py:705-708, a 500)"
+            )));
+        }
+        return constrained(
+            field,
+            v,
+            "a grammar built from the tool's parameters (llama_chat_format.py:700-722)",
+        );
+    }
+    Ok(())
+}
 
 /// The server's answer to a body: the `create_completion` arguments, or
 /// the validation error pydantic raises (the first field it names).
@@ -602,6 +744,7 @@ fn server_params(route: ServerRoute, body: &Map<String, Value>) -> Result<Python
             );
         }
     }
+    grammar(route, body)?;
     parse(&args)
 }
 
@@ -613,10 +756,13 @@ fn server_params(route: ServerRoute, body: &Map<String, Value>) -> Result<Python
 /// passed to `create_completion` as keyword arguments. The chat handler
 /// formats the prompt and calls `create_completion` with the same ones.
 pub(crate) fn routes(request: &Map<String, Value>) -> Vec<Route<PythonParams>> {
-    let own = |k: &str| SAMPLING.contains(&k);
     [ServerRoute::Completions, ServerRoute::Chat]
         .into_iter()
         .map(|route| {
+            let own = |k: &str| {
+                SAMPLING.contains(&k)
+                    || (route == ServerRoute::Chat && CHAT_CONSTRAINING.contains(&k))
+            };
             let mut r = Route::new(route.endpoint(), server_params(route, request))
                 .ignoring_all_but(request, own);
             if !request.contains_key("repeat_penalty") {

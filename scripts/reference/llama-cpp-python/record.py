@@ -87,6 +87,7 @@ from safetensors.numpy import save as st_save
 import llama_cpp as L
 from llama_cpp import _internals
 from llama_cpp.llama import Llama
+from llama_cpp.llama_grammar import LlamaGrammar
 
 REPO = Path(__file__).resolve().parents[3]
 OUT_DIR = REPO / "fixtures" / "llama-cpp-python"
@@ -191,6 +192,9 @@ def jsonable(v):
         return [f"{type(v).__name__}"] + [_name(x) for x in v]
     if isinstance(v, (list, tuple)):
         return [jsonable(x) for x in v]
+    if isinstance(v, LlamaGrammar):
+        # the grammar's text: what llama_sampler_init_grammar gets (_internals.py:755-759)
+        return {"LlamaGrammar": v._grammar}
     return _name(v)
 
 
@@ -417,6 +421,11 @@ SERVER_BASE = {
                              "seed": SEED},
 }
 
+# A grammar and a tool for the constraining bodies below.
+GRAMMAR = 'root ::= "Yes" | "No"'
+TOOL = {"type": "function", "function": {"name": "get_weather", "parameters": {
+    "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}
+
 # Bodies for kind "server_request" (sent as they are).
 COMPLETION_BODIES = [
     ("empty", {}),
@@ -465,6 +474,12 @@ COMPLETION_BODIES = [
     ("logit_bias_type_bad", {"prompt": PROMPT, "logit_bias_type": "ids"}),
     ("stream_string", {"prompt": PROMPT, "stream": "yes"}),
     ("body_not_object", [1, 2]),
+    # grammars: app.py:177-178 makes one of any grammar that is not None
+    ("grammar", {"prompt": PROMPT, "grammar": GRAMMAR}),
+    ("grammar_empty", {"prompt": PROMPT, "grammar": ""}),
+    ("grammar_null", {"prompt": PROMPT, "grammar": None}),
+    ("grammar_number", {"prompt": PROMPT, "grammar": 5}),
+    ("response_format_unknown_field", {"prompt": PROMPT, "response_format": {"type": "json_object"}}),
 ]
 CHAT_BODIES = [
     ("empty", {}),
@@ -477,6 +492,41 @@ CHAT_BODIES = [
     ("top_p_15", {"messages": [{"role": "user", "content": PROMPT}], "top_p": 1.5}),
     ("role_bad", {"messages": [{"role": "robot", "content": PROMPT}]}),
     ("logprobs_int", {"messages": [{"role": "user", "content": PROMPT}], "logprobs": 5}),
+    # grammars: the body's, response_format's (llama_chat_format.py:672-675) and a
+    # named tool's (686-722)
+    ("grammar", {"messages": [{"role": "user", "content": PROMPT}], "grammar": GRAMMAR}),
+    ("grammar_empty", {"messages": [{"role": "user", "content": PROMPT}], "grammar": ""}),
+    ("response_format_json_object", {"messages": [{"role": "user", "content": PROMPT}],
+                                     "response_format": {"type": "json_object"}}),
+    ("response_format_json_object_schema", {"messages": [{"role": "user", "content": PROMPT}],
+                                            "response_format": {"type": "json_object",
+                                                                "schema": TOOL["function"]["parameters"]}}),
+    ("response_format_text", {"messages": [{"role": "user", "content": PROMPT}],
+                              "response_format": {"type": "text"}}),
+    ("response_format_text_and_grammar", {"messages": [{"role": "user", "content": PROMPT}],
+                                          "response_format": {"type": "text"}, "grammar": GRAMMAR}),
+    ("response_format_json_schema", {"messages": [{"role": "user", "content": PROMPT}],
+                                     "response_format": {"type": "json_schema"}}),
+    ("response_format_string", {"messages": [{"role": "user", "content": PROMPT}],
+                                "response_format": "json_object"}),
+    ("tool_choice_named", {"messages": [{"role": "user", "content": PROMPT}], "tools": [TOOL],
+                           "tool_choice": {"type": "function", "function": {"name": "get_weather"}}}),
+    ("tool_choice_named_unknown", {"messages": [{"role": "user", "content": PROMPT}], "tools": [TOOL],
+                                   "tool_choice": {"type": "function", "function": {"name": "nope"}}}),
+    ("tool_choice_named_no_tools", {"messages": [{"role": "user", "content": PROMPT}],
+                                    "tool_choice": {"type": "function", "function": {"name": "get_weather"}}}),
+    ("tool_choice_auto", {"messages": [{"role": "user", "content": PROMPT}], "tools": [TOOL],
+                          "tool_choice": "auto"}),
+    ("tool_choice_required", {"messages": [{"role": "user", "content": PROMPT}], "tools": [TOOL],
+                              "tool_choice": "required"}),
+    ("tool_choice_bad", {"messages": [{"role": "user", "content": PROMPT}], "tools": [TOOL],
+                         "tool_choice": "any"}),
+    ("function_call_named", {"messages": [{"role": "user", "content": PROMPT}],
+                             "functions": [TOOL["function"]], "function_call": {"name": "get_weather"}}),
+    ("function_call_auto_over_tool_choice", {"messages": [{"role": "user", "content": PROMPT}],
+                                             "tools": [TOOL], "function_call": "auto",
+                                             "tool_choice": {"type": "function",
+                                                             "function": {"name": "get_weather"}}}),
 ]
 
 

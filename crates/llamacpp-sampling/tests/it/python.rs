@@ -346,6 +346,21 @@ fn every_recorded_server_request_resolves_as_the_server_did() {
             }
             continue;
         }
+        // a grammar reached the chain (the recorder writes its text) exactly
+        // when the body is refused here as grammar-constrained
+        let grammar = kw["grammar"]["LlamaGrammar"]
+            .as_str()
+            .is_some_and(|g| !g.is_empty());
+        let refused_as_grammar = got
+            .as_ref()
+            .is_err_and(|e| e.contains("grammar-constrained sampling"));
+        if grammar != refused_as_grammar {
+            failed.push(format!(
+                "{name}: the chain's grammar is {}, here {got:?}",
+                kw["grammar"]
+            ));
+            continue;
+        }
         let p = match got {
             Ok(p) => p,
             // accepted by the server, refused here as not reproduced
