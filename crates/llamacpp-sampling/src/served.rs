@@ -52,7 +52,8 @@ pub(crate) fn routes(
         .filter(|(k, _)| known(k))
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
-    let parsed = params::parse_over(defaults.params.clone(), &own);
+    let parsed =
+        chat_grammar(request).and_then(|()| params::parse_over(defaults.params.clone(), &own));
     let sources = parsed
         .as_ref()
         .map(|p| {
@@ -79,12 +80,85 @@ pub(crate) fn routes(
             "defaults for absent fields: top_k 40, top_p 0.95, min_p 0.05, repeat_last_n 64 (built in; no general.sampling.* key and no flag given)",
         );
     }
+    let tools = request
+        .get("tools")
+        .and_then(Value::as_array)
+        .is_some_and(|t| !t.is_empty());
+    if tools
+        && request
+            .get("tool_choice")
+            .and_then(Value::as_str)
+            .unwrap_or("auto")
+            == "auto"
+    {
+        route = route.note(
+            "tools with tool_choice \"auto\": the grammar is lazy (common/chat-auto-parser-generator.cpp:79) and constrains nothing until the generated text reaches the template's tool-call marker",
+        );
+    }
     for note in &defaults.notes {
         route = route.note(note.clone());
     }
     vec![route.note(
         "generation_config.json is read only through the GGUF: llama.cpp's converter writes it into general.sampling.* (gguf-py/gguf/metadata.py)",
     )]
+}
+
+/// What `/v1/chat/completions` makes of the chat fields that put a grammar
+/// into the chain before `/completion`'s own fields are read
+/// (`oaicompat_chat_params_parse`, tools/server/server-common.cpp:1224-1348
+/// at 0c1e57098): a `response_format` of type `json_object` or
+/// `json_schema` becomes the request's JSON schema (1258-1271), and tools
+/// with `tool_choice: "required"` a grammar that forces a tool call
+/// (common/chat-auto-parser-generator.cpp:73-80). Both are refused as not
+/// reproduced, naming the field, as `grammar` and `json_schema` are; the
+/// server's own refusals (another `response_format` type, another
+/// `tool_choice`) in its words. Values of the wrong JSON type are read as
+/// `json_value` reads them: as absent.
+fn chat_grammar(request: &Map<String, Value>) -> Result<(), Error> {
+    let constrained = |field: &str, v: &Value, how: &str| {
+        Err(Error::new(format_args!(
+            "`{field}` = {v}: llama-server samples under {how}; grammar-constrained sampling needs the model's vocabulary and is not reproduced"
+        )))
+    };
+    if let Some(v @ Value::Object(format)) = request.get("response_format") {
+        match format.get("type").and_then(Value::as_str).unwrap_or("") {
+            "" | "text" => {}
+            "json_object" | "json_schema" => {
+                return constrained(
+                    "response_format",
+                    v,
+                    "a grammar built from its JSON schema (tools/server/server-common.cpp:1258-1275)",
+                );
+            }
+            other => {
+                return Err(Error::new(format_args!(
+                    "`response_format.type` = {other:?}: llama-server refuses it (400: response_format type must be one of \"text\" or \"json_object\", but got: {other})"
+                )));
+            }
+        }
+    }
+    let tools = request
+        .get("tools")
+        .and_then(Value::as_array)
+        .is_some_and(|t| !t.is_empty());
+    let choice = request.get("tool_choice");
+    match choice.and_then(Value::as_str).unwrap_or("auto") {
+        "auto" | "none" => {}
+        "required" if tools => {
+            return constrained(
+                "tool_choice",
+                choice.unwrap_or(&Value::Null),
+                "a grammar that forces a tool call (common/chat-auto-parser-generator.cpp:73-80)",
+            );
+        }
+        "required" => {}
+        other => {
+            return Err(Error::new(format_args!(
+                "`tool_choice` = {other:?}: llama-server refuses it (400: Invalid tool_choice: {other}, common/chat.cpp:355)"
+            )));
+        }
+    }
+    Ok(())
 }
 
 impl Semantics for LlamaServer {
@@ -137,5 +211,70 @@ impl Semantics for LlamaServer {
 
     fn explain(&self, row: &Against<'_>, params: &ServerParams) -> Explanation {
         LlamaCpp.explain(row, params)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn route(body: Value) -> Route<ServerParams> {
+        let body = body.as_object().cloned().expect("an object");
+        routes(&ServerDefaults::default(), &body).remove(0)
+    }
+
+    fn refusal(body: Value) -> String {
+        route(body).params.expect_err("refused").to_string()
+    }
+
+    /// oaicompat_chat_params_parse (tools/server/server-common.cpp:1258-1275
+    /// at 0c1e57098): json_object and json_schema become a JSON schema, so a
+    /// grammar; text, an empty type or a non-object are no constraint.
+    #[test]
+    fn a_json_response_format_is_a_grammar_and_text_is_none() {
+        for t in ["json_object", "json_schema"] {
+            let e = refusal(json!({"response_format": {"type": t}, "temperature": 0.7}));
+            assert!(e.starts_with("`response_format` = "), "{e}");
+            assert!(e.contains("not reproduced"), "{e}");
+        }
+        for ok in [
+            json!({"response_format": {"type": "text"}}),
+            json!({"response_format": {}}),
+            json!({"response_format": "json"}),
+            json!({"response_format": null}),
+        ] {
+            assert!(route(ok.clone()).params.is_ok(), "{ok}");
+        }
+        let e = refusal(json!({"response_format": {"type": "xml"}}));
+        assert!(
+            e.contains(
+                "400: response_format type must be one of \"text\" or \"json_object\", but got: xml"
+            ),
+            "{e}"
+        );
+    }
+
+    /// tools with tool_choice "required" force a tool call with a grammar
+    /// (common/chat-auto-parser-generator.cpp:73-80); "auto" makes it lazy;
+    /// another choice is the server's 400 (common/chat.cpp:345-356).
+    #[test]
+    fn a_required_tool_call_is_a_grammar_and_auto_is_lazy() {
+        let tools = json!([{"type": "function", "function": {"name": "f", "parameters": {}}}]);
+        let e = refusal(json!({"tools": tools, "tool_choice": "required"}));
+        assert!(e.starts_with("`tool_choice` = \"required\""), "{e}");
+        assert!(e.contains("not reproduced"), "{e}");
+        // without tools nothing is built
+        assert!(route(json!({"tool_choice": "required"})).params.is_ok());
+        let auto = route(json!({"tools": tools}));
+        assert!(auto.params.is_ok());
+        assert!(
+            auto.notes.iter().any(|n| n.contains("lazy")),
+            "{:?}",
+            auto.notes
+        );
+        let e = refusal(json!({"tools": tools, "tool_choice": "any"}));
+        assert!(e.contains("400: Invalid tool_choice: any"), "{e}");
     }
 }
