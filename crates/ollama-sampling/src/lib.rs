@@ -32,6 +32,7 @@
 #![deny(missing_docs)]
 
 pub mod api;
+mod format;
 pub mod go;
 pub mod layers;
 pub mod llama_server;

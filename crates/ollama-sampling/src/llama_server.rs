@@ -365,7 +365,7 @@ impl Ollama {
             if endpoint.is_openai() {
                 crate::openai::reads(k)
             } else {
-                api::is_sampling(k)
+                api::is_sampling(k) || k == "format"
             }
         };
         // The OpenAI endpoints read the whole body; the native ones take the
@@ -379,7 +379,13 @@ impl Ollama {
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect()
         };
-        let layers = layered(endpoint, self.version, self.model.as_ref(), &input);
+        let constrained = match endpoint {
+            Endpoint::Generate | Endpoint::Chat => crate::format::native(request),
+            Endpoint::OpenAiChat => crate::format::openai_chat(request),
+            Endpoint::OpenAiCompletions => Ok(()),
+        };
+        let layers =
+            constrained.and_then(|()| layered(endpoint, self.version, self.model.as_ref(), &input));
         let params = layers
             .clone()
             .and_then(|mut o| to_request(&mut o))

@@ -84,6 +84,7 @@ pub(crate) fn routes(
     let mut out = Vec::new();
 
     let chat = chat_options(request);
+    let chat = crate::format::openai_chat(request).and(chat);
     let mut route = Route::new(CHAT, chat.clone().and_then(parse))
         .ignoring_all_but(request, crate::openai::reads);
     for (field, default) in [("temperature", "1.0"), ("top_p", "1.0")] {
@@ -125,8 +126,10 @@ pub(crate) fn routes(
         Fields::GoEngine,
         "json: cannot unmarshal into map[string]interface {}",
     );
-    let mut route = Route::new(NATIVE, native.options.clone().and_then(parse));
+    let options = crate::format::native(request).and(native.options.clone());
+    let mut route = Route::new(NATIVE, options.clone().and_then(parse));
     route.ignored = native.ignored;
+    route.ignored.retain(|k| k != "format");
     if !request.contains_key("options") {
         route = route.note("the request's fields that are Ollama option names, sent as `options`");
     }
@@ -135,7 +138,7 @@ pub(crate) fn routes(
     } else {
         "absent options: Ollama's defaults (temperature 0.8, top_k 40, top_p 0.9, min_p 0); no model parameters given"
     });
-    if let Ok(o) = &native.options {
+    if let Ok(o) = &options {
         sampler_ignores(&mut route, request, o);
     }
     out.push(route);
