@@ -84,16 +84,16 @@ pub(crate) fn routes(
         .get("tools")
         .and_then(Value::as_array)
         .is_some_and(|t| !t.is_empty());
-    if tools
-        && request
-            .get("tool_choice")
-            .and_then(Value::as_str)
-            .unwrap_or("auto")
-            == "auto"
-    {
+    let choice = request.get("tool_choice").filter(|c| !c.is_null());
+    if tools && choice.and_then(Value::as_str).unwrap_or("auto") == "auto" {
         route = route.note(
             "tools with tool_choice \"auto\": the grammar is lazy (common/chat-auto-parser-generator.cpp:79) and constrains nothing until the generated text reaches the template's tool-call marker",
         );
+        if choice.is_some_and(|c| !c.is_string()) {
+            route = route.note(
+                "a tool_choice that is not a string is read as \"auto\" (json_value, tools/server/server-common.h:43-55)",
+            );
+        }
     }
     for note in &defaults.notes {
         route = route.note(note.clone());

@@ -365,7 +365,7 @@ impl Ollama {
             if endpoint.is_openai() {
                 crate::openai::reads(k)
             } else {
-                api::is_sampling(k) || k == "format"
+                api::is_sampling(k)
             }
         };
         // The OpenAI endpoints read the whole body; the native ones take the
@@ -390,7 +390,9 @@ impl Ollama {
             .clone()
             .and_then(|mut o| to_request(&mut o))
             .and_then(|r| LlamaCpp.parse_params(&r));
-        let mut route = Route::new(endpoint.route(), params).ignoring_all_but(request, consumed);
+        // a native `format` is read too, by crate::format
+        let read = |k: &str| consumed(k) || (!endpoint.is_openai() && k == "format");
+        let mut route = Route::new(endpoint.route(), params).ignoring_all_but(request, read);
         if let Ok(o) = &layers {
             route.notes = self.notes(endpoint, o);
         }
@@ -603,6 +605,32 @@ mod tests {
         let kw = obj(json!({"do_sample": true, "temperature": 0.7, "top_p": 0.9}));
         let e = matching_options(&kw, 38).expect_err("temperature last");
         assert!(e[0].starts_with("temperature 0.7 with top_p"), "{e:?}");
+    }
+
+    /// A native `format` is read, not ignored: none when `""`, a grammar
+    /// (refused) when `"json"` (crate::format); the options are unchanged.
+    #[test]
+    fn a_native_format_is_read_and_json_is_refused() {
+        let o = Ollama::default();
+        let native = |r: &Route<ServerParams>| r.endpoint == Endpoint::Chat.route();
+        let none = o.from_request(&obj(json!({"temperature": 0.7, "format": ""})), None);
+        let r = none
+            .iter()
+            .find(|r| native(r))
+            .expect("the /api/chat route");
+        assert!(r.params.is_ok(), "{:?}", r.params);
+        assert!(
+            !r.ignored.contains(&"format".to_string()),
+            "{:?}",
+            r.ignored
+        );
+        let json = o.from_request(&obj(json!({"temperature": 0.7, "format": "json"})), None);
+        let r = json
+            .iter()
+            .find(|r| native(r))
+            .expect("the /api/chat route");
+        let e = r.params.as_ref().expect_err("a grammar").to_string();
+        assert!(e.starts_with("`format` = \"json\""), "{e}");
     }
 
     #[test]

@@ -385,3 +385,42 @@ fn every_endpoint_has_a_send_line_proven_on_the_fixtures() {
         "{t}"
     );
 }
+
+/// A JSON `response_format` is a grammar on the servers that honour it
+/// (llama-server: server-common.cpp:1258-1275 at 0c1e57098;
+/// llama_cpp.server: llama_chat_format.py:672-675 at 0.3.36, recorded;
+/// Ollama: openai.go FromChatRequest and llm/server.go `Completion`): each
+/// refuses it naming the field, the others still run, and `{"type":
+/// "text"}` constrains nothing.
+#[test]
+fn a_json_response_format_is_refused_where_it_constrains_sampling() {
+    let a = json(&[
+        r#"{"temperature": 0.7, "response_format": {"type": "json_object"}}"#,
+        TIES,
+    ]);
+    for name in [
+        "llama-server /v1/chat/completions",
+        "llama_cpp.server /v1/chat/completions",
+        "Ollama /v1/chat/completions",
+        "Ollama v0.6.2–v0.25 Go engine /v1/chat/completions",
+    ] {
+        let (_, e) = endpoint(&a, name);
+        let err = e["error"].as_str().unwrap_or_else(|| panic!("{name} runs"));
+        assert!(err.starts_with("`response_format` = "), "{name}: {err}");
+        assert!(err.contains("not reproduced"), "{name}: {err}");
+    }
+    for name in ["llama_cpp.server /v1/completions", "Ollama /v1/completions"] {
+        assert!(endpoint(&a, name).1["error"].is_null(), "{name}");
+    }
+    let a = json(&[
+        r#"{"temperature": 0.7, "response_format": {"type": "text"}}"#,
+        TIES,
+    ]);
+    for name in [
+        "llama-server /v1/chat/completions",
+        "llama_cpp.server /v1/chat/completions",
+        "Ollama /v1/chat/completions",
+    ] {
+        assert!(endpoint(&a, name).1["error"].is_null(), "{name}");
+    }
+}
