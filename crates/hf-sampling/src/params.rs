@@ -556,14 +556,9 @@ pub fn resolve(
 /// another engine spells out: an unset or `null` value is transformers'
 /// default, `top_k` 0 or `null` is off.
 pub fn resolve_sampling(kwargs: &Map<String, Value>) -> Result<GenerationParams, HfError> {
-    let sampling: Map<String, Value> = kwargs
-        .iter()
-        .filter(|(k, _)| {
-            SAMPLING_KEYS.contains(&k.as_str())
-                || [version::VERSION_KEY, version::PASSED_KEY].contains(&k.as_str())
-        })
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
+    let sampling = parity_core::params::only(kwargs, |k| {
+        SAMPLING_KEYS.contains(&k) || [version::VERSION_KEY, version::PASSED_KEY].contains(&k)
+    });
     resolve(&sampling, None)
 }
 

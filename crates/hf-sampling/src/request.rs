@@ -25,7 +25,7 @@
 //! sample differently for the same request and model file
 //! ([`crate::version::differences`]).
 
-use parity_core::{Endpoint, REQUEST_FIELDS_NOT_SAMPLING, Route};
+use parity_core::{Endpoint, Route, not_sampling};
 use serde_json::{Map, Value};
 
 use crate::params::{GenerationConfig, GenerationParams, is_generate_kwarg, resolve};
@@ -120,7 +120,7 @@ pub fn generate_reference(request: &Map<String, Value>) -> Reference {
         } else if v.is_null() {
             // `_validate_model_kwargs` skips None values: generate() accepts it.
             None
-        } else if REQUEST_FIELDS_NOT_SAMPLING.contains(&k.as_str()) {
+        } else if not_sampling(k) {
             Some(Removal::NotSampling)
         } else {
             Some(Removal::NotAKwarg)

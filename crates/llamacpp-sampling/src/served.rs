@@ -47,11 +47,7 @@ pub(crate) fn routes(
     request: &Map<String, Value>,
 ) -> Vec<Route<ServerParams>> {
     let known = |k: &str| params::Completion::FIELDS.contains(&k) && k != "draws";
-    let own: Map<String, Value> = request
-        .iter()
-        .filter(|(k, _)| known(k))
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
+    let own = parity_core::params::only(request, known);
     let parsed =
         chat_grammar(request).and_then(|()| params::parse_over(defaults.params.clone(), &own));
     let sources = parsed

@@ -240,12 +240,7 @@ pub fn request_params(
             )));
         }
     }
-    let mut own = Map::new();
-    for (k, v) in request {
-        if MistralRsParams::FIELDS.contains(&k.as_str()) {
-            own.insert(k.clone(), v.clone());
-        }
-    }
+    let own = parity_core::params::only(request, |k| MistralRsParams::FIELDS.contains(&k));
     let mut p = parse(&own)?;
     let Some(g) = generation_config.filter(|_| p.version == Version::V0_9_2) else {
         return Ok(p);

@@ -290,20 +290,13 @@ impl Native {
         let mut ignored: Vec<String> = if nested {
             request
                 .keys()
-                .filter(|k| {
-                    *k != "options"
-                        && (!parity_core::REQUEST_FIELDS_NOT_SAMPLING.contains(&k.as_str())
-                            || P::holds(k))
-                })
+                .filter(|k| *k != "options" && (!parity_core::not_sampling(k) || P::holds(k)))
                 .cloned()
                 .collect()
         } else {
             request
                 .keys()
-                .filter(|k| {
-                    !fields.knows(k)
-                        && !parity_core::REQUEST_FIELDS_NOT_SAMPLING.contains(&k.as_str())
-                })
+                .filter(|k| !fields.knows(k) && !parity_core::not_sampling(k))
                 .cloned()
                 .collect()
         };

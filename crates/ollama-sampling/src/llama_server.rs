@@ -373,11 +373,7 @@ impl Ollama {
         let input: Map<String, Value> = if endpoint.is_openai() {
             request.clone()
         } else {
-            request
-                .iter()
-                .filter(|(k, _)| consumed(k))
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect()
+            parity_core::params::only(request, consumed)
         };
         let constrained = match endpoint {
             Endpoint::Generate | Endpoint::Chat => crate::format::native(request),

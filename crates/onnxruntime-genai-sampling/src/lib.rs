@@ -162,11 +162,7 @@ impl Semantics for OrtGenAi {
         _generation_config: Option<&Map<String, Value>>,
     ) -> Vec<Route<SearchParams>> {
         let own = |k: &str| SearchParams::FIELDS.contains(&k) && k != "draws";
-        let body: Map<String, Value> = request
-            .iter()
-            .filter(|(k, _)| own(k))
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
+        let body = parity_core::params::only(request, own);
         let mut route = Route::new(ROUTE, params::parse(&body)).ignoring_all_but(request, own);
         if !request.contains_key("do_sample") {
             route = route.note("do_sample false (the default): the argmax, whatever temperature, top_k and top_p say");

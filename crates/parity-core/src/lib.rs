@@ -52,6 +52,6 @@ pub use semantics::{
     AUTO_DRAWS, Against, AnySemantics, Context, Described, Distribution, DrawCheck, DrawCount,
     DrawOptions, Error, Explanation, FieldSource, Fix, Info, ParamInfo, Precision, Prepared,
     REQUEST_FIELDS_NOT_SAMPLING, Role, Route, Semantics, TranslateOptions, Translation,
-    TranslationLine, Variant,
+    TranslationLine, Variant, not_sampling,
 };
 pub use vocab::Vocab;

@@ -124,6 +124,15 @@ pub enum Null {
     Value,
 }
 
+/// The fields of `map` whose names `keep` takes, in their order: the part
+/// of a request one reader reads.
+pub fn only(map: &Map<String, Value>, keep: impl Fn(&str) -> bool) -> Map<String, Value> {
+    map.iter()
+        .filter(|(k, _)| keep(k))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
 /// Reads `params` into `T` (a struct declared with
 /// [`params!`](crate::params!) and `serde::Deserialize`): a field not in
 /// `fields` is refused first ([`unknown_field`], naming `engine`), a `null`

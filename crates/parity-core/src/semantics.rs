@@ -427,9 +427,16 @@ impl std::fmt::Display for Described {
     }
 }
 
-/// Fields of an OpenAI-style request that never shape one step's
-/// distribution (what to generate from, how much, how to stream, the RNG
-/// seed): a [`Route`] does not list them as ignored.
+/// Fields of an OpenAI-style request that a [`Route`] does not list as
+/// ignored: what to generate from, how much, how to stream, the RNG seed
+/// (each route's seed line says what it does), and `response_format`,
+/// `tools`, `tool_choice`, which most servers read without sampling under
+/// them. Where a server does constrain sampling with one, its semantics
+/// refuses it, naming the field: `response_format` on llama-server,
+/// llama_cpp.server, Ollama, mistral.rs, vLLM and SGLang, `tool_choice` on
+/// llama-server, llama_cpp.server and mistral.rs. (vLLM and SGLang turn a
+/// named or `"required"` tool choice into structured outputs only when
+/// started with a tool-call parser, which is not modelled.)
 pub const REQUEST_FIELDS_NOT_SAMPLING: &[&str] = &[
     "model",
     "messages",
@@ -450,6 +457,11 @@ pub const REQUEST_FIELDS_NOT_SAMPLING: &[&str] = &[
     "echo",
     "suffix",
 ];
+
+/// Whether request field `field` is one of [`REQUEST_FIELDS_NOT_SAMPLING`].
+pub fn not_sampling(field: &str) -> bool {
+    REQUEST_FIELDS_NOT_SAMPLING.contains(&field)
+}
 
 /// One endpoint's reading of a request: see [`Semantics::from_request`].
 #[derive(Debug)]
@@ -520,7 +532,7 @@ impl<P> Route<P> {
     ) -> Self {
         self.ignored = request
             .keys()
-            .filter(|k| !consumed(k) && !REQUEST_FIELDS_NOT_SAMPLING.contains(&k.as_str()))
+            .filter(|k| !consumed(k) && !not_sampling(k))
             .cloned()
             .collect();
         self

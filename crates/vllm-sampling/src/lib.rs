@@ -233,7 +233,7 @@ impl Semantics for Vllm {
         let mut route = Route::new(ROUTE, params);
         route.ignored = ignored
             .into_iter()
-            .filter(|k| !parity_core::REQUEST_FIELDS_NOT_SAMPLING.contains(&k.as_str()))
+            .filter(|k| !parity_core::not_sampling(k))
             .collect();
         let merged: Vec<&str> = GENERATION_CONFIG_FIELDS
             .iter()
