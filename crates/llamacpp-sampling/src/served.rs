@@ -83,7 +83,7 @@ pub(crate) fn routes(
     let choice = request.get("tool_choice").filter(|c| !c.is_null());
     if tools && choice.and_then(Value::as_str).unwrap_or("auto") == "auto" {
         route = route.note(
-            "tools with tool_choice \"auto\": the grammar is lazy (common/chat-auto-parser-generator.cpp:79) and constrains nothing until the generated text reaches the template's tool-call marker",
+            "tools with tool_choice \"auto\": if the model's chat template can call tools, its grammar is lazy (common/chat-auto-parser-generator.cpp:79) and constrains nothing until the generated text reaches the template's tool-call marker",
         );
         if choice.is_some_and(|c| !c.is_string()) {
             route = route.note(
@@ -104,9 +104,12 @@ pub(crate) fn routes(
 /// (`oaicompat_chat_params_parse`, tools/server/server-common.cpp:1224-1348
 /// at 0c1e57098): a `response_format` of type `json_object` or
 /// `json_schema` becomes the request's JSON schema (1258-1271), and tools
-/// with `tool_choice: "required"` a grammar that forces a tool call
-/// (common/chat-auto-parser-generator.cpp:73-80). Both are refused as not
-/// reproduced, naming the field, as `grammar` and `json_schema` are; the
+/// with `tool_choice: "required"` a grammar that forces a tool call when
+/// the model's chat template can call tools
+/// (common/chat-auto-parser-generator.cpp:68-80; SmolLM2's cannot, and a
+/// real server samples it unconstrained). The template is not known here,
+/// so both are refused as not reproduced, naming the field, as `grammar`
+/// and `json_schema` are; the
 /// server's own refusals (another `response_format` type, another
 /// `tool_choice`) in its words. Values of the wrong JSON type are read as
 /// `json_value` reads them: as absent.
@@ -144,7 +147,7 @@ fn chat_grammar(request: &Map<String, Value>) -> Result<(), Error> {
             return constrained(
                 "tool_choice",
                 choice.unwrap_or(&Value::Null),
-                "a grammar that forces a tool call (common/chat-auto-parser-generator.cpp:73-80)",
+                "a grammar that forces a tool call when the model's chat template can call tools (common/chat-auto-parser-generator.cpp:68-80), and the template is not known here",
             );
         }
         "required" => {}
