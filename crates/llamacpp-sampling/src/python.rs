@@ -392,35 +392,55 @@ const FIELDS: &[Field] = &[
     field("min_tokens", true, Some(0.0), None),
 ];
 
-/// The fields of a body the server reads into `create_completion`'s
-/// sampling arguments.
-const SAMPLING: &[&str] = &[
-    "temperature",
-    "top_p",
-    "min_p",
-    "top_k",
-    "repeat_penalty",
-    "presence_penalty",
-    "frequency_penalty",
-    "mirostat_mode",
-    "mirostat_tau",
-    "mirostat_eta",
-    "logit_bias",
-    "logit_bias_type",
-    "seed",
-    "min_tokens",
-    "grammar",
-];
+parity_core::body! {
+    /// llama_cpp.server 0.3.36's two request models, `CreateCompletionRequest`
+    /// and `CreateChatCompletionRequest` (server/types.py:109-251), every
+    /// field once, under what the server does with it; pydantic ignores
+    /// every field they do not declare ([`ServerBody::other`]).
+    pub struct ServerBody {
+        /// Both models: validated ([`FIELDS`]' bounds) and passed to
+        /// `create_completion`'s sampling arguments, or (`logit_bias_type`,
+        /// `min_tokens`) read by `prepare_request_resources` (app.py:158-188).
+        sampling: Sampling {
+            temperature, top_p, min_p, top_k, repeat_penalty,
+            presence_penalty, frequency_penalty,
+            mirostat_mode, mirostat_tau, mirostat_eta,
+            logit_bias, logit_bias_type, seed, min_tokens,
+        },
+        /// Both models: a grammar for the chain ([`grammar`]).
+        constraining: Constraining { grammar },
+        /// The chat model only: what its handler turns into a grammar
+        /// ([`grammar`]).
+        chat_constraining: ChatConstraining {
+            response_format, tool_choice, tools, function_call, functions,
+        },
+        /// Both models: read for something else (the model, how much to
+        /// generate, stop words, streaming, logprobs).
+        read: Read { model, max_tokens, stop, stream, logprobs },
+        /// The completions model only: the prompt and what to echo.
+        completion_read: CompletionRead { prompt, suffix, echo },
+        /// The chat model only: the messages and how many logprobs.
+        chat_read: ChatRead { messages, top_logprobs },
+        /// Declared "ignored or currently unsupported" and left out of the
+        /// call (`exclude`, app.py:317-323, 487-492); `best_of` on
+        /// completions only.
+        dropped: Dropped { n, best_of, user },
+    }
+}
 
-/// The fields only the chat model declares that can put a grammar into
-/// the chain (see [`grammar`]).
-const CHAT_CONSTRAINING: &[&str] = &[
-    "response_format",
-    "tool_choice",
-    "tools",
-    "function_call",
-    "functions",
-];
+impl ServerRoute {
+    /// Whether this route's request model reads field `k` for anything.
+    fn reads(self, k: &str) -> bool {
+        let own: &[&[&str]] = match self {
+            ServerRoute::Completions => &[CompletionRead::FIELDS],
+            ServerRoute::Chat => &[ChatConstraining::FIELDS, ChatRead::FIELDS],
+        };
+        [Sampling::FIELDS, Constraining::FIELDS, Read::FIELDS]
+            .iter()
+            .chain(own)
+            .any(|f| f.contains(&k))
+    }
+}
 
 /// What llama_cpp.server 0.3.36 does with the fields that constrain
 /// sampling with a grammar. `grammar` (both models, `Optional[str]`,
@@ -759,10 +779,7 @@ pub(crate) fn routes(request: &Map<String, Value>) -> Vec<Route<PythonParams>> {
     [ServerRoute::Completions, ServerRoute::Chat]
         .into_iter()
         .map(|route| {
-            let own = |k: &str| {
-                SAMPLING.contains(&k)
-                    || (route == ServerRoute::Chat && CHAT_CONSTRAINING.contains(&k))
-            };
+            let own = |k: &str| route.reads(k);
             let mut r = Route::new(route.endpoint(), server_params(route, request))
                 .ignoring_all_but(request, own);
             if !request.contains_key("repeat_penalty") {
@@ -919,6 +936,23 @@ mod tests {
 
     fn map(v: Value) -> Map<String, Value> {
         v.as_object().cloned().expect("object")
+    }
+
+    /// The bounds table checks sampling fields of the body only, and each
+    /// route reads what its request model declares and passes on.
+    #[test]
+    fn the_body_declares_what_each_route_reads() {
+        for f in FIELDS {
+            assert!(Sampling::FIELDS.contains(&f.name), "{}", f.name);
+        }
+        let (c, chat) = (ServerRoute::Completions, ServerRoute::Chat);
+        assert!(c.reads("grammar") && chat.reads("grammar"));
+        assert!(chat.reads("response_format") && !c.reads("response_format"));
+        assert!(c.reads("echo") && !chat.reads("echo"));
+        // excluded from the call (app.py:317-323), or not declared at all
+        for k in ["best_of", "n", "typical_p", "tfs_z"] {
+            assert!(!c.reads(k) && !chat.reads(k), "{k}");
+        }
     }
 
     #[test]
