@@ -525,7 +525,11 @@ pub fn request_params(
 ) -> Result<SglangParams, Error> {
     for &k in Unmodelled::FIELDS {
         if let Some(v) = request.get(k) {
-            let inert = v.is_null() || (k == "min_tokens" && v.as_u64() == Some(0));
+            // a `response_format` of type "text" sets no constraint
+            // (protocol.py:1238-1253, serving_completions.py:177-193 at 0.5.23)
+            let inert = v.is_null()
+                || (k == "min_tokens" && v.as_u64() == Some(0))
+                || (k == "response_format" && v.get("type") == Some(&Value::from("text")));
             if !inert {
                 return Err(Error::new(format_args!(
                     "request field `{k}` (= {v}) changes SGLang's sampling and is not modelled by the sglang semantics"
@@ -640,6 +644,21 @@ mod tests {
 
     fn obj(v: Value) -> Map<String, Value> {
         v.as_object().cloned().unwrap_or_default()
+    }
+
+    /// protocol.py:1238-1253 and serving_completions.py:177-193 (0.5.23):
+    /// only json_schema, json_object and structural_tag constrain.
+    #[test]
+    fn a_text_response_format_is_no_constraint() {
+        for endpoint in [Endpoint::Chat, Endpoint::Completions] {
+            let text = obj(json!({"temperature": 0.7, "response_format": {"type": "text"}}));
+            assert!(request_params(endpoint, &text, None).is_ok());
+            let json = obj(json!({"temperature": 0.7, "response_format": {"type": "json_object"}}));
+            let e = request_params(endpoint, &json, None)
+                .unwrap_err()
+                .to_string();
+            assert!(e.starts_with("request field `response_format`"), "{e}");
+        }
     }
 
     #[test]

@@ -530,12 +530,13 @@ pub(crate) fn chat_request(
     request: &Map<String, Value>,
 ) -> Result<(Map<String, Value>, Vec<String>), Error> {
     let body: ChatCompletionRequest = parity_core::body::read(request)?;
-    if let Some((k, v)) = body
-        .unmodelled
-        .set()
-        .into_iter()
-        .find(|(_, v)| **v != Value::Bool(false))
-    {
+    if let Some((k, v)) = body.unmodelled.set().into_iter().find(|(k, v)| {
+        // a `response_format` of type "text" keeps the request's own
+        // structured outputs (entrypoints/generate/base/protocol.py:186
+        // at 0.32.0)
+        let text = *k == "response_format" && v.get("type") == Some(&Value::from("text"));
+        **v != Value::Bool(false) && !text
+    }) {
         return Err(Error::new(format_args!(
             "request field `{k}` (= {v}) changes vLLM's sampling and is not modelled by the vllm semantics"
         )));
@@ -638,6 +639,18 @@ mod tests {
 
     fn obj(v: Value) -> Map<String, Value> {
         v.as_object().cloned().unwrap_or_default()
+    }
+
+    /// structured_outputs_from_response_format (entrypoints/generate/base/
+    /// protocol.py:186, 0.32.0): "text" sets no structured output.
+    #[test]
+    fn a_text_response_format_is_no_constraint() {
+        let text = obj(json!({"temperature": 0.7, "response_format": {"type": "text"}}));
+        let (own, ignored) = chat_request(&text).expect("no constraint");
+        assert!(!own.contains_key("response_format") && ignored.is_empty());
+        let json = obj(json!({"temperature": 0.7, "response_format": {"type": "json_object"}}));
+        let e = chat_request(&json).unwrap_err().to_string();
+        assert!(e.starts_with("request field `response_format`"), "{e}");
     }
 
     #[test]
