@@ -96,12 +96,20 @@ pub fn completion_options(request: &Map<String, Value>) -> Result<Map<String, Va
         let v = field(request, S, name, "float32")?.unwrap_or(Value::from(0.0));
         options.insert(name.into(), v);
     }
-    // `if r.TopP != 0.0` on the float32 the decoder made of it.
     let p = field(request, S, "top_p", "float32")?
-        .filter(|v| v.as_f64().is_some_and(|p| p as f32 != 0.0))
+        .filter(|_| !completion_top_p_defaulted(request))
         .unwrap_or(Value::from(1.0));
     options.insert("top_p".into(), p);
     Ok(options)
+}
+
+/// Whether `FromCompleteRequest` sends its own top_p 1.0 for `request`:
+/// `if r.TopP != 0.0` on the float32 the decoder made of it, so an absent,
+/// `null` or (as a float32) zero `top_p`.
+pub(crate) fn completion_top_p_defaulted(request: &Map<String, Value>) -> bool {
+    request
+        .get("top_p")
+        .is_none_or(|v| v.is_null() || v.as_f64().is_some_and(|p| p as f32 == 0.0))
 }
 
 #[cfg(test)]

@@ -107,10 +107,7 @@ pub(crate) fn routes(
     let completion = completion_options(request);
     let mut route = Route::new(COMPLETIONS, completion.clone().and_then(parse))
         .ignoring_all_but(request, crate::openai::reads);
-    if request
-        .get("top_p")
-        .is_none_or(|v| v.is_null() || v.as_f64().is_some_and(|p| p as f32 == 0.0))
-    {
+    if crate::openai::completion_top_p_defaulted(request) {
         route = route.note("top_p 1.0: this endpoint sends 1.0 when top_p is absent or 0");
     }
     if request.get("temperature").is_none_or(Value::is_null) {

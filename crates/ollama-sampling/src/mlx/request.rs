@@ -151,7 +151,7 @@ pub(crate) fn routes(
     if absent("temperature") {
         completions = completions.note("temperature 1.0: this endpoint's default when absent");
     }
-    if absent("top_p") || request.get("top_p").and_then(Value::as_f64) == Some(0.0) {
+    if openai::completion_top_p_defaulted(request) {
         completions =
             completions.note("top_p 1.0: this endpoint sends 1.0 when top_p is absent or 0");
     }
