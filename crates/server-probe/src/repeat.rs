@@ -197,13 +197,16 @@ fn run(
             "--repeat {repeat}: expected 2 to {MAX_REPEAT}"
         )));
     }
-    if !options.api.repeatable() {
+    let Some(advice) = &options.api.dialect().repeat else {
+        let (name, why) = Api::ALL
+            .iter()
+            .find_map(|a| Some((a.name(), a.dialect().repeat.as_ref()?.why)))
+            .unwrap_or(("none", "no API can be measured"));
         return Err(Error::new(format_args!(
-            "--repeat needs --api llama-server (got {}): only llama-server returns the whole raw \
-             distribution and has a per-request cache switch (cache_prompt)",
+            "--repeat needs --api {name} (got {}): {why}",
             options.api.name()
         )));
-    }
+    };
     if options.samples.is_some() {
         return Err(Error::new("--repeat and --samples do not go together"));
     }
@@ -311,7 +314,7 @@ fn run(
         conditions.push(("concurrent".into(), description, None, runs));
     } else {
         let why = match total_slots {
-            Some(n) => format!("the server has {n} slot: start llama-server with -np 2 or more"),
+            Some(n) => format!("the server has {n} slot: {}", advice.more_slots),
             None => "the server does not say how many slots it has (/props total_slots)".into(),
         };
         conditions.push(("concurrent".into(), description, Some(why), Vec::new()));
@@ -449,6 +452,12 @@ fn analyse(
     replayed: bool,
     conditions: &[Raw],
 ) -> Result<RepeatReport, Error> {
+    let advice = options
+        .api
+        .dialect()
+        .repeat
+        .as_ref()
+        .ok_or_else(|| Error::new("--repeat: this API cannot be measured"))?;
     let baseline = &conditions[0].3[0];
     let all: Vec<&Answer> = conditions.iter().flat_map(|c| c.3.iter()).collect();
     let mut equal_pairs = 0usize;
@@ -523,7 +532,7 @@ fn analyse(
                 fix: None,
                 runs,
             };
-            let (verdict, fix) = verdict(&c, baseline, &sampler_verdict);
+            let (verdict, fix) = verdict(&c, baseline, &sampler_verdict, advice);
             c.verdict = verdict;
             c.fix = fix;
             Ok(c)
@@ -547,8 +556,13 @@ fn analyse(
     })
 }
 
-/// What moved, and llama-server's documented fix when the logits did.
-fn verdict(c: &Condition, baseline: &Answer, sampler: &str) -> (String, Option<String>) {
+/// What moved, and the server's documented fix when the logits did.
+fn verdict(
+    c: &Condition,
+    baseline: &Answer,
+    sampler: &str,
+    advice: &api::dialect::Repeat,
+) -> (String, Option<String>) {
     if let Some(why) = &c.skipped {
         return (format!("not run: {why}"), None);
     }
@@ -604,18 +618,8 @@ fn verdict(c: &Condition, baseline: &Answer, sampler: &str) -> (String, Option<S
         c.max_abs_dlogit, c.max_tv
     );
     let fix = match c.name.as_str() {
-        "cold-warm" => Some(
-            "send \"cache_prompt\": false (or start llama-server with --no-cache-prompt): \"the \
-             logits are not guaranteed to be bit-for-bit identical for different batch sizes \
-             (prompt processing vs. token generation)\" (tools/server/README.md:587, llama.cpp \
-             0c1e57098)"
-                .to_string(),
-        ),
-        "concurrent" => Some(
-            "serve one request at a time (-np 1): with several slots the server decodes every \
-             slot's tokens in one batch (tools/server/server-context.cpp:3082, llama.cpp 0c1e57098)"
-                .to_string(),
-        ),
+        "cold-warm" => Some(advice.cold_warm_fix.to_string()),
+        "concurrent" => Some(advice.concurrent_fix.to_string()),
         _ => None,
     };
     (verdict, fix)

@@ -34,6 +34,23 @@ pub struct Dialect {
     /// Where an answer to a draw holds the drawn token's log-probability at
     /// the raw list's stage, if it does ([`DrawLogprob`]).
     pub draw_logprob: Option<DrawLogprob>,
+    /// What `--repeat` tells about this server, where it can measure it
+    /// ([`Repeat`]).
+    pub repeat: Option<Repeat>,
+}
+
+/// `--repeat`'s advice for a server it can measure: one that returns the
+/// whole raw distribution and has a per-request cache switch.
+#[derive(Debug)]
+pub struct Repeat {
+    /// What that server returns and switches, for the refusal of another.
+    pub why: &'static str,
+    /// How to start it with more than one slot (the concurrent condition).
+    pub more_slots: &'static str,
+    /// The documented fix when a cached prompt moved the logits.
+    pub cold_warm_fix: &'static str,
+    /// The documented fix when batching with another request moved them.
+    pub concurrent_fix: &'static str,
 }
 
 /// A draw's own log-probability: the probe adds each drawn token the raw top
@@ -110,6 +127,18 @@ pub const LLAMA_SERVER: Dialect = Dialect {
     no_logprobs: NO_LOGPROBS,
     owned_by: None,
     draw_logprob: None,
+    repeat: Some(Repeat {
+        why: "only llama-server returns the whole raw distribution and has a per-request \
+              cache switch (cache_prompt)",
+        more_slots: "start llama-server with -np 2 or more",
+        cold_warm_fix: "send \"cache_prompt\": false (or start llama-server with \
+                        --no-cache-prompt): \"the logits are not guaranteed to be bit-for-bit \
+                        identical for different batch sizes (prompt processing vs. token \
+                        generation)\" (tools/server/README.md:587, llama.cpp 0c1e57098)",
+        concurrent_fix: "serve one request at a time (-np 1): with several slots the server \
+                         decodes every slot's tokens in one batch \
+                         (tools/server/server-context.cpp:3082, llama.cpp 0c1e57098)",
+    }),
 };
 
 /// Any OpenAI-compatible server: `logprobs: K`, capped at 20 as the usual
@@ -124,6 +153,7 @@ pub const OPENAI: Dialect = Dialect {
     no_logprobs: NO_LOGPROBS,
     owned_by: None,
     draw_logprob: None,
+    repeat: None,
 };
 
 /// vLLM 0.33.0: `logprobs: -1` asks for the whole vocabulary
@@ -152,6 +182,7 @@ pub const VLLM: Dialect = Dialect {
     // "vllm"`; vLLM 0.32.0's answer in fixtures/server-probe/vllm.json.
     owned_by: Some("vllm"),
     draw_logprob: None,
+    repeat: None,
 };
 
 /// SGLang 0.5.23: `logprobs: K` becomes `top_logprobs_num`
@@ -174,6 +205,7 @@ pub const SGLANG: Dialect = Dialect {
     // "sglang"`.
     owned_by: Some("sglang"),
     draw_logprob: None,
+    repeat: None,
 };
 
 /// mlx_lm.server 0.32.2 (mlx_lm/server.py): `_validate` takes `logprobs`
@@ -209,6 +241,7 @@ pub const MLX_LM: Dialect = Dialect {
             "frequency_penalty",
         ],
     }),
+    repeat: None,
 };
 
 /// transformers serve 5.23.0: `logprobs` is in
@@ -231,6 +264,7 @@ pub const TRANSFORMERS_SERVE: Dialect = Dialect {
                   strings, to read each drawn text as its id), with --samples N",
     owned_by: None,
     draw_logprob: None,
+    repeat: None,
 };
 
 /// Ollama's OpenAI layer: `logprobs` / `top_logprobs` at most 20, raw
@@ -245,6 +279,7 @@ pub const OLLAMA_V1: Dialect = Dialect {
     no_logprobs: "Ollama 0.12.11 or later returns logprobs",
     owned_by: None,
     draw_logprob: None,
+    repeat: None,
 };
 
 /// Ollama's native `/api/generate`: `logprobs: true, top_logprobs: K`, K at
@@ -259,4 +294,5 @@ pub const OLLAMA: Dialect = Dialect {
     no_logprobs: "Ollama 0.12.11 or later returns logprobs",
     owned_by: None,
     draw_logprob: None,
+    repeat: None,
 };

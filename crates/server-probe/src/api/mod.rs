@@ -169,7 +169,7 @@ impl Api {
     /// distribution and has a per-request cache switch (llama-server's
     /// `n_probs` up to the vocabulary and `cache_prompt`).
     pub fn repeatable(self) -> bool {
-        self == Api::LlamaServer
+        self.dialect().repeat.is_some()
     }
 
     /// Whether a semantics' route is one this API's server answers:
