@@ -98,6 +98,12 @@ fn main() -> std::process::ExitCode {
             &server,
             probe::a_live_llama_server_with_sampling_flags_is_explained_by_llama_cpp,
         ),
+        trial(
+            "probe::a_json_response_format_constrains_the_real_llama_servers_chat",
+            "needs llama-server",
+            &server,
+            probe::a_json_response_format_constrains_the_real_llama_servers_chat,
+        ),
     ];
     libtest_mimic::run(&args, trials).exit_code()
 }

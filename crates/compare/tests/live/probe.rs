@@ -153,3 +153,80 @@ pub(crate) fn a_live_llama_server_with_sampling_flags_is_explained_by_llama_cpp(
         );
     }
 }
+
+/// One `/v1/chat/completions` answer's text from the live server, retried
+/// while it loads (503 or no connection, 120 s at most).
+fn chat(url: &str, extra: &serde_json::Value) -> String {
+    let mut body = serde_json::json!({
+        "messages": [{"role": "user", "content": "Hello"}],
+        "max_tokens": 1,
+        "temperature": 0.0,
+    });
+    for (k, v) in extra.as_object().expect("an object") {
+        body[k] = v.clone();
+    }
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let answer = minreq::post(format!("{url}/v1/chat/completions"))
+            .with_header("Content-Type", "application/json")
+            .with_body(body.to_string())
+            .with_timeout(60)
+            .send();
+        match answer {
+            Ok(r) if r.status_code == 200 => {
+                let doc: serde_json::Value =
+                    serde_json::from_slice(r.as_bytes()).expect("a JSON answer");
+                return doc["choices"][0]["message"]["content"]
+                    .as_str()
+                    .expect("the answer's text")
+                    .to_string();
+            }
+            Ok(r) if r.status_code != 503 => {
+                panic!("HTTP {}: {}", r.status_code, r.as_str().unwrap_or("?"))
+            }
+            _ if Instant::now() > deadline => panic!("llama-server did not answer in 120 s"),
+            _ => std::thread::sleep(Duration::from_millis(500)),
+        }
+    }
+}
+
+/// A `response_format` of type `json_object` is a grammar on the real
+/// llama-server's chat endpoint (tools/server/server-common.cpp:1258-1275
+/// at 0c1e57098): its greedy token changes, while `{"type": "text"}` leaves
+/// it; `compare request` refuses the first on llama-server's route and runs
+/// the second.
+pub(crate) fn a_json_response_format_constrains_the_real_llama_servers_chat() {
+    let (_server, url) = start(&[]);
+    let plain = chat(&url, &serde_json::json!({}));
+    let plain_text = chat(
+        &url,
+        &serde_json::json!({"response_format": {"type": "text"}}),
+    );
+    let json = chat(
+        &url,
+        &serde_json::json!({"response_format": {"type": "json_object"}}),
+    );
+    assert_eq!(
+        plain, plain_text,
+        "a text response_format changed the greedy token"
+    );
+    assert_ne!(
+        plain, json,
+        "json_object did not constrain the greedy token"
+    );
+    let route = "llama-server /v1/chat/completions";
+    for (format, refused) in [("json_object", true), ("text", false)] {
+        let request =
+            format!(r#"{{"temperature": 0.7, "response_format": {{"type": "{format}"}}}}"#);
+        let out = compare(&["request", &request, "--format", "json"], "");
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+        let e = doc["endpoints"]
+            .as_array()
+            .expect("endpoints")
+            .iter()
+            .find(|e| e["endpoint"] == route)
+            .expect("llama-server's route");
+        assert_eq!(e["error"].is_string(), refused, "{format}: {e}");
+    }
+}
