@@ -202,6 +202,16 @@ fn malformed(constraining: &Constraining) -> Result<(), Error> {
             "response_format" if !tagged(v, &["text", "json_object", "json_schema"], false) => {
                 r#"{"type": "text" | "json_object" | "json_schema", ...}"#
             }
+            // `JsonSchema { json_schema: JsonSchemaResponseFormat { name:
+            // String, schema: Value } }` (openai.rs lines 596-618)
+            "response_format"
+                if tagged(v, &["json_schema"], false)
+                    && !v.get("json_schema").is_some_and(|s| {
+                        s.get("name").is_some_and(Value::is_string) && s.get("schema").is_some()
+                    }) =>
+            {
+                r#"{"type": "json_schema", "json_schema": {"name": "...", "schema": ...}}"#
+            }
             _ => continue,
         };
         return Err(Error::new(format_args!(
@@ -364,6 +374,19 @@ mod tests {
         assert!(e.starts_with("`grammar` = \"root ::= \\\"a\\\"\": mistral.rs refuses the request, its serde reads `grammar` only as {\"type\": \"regex\""), "{e}");
         let e = refusal(json!({"response_format": {"type": "yaml"}})).expect("refused");
         assert!(e.contains("reads `response_format` only as"), "{e}");
+        // JsonSchemaResponseFormat needs both `name` and `schema`
+        for rf in [
+            json!({"type": "json_schema"}),
+            json!({"type": "json_schema", "json_schema": {"schema": {}}}),
+            json!({"type": "json_schema", "json_schema": {"name": "x"}}),
+        ] {
+            let e = refusal(json!({ "response_format": rf })).expect("refused");
+            assert!(e.contains("\"json_schema\": {\"name\""), "{e}");
+        }
+        let e = refusal(
+            json!({"response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": {}}}}),
+        );
+        assert!(e.expect("refused").contains("not reproduced"));
         let e = refusal(
             json!({"grammar": {"type": "regex", "value": "a"}, "response_format": {"type": "text"}}),
         );
