@@ -417,8 +417,8 @@ fn grammar<'de, D: Deserializer<'de>>(d: D, field: &str) -> Result<Option<()>, D
     if field == "grammar" && v.as_str().is_some_and(str::is_empty) {
         return Ok(Some(()));
     }
-    Err(verbatim(format_args!(
-        "`{field}` = {v}: grammar-constrained sampling needs the model's vocabulary and is not reproduced"
+    Err(verbatim(parity_core::params::grammar_constrained(
+        field, &v, "",
     )))
 }
 

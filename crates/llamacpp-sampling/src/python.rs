@@ -466,9 +466,11 @@ fn grammar(route: ServerRoute, body: &Map<String, Value>) -> Result<(), Error> {
         )))
     };
     let constrained = |field: &str, v: &Value, how: &str| {
-        Err(Error::new(format_args!(
-            "`{field}` = {v}: llama_cpp.server samples under {how}; grammar-constrained sampling needs the model's vocabulary and is not reproduced"
-        )))
+        Err(parity_core::params::grammar_constrained(
+            field,
+            v,
+            &format!("llama_cpp.server samples under {how}"),
+        ))
     };
     match body.get("grammar") {
         None | Some(Value::Null) => {}

@@ -76,16 +76,15 @@ pub(crate) fn routes(
             "defaults for absent fields: top_k 40, top_p 0.95, min_p 0.05, repeat_last_n 64 (built in; no general.sampling.* key and no flag given)",
         );
     }
-    let tools = request
-        .get("tools")
-        .and_then(Value::as_array)
-        .is_some_and(|t| !t.is_empty());
-    let choice = request.get("tool_choice").filter(|c| !c.is_null());
-    if tools && choice.and_then(Value::as_str).unwrap_or("auto") == "auto" {
+    let (tools, choice) = tool_choice(request);
+    if tools && choice == "auto" {
         route = route.note(
             "tools with tool_choice \"auto\": if the model's chat template can call tools, its grammar is lazy (common/chat-auto-parser-generator.cpp:79) and constrains nothing until the generated text reaches the template's tool-call marker",
         );
-        if choice.is_some_and(|c| !c.is_string()) {
+        if request
+            .get("tool_choice")
+            .is_some_and(|c| !c.is_null() && !c.is_string())
+        {
             route = route.note(
                 "a tool_choice that is not a string is read as \"auto\" (json_value, tools/server/server-common.h:43-55)",
             );
@@ -109,15 +108,16 @@ pub(crate) fn routes(
 /// (common/chat-auto-parser-generator.cpp:68-80; SmolLM2's cannot, and a
 /// real server samples it unconstrained). The template is not known here,
 /// so both are refused as not reproduced, naming the field, as `grammar`
-/// and `json_schema` are; the
-/// server's own refusals (another `response_format` type, another
-/// `tool_choice`) in its words. Values of the wrong JSON type are read as
-/// `json_value` reads them: as absent.
+/// and `json_schema` are; the server's own refusals (another
+/// `response_format` type, another `tool_choice`) in its words. Values of
+/// the wrong JSON type are read as `json_value` reads them: as absent.
 fn chat_grammar(request: &Map<String, Value>) -> Result<(), Error> {
     let constrained = |field: &str, v: &Value, how: &str| {
-        Err(Error::new(format_args!(
-            "`{field}` = {v}: llama-server samples under {how}; grammar-constrained sampling needs the model's vocabulary and is not reproduced"
-        )))
+        Err(parity_core::params::grammar_constrained(
+            field,
+            v,
+            &format!("llama-server samples under {how}"),
+        ))
     };
     if let Some(v @ Value::Object(format)) = request.get("response_format") {
         match format.get("type").and_then(Value::as_str).unwrap_or("") {
@@ -136,17 +136,13 @@ fn chat_grammar(request: &Map<String, Value>) -> Result<(), Error> {
             }
         }
     }
-    let tools = request
-        .get("tools")
-        .and_then(Value::as_array)
-        .is_some_and(|t| !t.is_empty());
-    let choice = request.get("tool_choice");
-    match choice.and_then(Value::as_str).unwrap_or("auto") {
+    let (tools, choice) = tool_choice(request);
+    match choice {
         "auto" | "none" => {}
         "required" if tools => {
             return constrained(
                 "tool_choice",
-                choice.unwrap_or(&Value::Null),
+                &Value::from(choice),
                 "a grammar that forces a tool call when the model's chat template can call tools (common/chat-auto-parser-generator.cpp:68-80), and the template is not known here",
             );
         }
@@ -158,6 +154,21 @@ fn chat_grammar(request: &Map<String, Value>) -> Result<(), Error> {
         }
     }
     Ok(())
+}
+
+/// Whether `request` has tools (a non-empty array) and its `tool_choice` as
+/// `oaicompat_chat_params_parse` reads it (server-common.cpp:1232-1234):
+/// `json_value`'s string, `"auto"` when absent or not a string.
+fn tool_choice(request: &Map<String, Value>) -> (bool, &str) {
+    let tools = request
+        .get("tools")
+        .and_then(Value::as_array)
+        .is_some_and(|t| !t.is_empty());
+    let choice = request
+        .get("tool_choice")
+        .and_then(Value::as_str)
+        .unwrap_or("auto");
+    (tools, choice)
 }
 
 impl Semantics for LlamaServer {

@@ -245,9 +245,7 @@ pub fn request_params(
     malformed(&body.constraining)?;
     for (k, v) in body.constraining.set() {
         if let Some(why) = constraint(k, v) {
-            return Err(Error::new(format_args!(
-                "`{k}` = {v}: {why}; grammar-constrained sampling needs the model's vocabulary and is not reproduced"
-            )));
+            return Err(parity_core::params::grammar_constrained(k, v, why));
         }
     }
     let own = parity_core::params::only(request, |k| MistralRsParams::FIELDS.contains(&k));

@@ -91,9 +91,11 @@ fn format(field: &str, sent: &Value, format: &Value) -> Result<(), Error> {
 }
 
 fn constrained(field: &str, sent: &Value, how: &str) -> Error {
-    Error::new(format_args!(
-        "`{field}` = {sent}: Ollama samples under {how} (`Completion` in llm/server.go, llm/llama_server.go); grammar-constrained sampling needs the model's vocabulary and is not reproduced"
-    ))
+    parity_core::params::grammar_constrained(
+        field,
+        sent,
+        &format!("Ollama samples under {how} (`Completion` in llm/server.go, llm/llama_server.go)"),
+    )
 }
 
 #[cfg(test)]

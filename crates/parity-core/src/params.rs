@@ -261,6 +261,21 @@ pub fn defaults_agree<S: Semantics>(semantics: &S) -> Result<(), String> {
     Ok(())
 }
 
+/// The refusal of a request field `field` (= `value`) that puts a grammar
+/// into the engine's chain: `engine_does` says how the engine constrains
+/// sampling with it (empty: nothing to add). No semantics reproduces a
+/// grammar: it needs the model's vocabulary.
+pub fn grammar_constrained(field: &str, value: &Value, engine_does: &str) -> Error {
+    let does = if engine_does.is_empty() {
+        String::new()
+    } else {
+        format!("{engine_does}; ")
+    };
+    Error::new(format_args!(
+        "`{field}` = {value}: {does}grammar-constrained sampling needs the model's vocabulary and is not reproduced"
+    ))
+}
+
 /// The error for a params field `key` (= `value`) that `engine`'s semantics
 /// does not read, listing the ones it does (`known`).
 pub fn unknown_field(engine: &str, key: &str, value: &Value, known: &[&str]) -> Error {
