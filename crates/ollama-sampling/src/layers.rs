@@ -277,11 +277,39 @@ pub(crate) struct Native {
     pub ignored: Vec<String>,
 }
 
+/// What an engine does with a native request's top-level `format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Format {
+    /// Samples under the grammar it makes ([`crate::format`]: refused when it
+    /// constrains): the field is read.
+    Grammar,
+    /// Never receives it: the field is ignored.
+    Dropped,
+}
+
 impl Native {
-    /// Reads `request`; `not_an_object` is Go's decoding error for an
-    /// `options` that is not a JSON object, which differs between the Go
-    /// releases of the engines' Ollama.
+    /// Reads `request` for an engine that does `format` with its `format`;
+    /// `not_an_object` is Go's decoding error for an `options` that is not a
+    /// JSON object, which differs between the Go releases of the engines'
+    /// Ollama.
     pub(crate) fn read<P: Holds>(
+        request: &Map<String, Value>,
+        fields: Fields,
+        format: Format,
+        not_an_object: &str,
+    ) -> Self {
+        let mut native = Self::options::<P>(request, fields, not_an_object);
+        if format == Format::Grammar {
+            native.ignored.retain(|k| k != "format");
+            if let Err(e) = crate::format::native(request) {
+                native.options = Err(e);
+            }
+        }
+        native
+    }
+
+    /// The options and the ignored fields, `format` among the latter.
+    fn options<P: Holds>(
         request: &Map<String, Value>,
         fields: Fields,
         not_an_object: &str,

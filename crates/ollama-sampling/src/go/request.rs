@@ -25,7 +25,7 @@ use serde_json::{Map, Value};
 use parity_core::{Endpoint, Protocol, Route, Server};
 
 use super::options::OllamaOptions;
-use crate::layers::{Fields, Native};
+use crate::layers::{Fields, Format, Native};
 use crate::openai::{chat_options, completion_options};
 
 /// Ollama with the Go engine, at the versions this crate reads.
@@ -121,12 +121,11 @@ pub(crate) fn routes(
     let native = Native::read::<OllamaOptions>(
         request,
         Fields::GoEngine,
+        Format::Grammar,
         "json: cannot unmarshal into map[string]interface {}",
     );
-    let options = crate::format::native(request).and(native.options.clone());
-    let mut route = Route::new(NATIVE, options.clone().and_then(parse));
+    let mut route = Route::new(NATIVE, native.options.clone().and_then(parse));
     route.ignored = native.ignored;
-    route.ignored.retain(|k| k != "format");
     if !request.contains_key("options") {
         route = route.note("the request's fields that are Ollama option names, sent as `options`");
     }
@@ -135,7 +134,7 @@ pub(crate) fn routes(
     } else {
         "absent options: Ollama's defaults (temperature 0.8, top_k 40, top_p 0.9, min_p 0); no model parameters given"
     });
-    if let Ok(o) = &options {
+    if let Ok(o) = &native.options {
         sampler_ignores(&mut route, request, o);
     }
     out.push(route);
@@ -153,6 +152,25 @@ mod tests {
 
     fn map(v: Value) -> Map<String, Value> {
         v.as_object().cloned().expect("object")
+    }
+
+    /// The Go engine samples under a native `format` (llm/server.go
+    /// `Completion`, f63eea3d2): read, not ignored; "json" refused.
+    #[test]
+    fn a_native_format_is_read_and_a_grammar_is_refused() {
+        let r = routes(&map(json!({"temperature": 0.5, "format": ""})), None);
+        assert!(r[2].params.is_ok(), "{:?}", r[2].params);
+        assert!(
+            !r[2].ignored.iter().any(|k| k == "format"),
+            "{:?}",
+            r[2].ignored
+        );
+        let r = routes(
+            &map(json!({"options": {"temperature": 0.5}, "format": "json"})),
+            None,
+        );
+        let e = r[2].params.as_ref().expect_err("a grammar").to_string();
+        assert!(e.starts_with("`format` = \"json\""), "{e}");
     }
 
     #[test]

@@ -54,7 +54,7 @@ use parity_core::{Endpoint, Error, Protocol, Route, Server};
 use crate::openai::{self, chat_options};
 
 use super::{OllamaMlxParams, parse_over};
-use crate::layers::{Fields, Native};
+use crate::layers::{Fields, Format, Native};
 
 /// Ollama with the MLX runner, at the versions this module reads.
 const MLX_RUNNER: Server = crate::SERVER.at("MLX runner (safetensors, v0.32.10–v0.33.0-rc2)");
@@ -167,6 +167,7 @@ pub(crate) fn routes(
     let native = Native::read::<OllamaMlxParams>(
         request,
         Fields::Current,
+        Format::Dropped,
         "json: cannot unmarshal into Go struct field options of type map[string]interface {}",
     );
     let mut route = Route::new(NATIVE, native.options.and_then(parse));
