@@ -432,12 +432,8 @@ impl std::fmt::Display for Described {
 /// (each route's seed line says what it does), and `response_format`,
 /// `tools`, `tool_choice`, which most servers read without sampling under
 /// them. Where a server does constrain sampling with one, its semantics
-/// refuses it, naming the field: a `response_format` but `{"type": "text"}`
-/// on llama-server, llama_cpp.server, Ollama, mistral.rs, vLLM and SGLang,
-/// `tool_choice` on
-/// llama-server, llama_cpp.server and mistral.rs. (vLLM and SGLang turn a
-/// named or `"required"` tool choice into structured outputs only when
-/// started with a tool-call parser, which is not modelled.)
+/// refuses it, naming the field ([`crate::params::grammar_constrained`]);
+/// each engine's page in docs/engines/ says which of these fields it reads.
 pub const REQUEST_FIELDS_NOT_SAMPLING: &[&str] = &[
     "model",
     "messages",
